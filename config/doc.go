@@ -1,0 +1,2 @@
+// Package config loads, layers and validates the trainer configuration.
+package config

@@ -1,0 +1,2 @@
+// Package messages holds the protobuf messages the actors exchange.
+package messages
