@@ -1,2 +1,34 @@
 // Package config loads, layers and validates the trainer configuration.
+//
+// A Config has one section per concern (model, task, generation, rewards,
+// maxent, controller, loss, optim, train, cluster, trace, output). Keys
+// are snake_case and spelled the same in every layer:
+//
+//	file   train: {max_staleness: 2}
+//	env    MGRPO_TRAIN__MAX_STALENESS=2
+//	flag   --train.max_staleness=2
+//
+// Layers, lowest first: Default() < --config FILE (.yaml, .yml, .toml) or
+// --config recipe:NAME (the embedded recipes/*.yaml) < MGRPO_ env < flags
+// the user set. Lists are YAML/TOML lists or comma-separated text in env
+// and flags; durations are Go durations ("10s").
+//
+// # Errors
+//
+// Load refuses unknown keys in every layer, values of the wrong type,
+// out-of-range values and impossible combinations with an *Error whose
+// message is one line naming the key:
+//
+//	config: train.max_staleness = -1: must be 0 or more
+//
+// Environment variables are read only if they start with MGRPO_; a
+// variable containing "__" must name a key, one without is refused only
+// when it looks like a mistyped key (MGRPO_TRAIN_STEPS).
+//
+// # Example
+//
+//	cfg, err := config.Load(config.Sources{File: "recipe:addition-grpo", Env: os.Environ()})
+//	if err != nil { fmt.Fprintln(os.Stderr, err); os.Exit(2) }
+//
+// Package config imports no other mgrpo package.
 package config

@@ -1,0 +1,405 @@
+package config
+
+import "time"
+
+// Config is the whole configuration of a trainer node: one section per
+// concern. Keys are snake_case and spelled the same in every layer
+// (file `train: {max_staleness: 2}`, env MGRPO_TRAIN__MAX_STALENESS=2,
+// flag --train.max_staleness=2). The `help` tag is the one-line usage shown
+// by --help and written as a comment by YAML.
+type Config struct {
+	Model      Model      `koanf:"model" help:"policy model"`
+	Task       Task       `koanf:"task" help:"training task and data"`
+	Generation Generation `koanf:"generation" help:"sampling of completions"`
+	Rewards    Rewards    `koanf:"rewards" help:"reward functions"`
+	MaxEnt     MaxEnt     `koanf:"maxent" help:"objective and MaxEnt-GRPO knobs"`
+	Controller Controller `koanf:"controller" help:"tau, beta and meta controllers"`
+	Loss       Loss       `koanf:"loss" help:"policy loss"`
+	Optim      Optim      `koanf:"optim" help:"optimiser"`
+	Train      Train      `koanf:"train" help:"training loop"`
+	Cluster    Cluster    `koanf:"cluster" help:"node role and cluster membership"`
+	Trace      Trace      `koanf:"trace" help:"OpenTelemetry tracing"`
+	Output     Output     `koanf:"output" help:"run directory and logging"`
+}
+
+// Model selects the policy architecture (DESIGN §4) and where its weights
+// come from. A preset gives every dimension; a non-zero explicit dimension
+// overrides the preset's value, and with preset "" all of hidden, layers,
+// heads and mlp must be given.
+type Model struct {
+	// Preset is tiny, small, base or "" for explicit dimensions.
+	Preset string `koanf:"preset" help:"tiny|small|base, or \"\" for explicit dims"`
+	// Hidden is the residual width; 0 takes the preset's.
+	Hidden int `koanf:"hidden" help:"hidden size (0 = preset)"`
+	// Layers is the number of decoder blocks; 0 takes the preset's.
+	Layers int `koanf:"layers" help:"decoder layers (0 = preset)"`
+	// Heads is the number of query heads; 0 takes the preset's.
+	Heads int `koanf:"heads" help:"attention heads (0 = preset)"`
+	// KVHeads is the number of key/value heads (grouped-query attention);
+	// 0 means equal to Heads.
+	KVHeads int `koanf:"kv_heads" help:"key/value heads (0 = heads)"`
+	// MLP is the SwiGLU inner width; 0 takes the preset's.
+	MLP int `koanf:"mlp" help:"MLP inner size (0 = preset)"`
+	// Context is the maximum sequence length in tokens; 0 takes the preset's.
+	Context int `koanf:"context" help:"context length in tokens (0 = preset)"`
+	// RopeTheta is the RoPE base frequency.
+	RopeTheta float64 `koanf:"rope_theta" help:"RoPE base frequency"`
+	// TieEmbeddings shares the token embedding with lm_head.
+	TieEmbeddings bool `koanf:"tie_embeddings" help:"tie lm_head to the token embedding"`
+	// Checkpoint is a checkpoint directory (config.json + model.safetensors)
+	// to start from; "" starts from random weights (and a warm start).
+	Checkpoint string `koanf:"checkpoint" help:"checkpoint directory to load (\"\" = random init)"`
+	// Device is cpu or cuda (cuda needs a binary built with -tags cuda).
+	Device string `koanf:"device" help:"cpu|cuda"`
+	// DType is the parameter type; only float32 is supported.
+	DType string `koanf:"dtype" help:"parameter dtype (float32)"`
+	// Seed seeds the weight initialisation.
+	Seed int64 `koanf:"seed" help:"weight initialisation seed"`
+}
+
+// Task selects the verifiable-reward task and its data.
+type Task struct {
+	// Name is addition, countdown or wordproblems.
+	Name string `koanf:"name" help:"addition|countdown|wordproblems"`
+	// Digits is the number of digits of each addition operand.
+	Digits int `koanf:"digits" help:"addition: digits per operand"`
+	// Numbers is how many numbers a countdown prompt gives.
+	Numbers int `koanf:"numbers" help:"countdown: numbers per prompt"`
+	// MaxNumber is the largest countdown number (numbers are in 1..MaxNumber).
+	MaxNumber int `koanf:"max_number" help:"countdown: largest number"`
+	// Steps is the number of arithmetic steps of a word problem.
+	Steps int `koanf:"steps" help:"wordproblems: steps per problem"`
+	// Dataset is a JSONL file of {"prompt","answer"} lines; "" generates
+	// problems from Seed.
+	Dataset string `koanf:"dataset" help:"JSONL file of {\"prompt\",\"answer\"} (\"\" = generate)"`
+	// Seed seeds problem generation (training and held-out sets).
+	Seed int64 `koanf:"seed" help:"problem generator seed"`
+}
+
+// Generation controls how completions are sampled.
+type Generation struct {
+	// NumGenerations is K, the completions per prompt (the group size).
+	NumGenerations int `koanf:"num_generations" help:"completions per prompt (group size K)"`
+	// Temperature divides the logits before sampling; must be > 0.
+	Temperature float64 `koanf:"temperature" help:"sampling temperature (> 0)"`
+	// TopK keeps the K most likely tokens; 0 keeps all.
+	TopK int `koanf:"top_k" help:"top-k sampling (0 = off)"`
+	// TopP keeps the smallest set of tokens with mass >= TopP; 1 keeps all.
+	TopP float64 `koanf:"top_p" help:"nucleus sampling mass (1 = off)"`
+	// MaxCompletionLen is the most tokens generated per completion; a
+	// completion that reaches it finishes with reason LENGTH.
+	MaxCompletionLen int `koanf:"max_completion_len" help:"max generated tokens per completion"`
+	// RetryRounds is how many times a generator re-samples prompts whose
+	// completions came back missing before the batch is skipped.
+	RetryRounds int `koanf:"retry_rounds" help:"re-sampling rounds for missing completions"`
+}
+
+// Rewards lists the reward functions and how they combine into a utility.
+type Rewards struct {
+	// Funcs names the reward functions (accuracy, format, length, ...).
+	Funcs []string `koanf:"funcs" help:"reward functions, comma-separated"`
+	// Weights are the per-function weights of the utility u = Σ w_k r_k;
+	// empty means 1.0 each.
+	Weights []float64 `koanf:"weights" help:"reward weights, comma-separated (empty = 1 each)"`
+	// ZeroTruncatedCompletionRewards gives 0 reward to completions that hit
+	// max_completion_len.
+	ZeroTruncatedCompletionRewards bool `koanf:"zero_truncated_completion_rewards" help:"zero the reward of length-truncated completions"`
+	// ScaleRewards divides group advantages by the unbiased group std + 1e-4
+	// (spec §1.4); false gives Dr.GRPO-style u - mean.
+	ScaleRewards bool `koanf:"scale_rewards" help:"divide advantages by the group std"`
+}
+
+// Objective names.
+const (
+	ObjectiveGRPO             = "grpo"
+	ObjectiveGRPOEntropyBonus = "grpo_entropy_bonus"
+	ObjectiveMaxEntEntropy    = "maxent_entropy"
+	ObjectiveMaxEntListwise   = "maxent_listwise"
+)
+
+// Weight denominators (DESIGN §3).
+const (
+	WeightDenominatorTau         = "tau"
+	WeightDenominatorTauPlusBeta = "tau_plus_beta"
+)
+
+// MaxEnt selects the objective and holds the MaxEnt-GRPO knobs
+// (maxent-grpo-spec.md §0, §1, §4.1).
+type MaxEnt struct {
+	// Objective is grpo, grpo_entropy_bonus, maxent_entropy or maxent_listwise.
+	Objective string `koanf:"objective" help:"grpo|grpo_entropy_bonus|maxent_entropy|maxent_listwise"`
+	// Tau is the listwise temperature τ (> 0 for maxent_listwise); the
+	// starting value when the tau controller is on.
+	Tau float64 `koanf:"tau" help:"listwise temperature tau"`
+	// Beta is the KL coefficient β towards the reference policy, for every
+	// objective; the starting value when the beta controller is on.
+	Beta float64 `koanf:"beta" help:"KL coefficient beta (>= 0)"`
+	// Alpha is the token-entropy coefficient of maxent_entropy.
+	Alpha float64 `koanf:"alpha" help:"maxent_entropy: entropy coefficient (>= 0)"`
+	// QTemperature is applied once, when q is formed from utilities.
+	QTemperature float64 `koanf:"q_temperature" help:"temperature of the q-distribution (> 0)"`
+	// QEpsilon is the floor mixed into q before normalising.
+	QEpsilon float64 `koanf:"q_epsilon" help:"q floor (>= 0)"`
+	// LengthNormalizeRef divides reference log-probs by the token count.
+	LengthNormalizeRef bool `koanf:"length_normalize_ref" help:"length-normalise reference log-probs"`
+	// LengthNormalizePolicy divides policy sequence log-probs by the token count.
+	LengthNormalizePolicy bool `koanf:"length_normalize_policy" help:"length-normalise policy log-probs"`
+	// WeightDenominator is tau (the original trainer) or tau_plus_beta (the paper).
+	WeightDenominator string `koanf:"weight_denominator" help:"tau|tau_plus_beta"`
+	// SkipZeroVarianceGroups drops groups whose utilities are all equal
+	// from the listwise loss.
+	SkipZeroVarianceGroups bool `koanf:"skip_zero_variance_groups" help:"listwise: skip groups with equal utilities"`
+	// ClipObjective adds the PPO-clipped advantage term to the listwise loss.
+	ClipObjective bool `koanf:"clip_objective" help:"listwise: add the clipped advantage objective"`
+	// ClipObjectiveCoef scales that term.
+	ClipObjectiveCoef float64 `koanf:"clip_objective_coef" help:"listwise: coefficient of the clip objective"`
+	// ClipAdvBaseline is the baseline subtracted from weights to form clip
+	// advantages; 0 means 1/K.
+	ClipAdvBaseline float64 `koanf:"clip_adv_baseline" help:"listwise: clip advantage baseline (0 = 1/K)"`
+	// EntropyBonusCoef is c of grpo_entropy_bonus: u_i += c·σ_R·z(h_i) (spec §1.6).
+	EntropyBonusCoef float64 `koanf:"entropy_bonus_coef" help:"grpo_entropy_bonus: bonus coefficient (> 0 there, 0 otherwise)"`
+	// SeedGRPO scales advantages by semantic entropy (spec §1.5).
+	SeedGRPO SeedGRPO `koanf:"seed_grpo" help:"SEED-GRPO advantage scaling"`
+}
+
+// SeedGRPO holds the SEED-GRPO knobs (spec §1.5). Only GRPO objectives may
+// enable it.
+type SeedGRPO struct {
+	// Enabled turns the scaling on.
+	Enabled bool `koanf:"enabled" help:"enable SEED-GRPO (GRPO objectives only)"`
+	// Alpha is the strength α of scale = 1/(1 + α_eff·H).
+	Alpha float64 `koanf:"alpha" help:"strength alpha (>= 0)"`
+	// NormalizeByMaxEntropy uses α_eff = α / ln K.
+	NormalizeByMaxEntropy bool `koanf:"normalize_by_max_entropy" help:"divide alpha by ln K"`
+	// LengthNormalizeLogprobs divides each completion's log-prob by its length.
+	LengthNormalizeLogprobs bool `koanf:"length_normalize_logprobs" help:"length-normalise completion log-probs"`
+}
+
+// Controller holds the tau, beta and meta controllers (spec §2). They
+// update once per optimiser step from the step's global statistics.
+type Controller struct {
+	Tau  TauController  `koanf:"tau" help:"target-weight-entropy controller for tau"`
+	Beta BetaController `koanf:"beta" help:"KL controller for beta"`
+	Meta MetaController `koanf:"meta" help:"meta-controller for tau and beta"`
+}
+
+// TauController steers τ so that the EMA of the weight entropy tracks a
+// target (spec §2.1): log τ += lr·(H* − ema).
+type TauController struct {
+	// Enabled turns the controller on.
+	Enabled bool `koanf:"enabled" help:"enable the tau controller"`
+	// TargetEntropy is H*, in nats (at most ln K); the start of the
+	// schedule when Horizon > 0.
+	TargetEntropy float64 `koanf:"target_entropy" help:"target weight entropy in nats"`
+	// TargetEntropyFinal is the schedule's end value, reached linearly at
+	// step Horizon; used only when Horizon > 0.
+	TargetEntropyFinal float64 `koanf:"target_entropy_final" help:"final target entropy (with horizon > 0)"`
+	// Horizon is the schedule length in steps; 0 keeps TargetEntropy.
+	Horizon int `koanf:"horizon" help:"steps of the linear target schedule (0 = constant)"`
+	// LR is the log-space learning rate.
+	LR float64 `koanf:"lr" help:"log-space learning rate (> 0 when enabled)"`
+	// Min is the lower bound of τ.
+	Min float64 `koanf:"min" help:"lower bound of tau"`
+	// Max is the upper bound of τ; 0 means unbounded.
+	Max float64 `koanf:"max" help:"upper bound of tau (0 = none)"`
+	// WarmupSteps holds τ fixed for the first steps.
+	WarmupSteps int `koanf:"warmup_steps" help:"steps before the controller acts"`
+	// EMADecay is the decay of the weight-entropy moving average.
+	EMADecay float64 `koanf:"ema_decay" help:"decay of the entropy EMA, in [0, 1)"`
+}
+
+// BetaController scales β multiplicatively towards a KL target
+// (spec §2.2): β ← β·(1 + clip(KL/target − 1, ±step)/horizon).
+type BetaController struct {
+	// Enabled turns the controller on.
+	Enabled bool `koanf:"enabled" help:"enable the beta controller"`
+	// KLTarget is the per-token KL the controller aims for, in nats.
+	KLTarget float64 `koanf:"kl_target" help:"target KL in nats (> 0 when enabled)"`
+	// Horizon is the controller's time constant in steps.
+	Horizon int `koanf:"horizon" help:"time constant in steps (> 0 when enabled)"`
+	// StepSize clips the relative error per step.
+	StepSize float64 `koanf:"step_size" help:"clip of the relative KL error (> 0 when enabled)"`
+}
+
+// MetaController updates τ and β by gradient steps on an objective
+// (spec §2.3). When enabled it replaces the plain tau and beta controllers.
+type MetaController struct {
+	// Enabled turns the meta-controller on.
+	Enabled bool `koanf:"enabled" help:"enable the meta-controller"`
+	// Method is analytic (g_τ = H − H*, g_β = KL − KL*).
+	Method string `koanf:"method" help:"analytic"`
+	// LR is the shared learning rate.
+	LR float64 `koanf:"lr" help:"shared learning rate"`
+	// TauLR overrides LR for τ when > 0.
+	TauLR float64 `koanf:"tau_lr" help:"learning rate for tau (0 = lr)"`
+	// BetaLR overrides LR for β when > 0.
+	BetaLR float64 `koanf:"beta_lr" help:"learning rate for beta (0 = lr)"`
+	// BetaGradClip clips g_β; 0 means no clip.
+	BetaGradClip float64 `koanf:"beta_grad_clip" help:"clip of the beta gradient (0 = none)"`
+	// Interval runs the update every Interval optimiser steps.
+	Interval int `koanf:"interval" help:"optimiser steps between updates"`
+}
+
+// Loss types and policy-loss variants.
+const (
+	LossGRPO   = "grpo"
+	LossBNPO   = "bnpo"
+	LossDrGRPO = "dr_grpo"
+
+	PolicyLossVanilla = "vanilla"
+	PolicyLossGSPO    = "gspo"
+	PolicyLossCISPO   = "cispo"
+)
+
+// Loss chooses how token losses are averaged and which policy-loss
+// variant runs.
+type Loss struct {
+	// Type is grpo (per-sequence mean), bnpo (batch token mean) or dr_grpo
+	// (fixed max-length denominator).
+	Type string `koanf:"type" help:"grpo|bnpo|dr_grpo"`
+	// PolicyLoss is vanilla (PPO clip per token), gspo (sequence-level
+	// ratio) or cispo (clipped IS weight, unconditional clip).
+	PolicyLoss string `koanf:"policy_loss" help:"vanilla|gspo|cispo"`
+	// Epsilon is the lower (and by default upper) clip range ε.
+	Epsilon float64 `koanf:"epsilon" help:"clip range epsilon (> 0)"`
+	// EpsilonHigh is DAPO's clip-higher bound; 0 means Epsilon.
+	EpsilonHigh float64 `koanf:"epsilon_high" help:"upper clip range (0 = epsilon)"`
+	// ISRatioMax truncates the off-policy importance ratio
+	// π_old/π_behaviour at this value; 0 means no correction.
+	ISRatioMax float64 `koanf:"is_ratio_max" help:"truncation of the behaviour importance ratio (0 = off)"`
+}
+
+// LR schedules.
+const (
+	ScheduleConstant = "constant"
+	ScheduleCosine   = "cosine"
+	ScheduleLinear   = "linear"
+)
+
+// Optim configures AdamW for the RL phase and the supervised warm start.
+type Optim struct {
+	// LR is the RL learning rate.
+	LR float64 `koanf:"lr" help:"RL learning rate"`
+	// WarmStartLR is the supervised warm-start learning rate (10–20× LR).
+	WarmStartLR float64 `koanf:"warm_start_lr" help:"warm-start learning rate"`
+	// Beta1 is Adam's first-moment decay.
+	Beta1 float64 `koanf:"beta1" help:"Adam beta1, in [0, 1)"`
+	// Beta2 is Adam's second-moment decay.
+	Beta2 float64 `koanf:"beta2" help:"Adam beta2, in [0, 1)"`
+	// Eps is Adam's denominator floor.
+	Eps float64 `koanf:"eps" help:"Adam epsilon (> 0)"`
+	// WeightDecay is decoupled (AdamW) weight decay.
+	WeightDecay float64 `koanf:"weight_decay" help:"AdamW weight decay (>= 0)"`
+	// GradClip clips the global gradient norm; 0 means no clip.
+	GradClip float64 `koanf:"grad_clip" help:"max global gradient norm (0 = off)"`
+	// Schedule is constant, cosine or linear (decay to 0 at train.steps).
+	Schedule string `koanf:"schedule" help:"constant|cosine|linear"`
+	// WarmupSteps ramps the learning rate linearly from 0.
+	WarmupSteps int `koanf:"warmup_steps" help:"linear LR warmup steps"`
+}
+
+// Train is the training loop: how many steps, how large, how asynchronous.
+type Train struct {
+	// Steps is the number of RL optimiser steps.
+	Steps int `koanf:"steps" help:"RL optimiser steps"`
+	// PromptsPerStep is the number of prompt groups per optimiser step.
+	PromptsPerStep int `koanf:"prompts_per_step" help:"prompt groups per step"`
+	// WarmStartSteps is the number of supervised steps before RL; 0 skips
+	// the warm start.
+	WarmStartSteps int `koanf:"warm_start_steps" help:"supervised warm-start steps (0 = none)"`
+	// WarmStartBatch is the number of sequences per warm-start step.
+	WarmStartBatch int `koanf:"warm_start_batch" help:"sequences per warm-start step"`
+	// MaxStaleness is how many policy versions generators may run ahead of
+	// the learner. 0 means synchronous, on-policy training.
+	MaxStaleness int `koanf:"max_staleness" help:"policy versions generators may run ahead (0 = on-policy)"`
+	// SyncEvery publishes weights to generators every SyncEvery steps.
+	SyncEvery int `koanf:"sync_every" help:"optimiser steps between weight syncs"`
+	// DynamicSampling drops zero-variance groups and refills the batch (DAPO).
+	DynamicSampling bool `koanf:"dynamic_sampling" help:"drop zero-variance groups and refill"`
+	// DynamicSamplingMaxRounds bounds the refill rounds per step.
+	DynamicSamplingMaxRounds int `koanf:"dynamic_sampling_max_rounds" help:"max refill rounds per step"`
+	// CheckpointEvery saves a checkpoint every N steps; 0 only at the end.
+	CheckpointEvery int `koanf:"checkpoint_every" help:"steps between checkpoints (0 = at the end)"`
+	// EvalEvery measures greedy accuracy every N steps; 0 never.
+	EvalEvery int `koanf:"eval_every" help:"steps between greedy evaluations (0 = off)"`
+	// EvalPrompts is the size of the held-out evaluation set.
+	EvalPrompts int `koanf:"eval_prompts" help:"held-out prompts per evaluation"`
+	// Seed seeds sampling and batch order.
+	Seed int64 `koanf:"seed" help:"training seed"`
+	// Resume is a run directory to continue from its last complete
+	// checkpoint ("" starts fresh).
+	Resume string `koanf:"resume" help:"run directory to resume"`
+}
+
+// Roles a node can run.
+const (
+	RoleAll        = "all"
+	RoleLearner    = "learner"
+	RoleGenerator  = "generator"
+	RoleReward     = "reward"
+	RoleReference  = "reference"
+	RoleController = "controller"
+)
+
+// Roles lists every role in a fixed order.
+func Roles() []string {
+	return []string{RoleAll, RoleLearner, RoleGenerator, RoleReward, RoleReference, RoleController}
+}
+
+// Cluster places this node: which role it runs and how it finds the others.
+type Cluster struct {
+	// Role is all (every actor in this process) or one role.
+	Role string `koanf:"role" help:"all|learner|generator|reward|reference|controller"`
+	// Name is the cluster name; nodes join only clusters of the same name.
+	Name string `koanf:"name" help:"cluster name"`
+	// Host is the address the node binds and advertises.
+	Host string `koanf:"host" help:"bind host"`
+	// Port is the remote port; 0 picks a free one.
+	Port int `koanf:"port" help:"bind port (0 = any free port)"`
+	// Seeds are host:port addresses of cluster members to join.
+	Seeds []string `koanf:"seeds" help:"host:port of members to join, comma-separated"`
+	// Provider is the membership provider: automanaged (processes) or test
+	// (in-memory, one process).
+	Provider string `koanf:"provider" help:"automanaged|test"`
+	// Generators is the number of generator actors a node of role all or
+	// generator starts.
+	Generators int `koanf:"generators" help:"generator actors on this node"`
+	// MaxMessageBytes is the gRPC message limit every node sets.
+	MaxMessageBytes int `koanf:"max_message_bytes" help:"gRPC max message size in bytes"`
+	// WeightChunkBytes is the largest PolicyWeights chunk.
+	WeightChunkBytes int `koanf:"weight_chunk_bytes" help:"bytes per weight-sync chunk (< max_message_bytes)"`
+	// RequestTimeout bounds a request to a remote actor.
+	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of a remote request"`
+}
+
+// Trace configures OpenTelemetry export.
+type Trace struct {
+	// OTLPEndpoint is host:port of an OTLP collector; "" disables export.
+	OTLPEndpoint string `koanf:"otlp_endpoint" help:"OTLP collector host:port (\"\" = off)"`
+	// Protocol is grpc (port 4317) or http (port 4318).
+	Protocol string `koanf:"protocol" help:"grpc|http"`
+	// SampleRatio is the fraction of steps traced, in [0, 1].
+	SampleRatio float64 `koanf:"sample_ratio" help:"fraction of steps traced"`
+	// SlowStep marks steps slower than this and prints their trace id;
+	// 0 disables.
+	SlowStep time.Duration `koanf:"slow_step" help:"slow-step threshold (0 = off)"`
+	// ServiceName is the OTel service.name.
+	ServiceName string `koanf:"service_name" help:"OTel service name"`
+	// QueryURL is the Jaeger query API used by `mgrpo-node traces`.
+	QueryURL string `koanf:"query_url" help:"Jaeger query API base URL"`
+}
+
+// Output says where a run writes and how often.
+type Output struct {
+	// Dir is the parent of run directories.
+	Dir string `koanf:"dir" help:"parent directory of runs"`
+	// Name is the run name (runs/<name>); "" derives one from the task,
+	// objective and start time.
+	Name string `koanf:"name" help:"run name (\"\" = derived)"`
+	// LogEvery writes metrics every N steps.
+	LogEvery int `koanf:"log_every" help:"steps between metrics lines"`
+	// SampleEvery writes a sample table every N steps; 0 never.
+	SampleEvery int `koanf:"sample_every" help:"steps between sample tables (0 = off)"`
+	// SampleRows is the number of completions per sample table.
+	SampleRows int `koanf:"sample_rows" help:"rows per sample table"`
+}

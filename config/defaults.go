@@ -1,0 +1,160 @@
+package config
+
+import "time"
+
+// Default returns the built-in configuration: 2-digit addition on the
+// small preset, a 200-step warm start, then 200 steps of GRPO. The RL
+// numbers are those measured to learn reliably in
+// reference/policy-and-tasks.md §5 (lr 1e-4, 16 prompts × G=8, T=1.0);
+// MaxEnt knobs default to the spec's values (maxent-grpo-spec.md §4.1).
+func Default() *Config {
+	return &Config{
+		Model: Model{
+			Preset:    "small",
+			RopeTheta: 10000, // DESIGN §4
+			Device:    "cpu",
+			DType:     "float32",
+			Seed:      1,
+		},
+		Task: Task{
+			Name:      "addition",
+			Digits:    2,
+			Numbers:   3,  // policy-and-tasks §6.4: 3 numbers in 1–20
+			MaxNumber: 20, //
+			Steps:     2,  // policy-and-tasks §6.4: 2–3 step problems
+			Seed:      1,
+		},
+		Generation: Generation{
+			NumGenerations:   8,
+			Temperature:      1.0,
+			TopP:             1.0,
+			MaxCompletionLen: 8, // 3 answer digits + EOS, with slack
+			RetryRounds:      1,
+		},
+		Rewards: Rewards{
+			Funcs:        []string{"accuracy"},
+			Weights:      []float64{1.0},
+			ScaleRewards: true, // spec §1.4 (TRL default)
+		},
+		MaxEnt: MaxEnt{
+			Objective:          ObjectiveGRPO,
+			Tau:                0.5, // spec §4.2 listwise preset
+			Beta:               0.0, // policy-and-tasks §6.5: β_KL ∈ {0, 1e-3}
+			QTemperature:       1.0,
+			QEpsilon:           1e-6,
+			LengthNormalizeRef: true,
+			WeightDenominator:  WeightDenominatorTau,
+			ClipObjectiveCoef:  1.0,
+			SeedGRPO: SeedGRPO{
+				Alpha:                   0.0417,
+				NormalizeByMaxEntropy:   true,
+				LengthNormalizeLogprobs: true,
+			},
+		},
+		Controller: Controller{
+			Tau: TauController{
+				TargetEntropy: 1.5,
+				LR:            0.05,
+				EMADecay:      0.9, // spec §2.1 _TAU_ENTROPY_EMA_DECAY
+			},
+			Beta: BetaController{
+				KLTarget: 0.07, // spec §4.2 7B recipe
+				Horizon:  500,
+				StepSize: 0.15, // spec §2.2 test vector
+			},
+			Meta: MetaController{
+				Method:   "analytic",
+				LR:       0.05, // spec §4.2 maxent_math.yaml
+				Interval: 1,
+			},
+		},
+		Loss: Loss{
+			Type:       LossBNPO, // spec §0 default
+			PolicyLoss: PolicyLossVanilla,
+			Epsilon:    0.2,
+			ISRatioMax: 2.0,
+		},
+		Optim: Optim{
+			LR:          1e-4, // policy-and-tasks §5: 3e-4 noisy, 1e-3 collapses
+			WarmStartLR: 2e-3,
+			Beta1:       0.9,
+			Beta2:       0.999,
+			Eps:         1e-8,
+			GradClip:    1.0,
+			Schedule:    ScheduleConstant,
+		},
+		Train: Train{
+			Steps:                    200,
+			PromptsPerStep:           16,
+			WarmStartSteps:           200, // policy-and-tasks §5: 41% greedy at step 200
+			WarmStartBatch:           128,
+			SyncEvery:                1,
+			DynamicSamplingMaxRounds: 3,
+			CheckpointEvery:          50,
+			EvalEvery:                25,
+			EvalPrompts:              256,
+			Seed:                     1,
+		},
+		Cluster: Cluster{
+			Role:             RoleAll,
+			Name:             "mgrpo",
+			Host:             "127.0.0.1",
+			Provider:         "automanaged",
+			Generators:       1,
+			MaxMessageBytes:  64 << 20, // go-deps §11: raise gRPC's 4 MiB on every node
+			WeightChunkBytes: 1 << 20,
+			RequestTimeout:   30 * time.Second,
+		},
+		Trace: Trace{
+			Protocol:    "grpc",
+			SampleRatio: 1.0,
+			SlowStep:    10 * time.Second,
+			ServiceName: "mgrpo",
+			QueryURL:    "http://127.0.0.1:16686",
+		},
+		Output: Output{
+			Dir:         "runs",
+			LogEvery:    1,
+			SampleEvery: 10,
+			SampleRows:  16,
+		},
+	}
+}
+
+// Dims are the resolved sizes of the policy model.
+type Dims struct {
+	Hidden, Layers, Heads, KVHeads, MLP, Context int
+}
+
+// PresetDims returns the dimensions of a named preset (DESIGN §4) and
+// whether the name is known.
+func PresetDims(name string) (Dims, bool) {
+	switch name {
+	case "tiny":
+		return Dims{Hidden: 32, Layers: 2, Heads: 2, KVHeads: 2, MLP: 64, Context: 64}, true
+	case "small":
+		return Dims{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, MLP: 192, Context: 64}, true
+	case "base":
+		return Dims{Hidden: 128, Layers: 4, Heads: 4, KVHeads: 4, MLP: 384, Context: 64}, true
+	}
+	return Dims{}, false
+}
+
+// Dims resolves the model's dimensions: the preset's, overridden by every
+// non-zero explicit field; KVHeads 0 means Heads. With an unknown preset
+// the explicit fields alone are used (Validate reports the preset).
+func (m Model) Dims() Dims {
+	d, _ := PresetDims(m.Preset)
+	for _, o := range []struct {
+		dst *int
+		v   int
+	}{{&d.Hidden, m.Hidden}, {&d.Layers, m.Layers}, {&d.Heads, m.Heads}, {&d.KVHeads, m.KVHeads}, {&d.MLP, m.MLP}, {&d.Context, m.Context}} {
+		if o.v != 0 {
+			*o.dst = o.v
+		}
+	}
+	if m.KVHeads == 0 && (m.Preset == "" || m.Heads != 0) {
+		d.KVHeads = d.Heads
+	}
+	return d
+}

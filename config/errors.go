@@ -1,0 +1,55 @@
+package config
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinel errors; every *Error wraps one of them.
+var (
+	// ErrUnknownKey: a file, env variable or flag names no configuration key.
+	ErrUnknownKey = errors.New("config: unknown key")
+	// ErrType: a value cannot be read as the key's type.
+	ErrType = errors.New("config: wrong type")
+	// ErrRange: a value is outside the key's allowed range or set.
+	ErrRange = errors.New("config: value out of range")
+	// ErrConflict: values that are fine alone are impossible together.
+	ErrConflict = errors.New("config: impossible combination")
+	// ErrSource: a config file or recipe cannot be read or parsed.
+	ErrSource = errors.New("config: unreadable source")
+)
+
+// Error is a configuration problem tied to one key. Its message is one
+// line:
+//
+//	config: train.max_staleness = -1: must be 0 or more
+//	config: train.steps = "abc": must be an integer (file bad.yaml)
+type Error struct {
+	Key    string // dotted key, e.g. train.max_staleness
+	Value  string // the offending value as written, "" if none
+	Reason string // what is wrong, e.g. "must be 0 or more"
+	Source string // where the value came from ("file x.yaml", "env MGRPO_X__Y", "flag --x.y"); "" for the effective config
+	Err    error  // one of the sentinels
+}
+
+// Error renders the one-line message.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("config: ")
+	b.WriteString(e.Key)
+	if e.Value != "" {
+		b.WriteString(" = ")
+		b.WriteString(e.Value)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Reason)
+	if e.Source != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Source)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel.
+func (e *Error) Unwrap() error { return e.Err }

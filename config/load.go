@@ -1,0 +1,214 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/knadh/koanf/maps"
+	"github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// EnvPrefix starts every environment variable that sets a key:
+// MGRPO_SECTION__KEY, with "__" between nesting levels
+// (MGRPO_CONTROLLER__TAU__LR sets controller.tau.lr).
+const EnvPrefix = "MGRPO_"
+
+// RecipePrefix marks a --config value that names a built-in recipe
+// (recipe:addition-grpo) rather than a file.
+const RecipePrefix = "recipe:"
+
+// Sources are the layers Load puts over the defaults, lowest first.
+type Sources struct {
+	// File is a YAML (.yaml, .yml) or TOML (.toml) file, or
+	// "recipe:NAME"; "" for none.
+	File string
+	// Env is the environment as KEY=VALUE strings (os.Environ() in the
+	// binary, a literal slice in tests). Variables starting with MGRPO_
+	// are read.
+	Env []string
+	// Flags is a flag set prepared by AddFlags and already parsed; only
+	// flags the user set override. nil for none.
+	Flags *pflag.FlagSet
+}
+
+// Load layers defaults < file < env < flags, then validates. Every error
+// is an *Error whose message is one line naming the key.
+func Load(src Sources) (*Config, error) {
+	t := keys()
+	k := koanf.New(".")
+	if err := k.Load(mapProvider(t.values(Default())), nil); err != nil {
+		return nil, fmt.Errorf("config: load defaults: %w", err)
+	}
+	layers := []func(*keyTable) (map[string]any, error){
+		func(t *keyTable) (map[string]any, error) { return readFile(t, src.File) },
+		func(t *keyTable) (map[string]any, error) { return readEnv(t, src.Env) },
+	}
+	for _, read := range layers {
+		flat, err := read(t)
+		if err != nil {
+			return nil, err
+		}
+		if err := k.Load(mapProvider(flat), nil); err != nil {
+			return nil, fmt.Errorf("config: merge: %w", err)
+		}
+	}
+	if src.Flags != nil {
+		if err := loadFlags(t, k, src.Flags); err != nil {
+			return nil, err
+		}
+	}
+	c := &Config{}
+	if err := k.UnmarshalWithConf("", c, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
+		return nil, fmt.Errorf("config: decode: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// LoadArgs parses args as flags (see AddFlags), reads the file named by
+// --config and layers everything with env, as the binary does.
+// Positional arguments are refused.
+func LoadArgs(args, env []string) (*Config, error) {
+	fs := pflag.NewFlagSet("mgrpo-node", pflag.ContinueOnError)
+	AddFlags(fs)
+	if err := ParseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, &Error{Key: "args", Value: fmt.Sprintf("%q", fs.Args()), Reason: "unexpected positional arguments", Err: ErrUnknownKey}
+	}
+	file, _ := fs.GetString("config")
+	return Load(Sources{File: file, Env: env, Flags: fs})
+}
+
+// mapProvider is a koanf.Provider over a flat dotted map.
+type mapProvider map[string]any
+
+func (m mapProvider) Read() (map[string]any, error) {
+	return maps.Unflatten(map[string]any(m), "."), nil
+}
+
+func (m mapProvider) ReadBytes() ([]byte, error) {
+	return nil, errors.New("config: mapProvider has no bytes")
+}
+
+// readFile reads a config file or recipe into flat, typed values.
+func readFile(t *keyTable, name string) (map[string]any, error) {
+	out := map[string]any{}
+	if name == "" {
+		return out, nil
+	}
+	data, ext, source, err := fileBytes(name)
+	if err != nil {
+		return nil, err
+	}
+	var parser koanf.Parser
+	switch ext {
+	case ".yaml", ".yml":
+		parser = yaml.Parser()
+	case ".toml":
+		parser = toml.Parser()
+	default:
+		return nil, &Error{Key: "config", Value: fmt.Sprintf("%q", name), Reason: "unsupported file type (want .yaml, .yml or .toml)", Err: ErrSource}
+	}
+	m, err := parser.Unmarshal(data)
+	if err != nil {
+		return nil, &Error{Key: "config", Value: fmt.Sprintf("%q", name), Reason: "cannot parse: " + oneLine(err.Error()), Err: ErrSource}
+	}
+	raw := map[string]any{}
+	if err := t.flatten(m, "", source, raw); err != nil {
+		return nil, err
+	}
+	for key, v := range raw {
+		l, _ := t.lookup(key)
+		if out[key], err = l.coerce(v, source); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func fileBytes(name string) (data []byte, ext, source string, err error) {
+	if recipe, ok := strings.CutPrefix(name, RecipePrefix); ok {
+		data, err := Recipe(recipe)
+		if err != nil {
+			return nil, "", "", &Error{Key: "config", Value: fmt.Sprintf("%q", name), Reason: fmt.Sprintf("unknown recipe (known: %s)", strings.Join(Recipes(), ", ")), Err: ErrSource}
+		}
+		return data, ".yaml", "recipe " + recipe, nil
+	}
+	data, err = os.ReadFile(name)
+	if err != nil {
+		return nil, "", "", &Error{Key: "config", Value: fmt.Sprintf("%q", name), Reason: "cannot read: " + oneLine(unwrapPath(err)), Err: ErrSource}
+	}
+	return data, strings.ToLower(filepath.Ext(name)), "file " + name, nil
+}
+
+func unwrapPath(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// readEnv maps MGRPO_SECTION__KEY variables to typed values. A variable
+// with "__" must name a key; one without is an error only when it looks
+// like a mistyped key (MGRPO_TRAIN or MGRPO_TRAIN_STEPS), so variables of
+// tools (MGRPO_JAEGER_BIN, say) pass untouched.
+func readEnv(t *keyTable, env []string) (map[string]any, error) {
+	out := map[string]any{}
+	sorted := append([]string(nil), env...)
+	sort.Strings(sorted)
+	for _, kv := range sorted {
+		name, val, ok := strings.Cut(kv, "=")
+		rest, isOurs := strings.CutPrefix(name, EnvPrefix)
+		if !ok || !isOurs {
+			continue
+		}
+		source := "env " + name
+		key := strings.ToLower(strings.ReplaceAll(rest, "__", "."))
+		if !strings.Contains(rest, "__") {
+			if section := envSection(t, key); section != "" {
+				return nil, &Error{Key: key, Reason: fmt.Sprintf("unknown key (write %s%s__KEY, with two underscores)", EnvPrefix, strings.ToUpper(section)), Source: source, Err: ErrUnknownKey}
+			}
+			continue
+		}
+		l, known := t.lookup(key)
+		if !known {
+			if t.sections[key] {
+				return nil, &Error{Key: key, Reason: "is a section, not a key", Source: source, Err: ErrUnknownKey}
+			}
+			return nil, t.unknown(key, source)
+		}
+		v, err := l.coerce(val, source)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = v
+	}
+	return out, nil
+}
+
+// envSection returns the top-level section that a single-underscore env
+// name starts with, or "".
+func envSection(t *keyTable, name string) string {
+	for s := range t.sections {
+		if !strings.Contains(s, ".") && (name == s || strings.HasPrefix(name, s+"_")) {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,239 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// writeFile puts text in a temp file with the given extension.
+func writeFile(t *testing.T, ext, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cfg"+ext)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+	c, err := Load(Sources{})
+	if err != nil {
+		t.Fatalf("Load(empty) = %v", err)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Errorf("Load(empty) differs from Default():\n got %+v\nwant %+v", c, Default())
+	}
+}
+
+// TestPrecedence sets train.max_staleness (a nested snake_case key) and
+// controller.tau.lr (three levels) in each layer and checks which wins.
+func TestPrecedence(t *testing.T) {
+	yamlFile := writeFile(t, ".yaml", "train:\n  max_staleness: 2\n  steps: 7\ncontroller:\n  tau:\n    lr: 0.2\n")
+	tomlFile := writeFile(t, ".toml", "[train]\nmax_staleness = 2\nsteps = 7\n[controller.tau]\nlr = 0.2\n")
+	cases := []struct {
+		name          string
+		file          string
+		env           []string
+		args          []string
+		wantStaleness int
+		wantSteps     int
+		wantTauLR     float64
+	}{
+		{name: "defaults", wantStaleness: 0, wantSteps: 200, wantTauLR: 0.05},
+		{name: "yaml file over defaults", file: yamlFile, wantStaleness: 2, wantSteps: 7, wantTauLR: 0.2},
+		{name: "toml file over defaults", file: tomlFile, wantStaleness: 2, wantSteps: 7, wantTauLR: 0.2},
+		{name: "env over defaults", env: []string{"MGRPO_TRAIN__MAX_STALENESS=3", "MGRPO_CONTROLLER__TAU__LR=0.3"}, wantStaleness: 3, wantSteps: 200, wantTauLR: 0.3},
+		{name: "env over file", file: yamlFile, env: []string{"MGRPO_TRAIN__MAX_STALENESS=3", "MGRPO_CONTROLLER__TAU__LR=0.3"}, wantStaleness: 3, wantSteps: 7, wantTauLR: 0.3},
+		{name: "flag over env and file", file: yamlFile, env: []string{"MGRPO_TRAIN__MAX_STALENESS=3"}, args: []string{"--train.max_staleness=4", "--controller.tau.lr", "0.4"}, wantStaleness: 4, wantSteps: 7, wantTauLR: 0.4},
+		{name: "unset flags do not override", file: yamlFile, env: []string{"MGRPO_TRAIN__MAX_STALENESS=3"}, args: []string{"--train.seed=9"}, wantStaleness: 3, wantSteps: 7, wantTauLR: 0.2},
+		{name: "unrelated env ignored", env: []string{"HOME=/x", "MGRPO_JAEGER_BIN=/bin/j"}, wantStaleness: 0, wantSteps: 200, wantTauLR: 0.05},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"--config", tc.file}, args...)
+			}
+			c, err := LoadArgs(args, tc.env)
+			if err != nil {
+				t.Fatalf("LoadArgs: %v", err)
+			}
+			if c.Train.MaxStaleness != tc.wantStaleness || c.Train.Steps != tc.wantSteps || c.Controller.Tau.LR != tc.wantTauLR {
+				t.Errorf("max_staleness, steps, tau.lr = %d, %d, %g; want %d, %d, %g",
+					c.Train.MaxStaleness, c.Train.Steps, c.Controller.Tau.LR, tc.wantStaleness, tc.wantSteps, tc.wantTauLR)
+			}
+		})
+	}
+}
+
+func TestLayerTypes(t *testing.T) {
+	env := []string{
+		"MGRPO_REWARDS__FUNCS=accuracy, format",
+		"MGRPO_REWARDS__WEIGHTS=1,0.1",
+		"MGRPO_TRACE__SLOW_STEP=1500ms",
+		"MGRPO_TRAIN__DYNAMIC_SAMPLING=true",
+		"MGRPO_CLUSTER__SEEDS=10.0.0.1:8090,10.0.0.2:8090",
+	}
+	c, err := LoadArgs([]string{"--model.tie_embeddings", "--role", "learner", "--resume=runs/a"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Rewards.Funcs; !reflect.DeepEqual(got, []string{"accuracy", "format"}) {
+		t.Errorf("rewards.funcs = %q", got)
+	}
+	if got := c.Rewards.Weights; !reflect.DeepEqual(got, []float64{1, 0.1}) {
+		t.Errorf("rewards.weights = %v", got)
+	}
+	if c.Trace.SlowStep != 1500*time.Millisecond || !c.Train.DynamicSampling || len(c.Cluster.Seeds) != 2 {
+		t.Errorf("slow_step %v, dynamic_sampling %v, seeds %q", c.Trace.SlowStep, c.Train.DynamicSampling, c.Cluster.Seeds)
+	}
+	if !c.Model.TieEmbeddings || c.Cluster.Role != RoleLearner || c.Train.Resume != "runs/a" {
+		t.Errorf("tie_embeddings %v, role %q, resume %q", c.Model.TieEmbeddings, c.Cluster.Role, c.Train.Resume)
+	}
+}
+
+// TestLoadErrors checks that each bad input gives one line naming the key,
+// wrapping the right sentinel.
+func TestLoadErrors(t *testing.T) {
+	cases := []struct {
+		name     string
+		file     string // YAML text ("" = no file)
+		env      []string
+		args     []string
+		want     error
+		wantLine string
+	}{
+		{name: "unknown key in file", file: "train:\n  max_stalenes: 2\n", want: ErrUnknownKey,
+			wantLine: "config: train.max_stalenes: unknown key (did you mean train.max_staleness?) (file "},
+		{name: "unknown section in file", file: "trainer:\n  steps: 2\n", want: ErrUnknownKey, wantLine: "config: trainer: unknown key"},
+		{name: "section as scalar", file: "train: 5\n", want: ErrType, wantLine: "config: train = 5: must be a section"},
+		{name: "wrong type in file", file: "train: {steps: \"abc\"}\n", want: ErrType, wantLine: `config: train.steps = "abc": must be an integer (file `},
+		{name: "wrong type bool", file: "train: {dynamic_sampling: 3}\n", want: ErrType, wantLine: "config: train.dynamic_sampling = 3: must be true or false"},
+		{name: "wrong list item", file: "rewards: {weights: [1, x]}\n", want: ErrType, wantLine: "config: rewards.weights = [1 x]: item 1 must be a number"},
+		{name: "bad duration", file: "trace: {slow_step: fast}\n", want: ErrType, wantLine: `config: trace.slow_step = "fast": must be a duration`},
+		{name: "out of range in file", file: "train: {max_staleness: -1}\n", want: ErrRange, wantLine: "config: train.max_staleness = -1: must be 0 or more"},
+		{name: "unknown env key", env: []string{"MGRPO_TRAIN__MAX_STALENES=1"}, want: ErrUnknownKey, wantLine: "config: train.max_stalenes: unknown key (did you mean train.max_staleness?) (env MGRPO_TRAIN__MAX_STALENES)"},
+		{name: "env single underscore", env: []string{"MGRPO_TRAIN_STEPS=1"}, want: ErrUnknownKey, wantLine: "config: train_steps: unknown key (write MGRPO_TRAIN__KEY, with two underscores) (env MGRPO_TRAIN_STEPS)"},
+		{name: "env names a section", env: []string{"MGRPO_CONTROLLER__TAU=1"}, want: ErrUnknownKey, wantLine: "config: controller.tau: is a section, not a key"},
+		{name: "env wrong type", env: []string{"MGRPO_GENERATION__TEMPERATURE=hot"}, want: ErrType, wantLine: `config: generation.temperature = "hot": must be a number (env MGRPO_GENERATION__TEMPERATURE)`},
+		{name: "unknown flag", args: []string{"--train.stepz=3"}, want: ErrUnknownKey, wantLine: "config: train.stepz: unknown key (did you mean train.steps?) (flag --train.stepz)"},
+		{name: "flag wrong type", args: []string{"--train.steps=abc"}, want: ErrType, wantLine: `config: train.steps = "abc": must be an integer (flag --train.steps)`},
+		{name: "flag without value", args: []string{"--train.steps"}, want: ErrType, wantLine: "config: train.steps: needs a value (flag --train.steps)"},
+		{name: "flag out of range", args: []string{"--generation.top_p=1.5"}, want: ErrRange, wantLine: "config: generation.top_p = 1.5: must be in (0, 1]"},
+		{name: "alias conflict", args: []string{"--role=learner", "--cluster.role=generator"}, want: ErrConflict, wantLine: `config: cluster.role = "generator": conflicts with --role "learner"`},
+		{name: "positional argument", args: []string{"extra"}, want: ErrUnknownKey, wantLine: "config: args"},
+		{name: "missing file", args: []string{"--config", "/nonexistent/x.yaml"}, want: ErrSource, wantLine: `config: config = "/nonexistent/x.yaml": cannot read: no such file or directory`},
+		{name: "unknown recipe", args: []string{"--config", "recipe:nope"}, want: ErrSource, wantLine: `config: config = "recipe:nope": unknown recipe (known: addition-grpo`},
+		{name: "unparsable yaml", file: "train: [\n", want: ErrSource, wantLine: "cannot parse: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"--config", writeFile(t, ".yaml", tc.file)}, args...)
+			}
+			_, err := LoadArgs(args, tc.env)
+			if err == nil {
+				t.Fatalf("LoadArgs succeeded, want %v", tc.want)
+			}
+			if !errors.Is(err, tc.want) {
+				t.Errorf("error %q does not wrap %v", err, tc.want)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Errorf("error %q is %T, not *Error", err, err)
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") || !strings.Contains(msg, tc.wantLine) {
+				t.Errorf("error = %q, want one line containing %q", msg, tc.wantLine)
+			}
+		})
+	}
+}
+
+func TestRecipesLoad(t *testing.T) {
+	names := Recipes()
+	if len(names) != 9 {
+		t.Fatalf("Recipes() = %q, want 3 tasks × 3 objectives", names)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			task, objective, _ := strings.Cut(name, "-")
+			c, err := Load(Sources{File: RecipePrefix + name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Task.Name != task || c.MaxEnt.Objective != objective {
+				t.Errorf("task %q objective %q, want %q %q (from the name)", c.Task.Name, c.MaxEnt.Objective, task, objective)
+			}
+			text, _ := Recipe(name)
+			for _, line := range strings.Split(string(text), "\n") {
+				if strings.Contains(line, ": ") && !strings.HasSuffix(line, ":") && !strings.Contains(line, "# why") && !strings.HasPrefix(line, "#") && !strings.Contains(line, "name:") && !strings.Contains(line, "max_number") {
+					t.Errorf("override without a # why comment: %q", line)
+				}
+			}
+		})
+	}
+}
+
+func TestYAMLRoundTrip(t *testing.T) {
+	c, err := LoadArgs([]string{"--config", "recipe:wordproblems-maxent_listwise", "--trace.slow_step=3s", "--cluster.seeds=a:1,b:2"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(Sources{File: writeFile(t, ".yaml", string(text))})
+	if err != nil {
+		t.Fatalf("loading the dump: %v\n%s", err, text)
+	}
+	if !reflect.DeepEqual(back, c) {
+		t.Errorf("dump does not load back equal:\n got %+v\nwant %+v", back, c)
+	}
+}
+
+func TestFlagsOfTheCallerPass(t *testing.T) {
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	fs.Bool("verbose", false, "")
+	AddFlags(fs)
+	if err := ParseFlags(fs, []string{"--verbose", "--train.steps=3"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Sources{Flags: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Train.Steps != 3 {
+		t.Errorf("train.steps = %d, want 3", c.Train.Steps)
+	}
+}
+
+func TestModelDims(t *testing.T) {
+	cases := []struct {
+		name string
+		m    Model
+		want Dims
+	}{
+		{name: "small preset", m: Model{Preset: "small"}, want: Dims{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, MLP: 192, Context: 64}},
+		{name: "preset with context override", m: Model{Preset: "base", Context: 128}, want: Dims{Hidden: 128, Layers: 4, Heads: 4, KVHeads: 4, MLP: 384, Context: 128}},
+		{name: "explicit heads resets kv heads", m: Model{Preset: "tiny", Heads: 4}, want: Dims{Hidden: 32, Layers: 2, Heads: 4, KVHeads: 4, MLP: 64, Context: 64}},
+		{name: "explicit GQA", m: Model{Hidden: 48, Layers: 1, Heads: 4, KVHeads: 2, MLP: 96, Context: 16}, want: Dims{Hidden: 48, Layers: 1, Heads: 4, KVHeads: 2, MLP: 96, Context: 16}},
+	}
+	for _, tc := range cases {
+		if got := tc.m.Dims(); got != tc.want {
+			t.Errorf("%s: Dims() = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Validate checks every value's range and every combination; it returns
+// the first problem as an *Error (ErrRange or ErrConflict), in section
+// order, so the same config always gives the same line.
+func (c *Config) Validate() error {
+	v := &validator{}
+	v.finite(c)
+	for _, check := range []func(*validator, *Config){
+		validateModel, validateTask, validateGeneration, validateRewards,
+		validateMaxEnt, validateController, validateLoss, validateOptim,
+		validateTrain, validateCluster, validateTrace, validateOutput,
+	} {
+		if v.err != nil {
+			break
+		}
+		check(v, c)
+	}
+	if v.err != nil {
+		return v.err
+	}
+	return nil
+}
+
+// validator keeps the first failed rule.
+type validator struct{ err *Error }
+
+// need records a range error for key unless ok.
+func (v *validator) need(ok bool, key string, value any, reason string) {
+	if !ok && v.err == nil {
+		v.err = &Error{Key: key, Value: formatValue(value), Reason: reason, Err: ErrRange}
+	}
+}
+
+// conflict records an impossible combination for key unless ok.
+func (v *validator) conflict(ok bool, key string, value any, reason string) {
+	if !ok && v.err == nil {
+		v.err = &Error{Key: key, Value: formatValue(value), Reason: reason, Err: ErrConflict}
+	}
+}
+
+func (v *validator) oneOf(key, value string, allowed ...string) {
+	v.need(slices.Contains(allowed, value), key, value, "must be one of "+strings.Join(quoteAll(allowed), ", "))
+}
+
+func (v *validator) atLeast(key string, value, lo int) {
+	reason := fmt.Sprintf("must be %d or more", lo)
+	v.need(value >= lo, key, value, reason)
+}
+
+func (v *validator) nonNegative(key string, value float64) {
+	v.need(value >= 0, key, value, "must be 0 or more")
+}
+
+func (v *validator) positive(key string, value float64) {
+	v.need(value > 0, key, value, "must be more than 0")
+}
+
+// finite refuses NaN and ±Inf in every float key.
+func (v *validator) finite(c *Config) {
+	t := keys()
+	for _, l := range t.leaves {
+		val := reflect.ValueOf(c).Elem().FieldByIndex(l.index)
+		switch x := val.Interface().(type) {
+		case float64:
+			v.need(!math.IsNaN(x) && !math.IsInf(x, 0), l.key, x, "must be a finite number")
+		case []float64:
+			for _, f := range x {
+				v.need(!math.IsNaN(f) && !math.IsInf(f, 0), l.key, x, "must hold finite numbers")
+			}
+		}
+	}
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = strconv.Quote(x)
+	}
+	return out
+}
+
+func validateModel(v *validator, c *Config) {
+	m := c.Model
+	v.oneOf("model.preset", m.Preset, "tiny", "small", "base", "")
+	for _, f := range []struct {
+		key string
+		n   int
+	}{{"model.hidden", m.Hidden}, {"model.layers", m.Layers}, {"model.heads", m.Heads}, {"model.kv_heads", m.KVHeads}, {"model.mlp", m.MLP}, {"model.context", m.Context}} {
+		v.atLeast(f.key, f.n, 0)
+		if m.Preset == "" && f.key != "model.kv_heads" && f.key != "model.context" {
+			v.conflict(f.n > 0, f.key, f.n, `must be set when model.preset is ""`)
+		}
+	}
+	v.conflict(m.Preset != "" || m.Context > 0, "model.context", m.Context, `must be set when model.preset is ""`)
+	if v.err != nil {
+		return // the checks below divide by the sizes
+	}
+	d := m.Dims()
+	v.conflict(d.Hidden%d.Heads == 0, "model.hidden", d.Hidden, fmt.Sprintf("must be a multiple of model.heads (%d)", d.Heads))
+	v.conflict(d.Heads%d.KVHeads == 0, "model.kv_heads", d.KVHeads, fmt.Sprintf("must divide model.heads (%d)", d.Heads))
+	v.conflict((d.Hidden/d.Heads)%2 == 0, "model.hidden", d.Hidden, fmt.Sprintf("head size hidden/heads = %d must be even for RoPE", d.Hidden/d.Heads))
+	v.positive("model.rope_theta", m.RopeTheta)
+	v.oneOf("model.device", m.Device, "cpu", "cuda")
+	v.oneOf("model.dtype", m.DType, "float32")
+}
+
+func validateTask(v *validator, c *Config) {
+	t := c.Task
+	v.oneOf("task.name", t.Name, "addition", "countdown", "wordproblems")
+	v.need(t.Digits >= 1 && t.Digits <= 9, "task.digits", t.Digits, "must be in 1..9")
+	v.need(t.Numbers >= 2 && t.Numbers <= 6, "task.numbers", t.Numbers, "must be in 2..6")
+	v.need(t.MaxNumber >= 1 && t.MaxNumber <= 1000, "task.max_number", t.MaxNumber, "must be in 1..1000")
+	v.need(t.Steps >= 1 && t.Steps <= 5, "task.steps", t.Steps, "must be in 1..5")
+}
+
+func validateGeneration(v *validator, c *Config) {
+	g := c.Generation
+	v.atLeast("generation.num_generations", g.NumGenerations, 2)
+	v.positive("generation.temperature", g.Temperature)
+	v.atLeast("generation.top_k", g.TopK, 0)
+	v.need(g.TopP > 0 && g.TopP <= 1, "generation.top_p", g.TopP, "must be in (0, 1]")
+	v.atLeast("generation.max_completion_len", g.MaxCompletionLen, 1)
+	v.atLeast("generation.retry_rounds", g.RetryRounds, 0)
+	ctx := c.Model.Dims().Context
+	v.conflict(g.MaxCompletionLen < ctx, "generation.max_completion_len", g.MaxCompletionLen, fmt.Sprintf("must be below the model context (%d) to leave room for the prompt", ctx))
+}
+
+func validateRewards(v *validator, c *Config) {
+	r := c.Rewards
+	v.need(len(r.Funcs) > 0, "rewards.funcs", r.Funcs, "must name at least one reward function")
+	for i, f := range r.Funcs {
+		v.need(!slices.Contains(r.Funcs[:i], f), "rewards.funcs", r.Funcs, fmt.Sprintf("lists %q twice", f))
+	}
+	v.conflict(len(r.Weights) == 0 || len(r.Weights) == len(r.Funcs), "rewards.weights", r.Weights, fmt.Sprintf("needs one weight per function (%d) or none", len(r.Funcs)))
+}
+
+func validateMaxEnt(v *validator, c *Config) {
+	m := c.MaxEnt
+	v.oneOf("maxent.objective", m.Objective, ObjectiveGRPO, ObjectiveGRPOEntropyBonus, ObjectiveMaxEntEntropy, ObjectiveMaxEntListwise)
+	v.nonNegative("maxent.tau", m.Tau)
+	v.nonNegative("maxent.beta", m.Beta)
+	v.nonNegative("maxent.alpha", m.Alpha)
+	v.positive("maxent.q_temperature", m.QTemperature)
+	v.need(m.QEpsilon >= 0 && m.QEpsilon < 1, "maxent.q_epsilon", m.QEpsilon, "must be in [0, 1)")
+	v.oneOf("maxent.weight_denominator", m.WeightDenominator, WeightDenominatorTau, WeightDenominatorTauPlusBeta)
+	v.nonNegative("maxent.clip_objective_coef", m.ClipObjectiveCoef)
+	v.need(m.ClipAdvBaseline >= 0 && m.ClipAdvBaseline <= 1, "maxent.clip_adv_baseline", m.ClipAdvBaseline, "must be in [0, 1]")
+	v.nonNegative("maxent.entropy_bonus_coef", m.EntropyBonusCoef)
+	v.nonNegative("maxent.seed_grpo.alpha", m.SeedGRPO.Alpha)
+
+	listwise := m.Objective == ObjectiveMaxEntListwise
+	v.conflict(!listwise || m.Tau > 0, "maxent.tau", m.Tau, "must be more than 0 for objective maxent_listwise")
+	bonus := m.Objective == ObjectiveGRPOEntropyBonus
+	v.conflict(!bonus || m.EntropyBonusCoef > 0, "maxent.entropy_bonus_coef", m.EntropyBonusCoef, "must be more than 0 for objective grpo_entropy_bonus")
+	v.conflict(bonus || m.EntropyBonusCoef == 0, "maxent.entropy_bonus_coef", m.EntropyBonusCoef, fmt.Sprintf("only applies to objective grpo_entropy_bonus, not %s", m.Objective))
+	grpo := m.Objective == ObjectiveGRPO || bonus
+	v.conflict(grpo || !m.SeedGRPO.Enabled, "maxent.seed_grpo.enabled", true, fmt.Sprintf("needs a GRPO objective, not %s", m.Objective))
+	v.conflict(listwise || !m.ClipObjective, "maxent.clip_objective", true, fmt.Sprintf("only applies to objective maxent_listwise, not %s", m.Objective))
+}
+
+func validateController(v *validator, c *Config) {
+	t, b, m := c.Controller.Tau, c.Controller.Beta, c.Controller.Meta
+	v.nonNegative("controller.tau.target_entropy", t.TargetEntropy)
+	v.nonNegative("controller.tau.target_entropy_final", t.TargetEntropyFinal)
+	v.atLeast("controller.tau.horizon", t.Horizon, 0)
+	v.nonNegative("controller.tau.lr", t.LR)
+	v.nonNegative("controller.tau.min", t.Min)
+	v.nonNegative("controller.tau.max", t.Max)
+	v.conflict(t.Max == 0 || t.Max >= t.Min, "controller.tau.max", t.Max, fmt.Sprintf("must be 0 (none) or at least controller.tau.min (%s)", formatValue(t.Min)))
+	v.atLeast("controller.tau.warmup_steps", t.WarmupSteps, 0)
+	v.need(t.EMADecay >= 0 && t.EMADecay < 1, "controller.tau.ema_decay", t.EMADecay, "must be in [0, 1)")
+
+	v.nonNegative("controller.beta.kl_target", b.KLTarget)
+	v.atLeast("controller.beta.horizon", b.Horizon, 0)
+	v.nonNegative("controller.beta.step_size", b.StepSize)
+
+	v.oneOf("controller.meta.method", m.Method, "analytic")
+	v.nonNegative("controller.meta.lr", m.LR)
+	v.nonNegative("controller.meta.tau_lr", m.TauLR)
+	v.nonNegative("controller.meta.beta_lr", m.BetaLR)
+	v.nonNegative("controller.meta.beta_grad_clip", m.BetaGradClip)
+	v.atLeast("controller.meta.interval", m.Interval, 1)
+
+	listwise := c.MaxEnt.Objective == ObjectiveMaxEntListwise
+	if t.Enabled {
+		v.conflict(listwise, "controller.tau.enabled", true, fmt.Sprintf("needs objective maxent_listwise (tau is unused by %s)", c.MaxEnt.Objective))
+		v.conflict(t.LR > 0, "controller.tau.lr", t.LR, "must be more than 0 when controller.tau.enabled")
+		maxH := math.Log(float64(c.Generation.NumGenerations))
+		v.conflict(t.TargetEntropy <= maxH, "controller.tau.target_entropy", t.TargetEntropy, fmt.Sprintf("must be at most ln(generation.num_generations) = %.4g, the largest weight entropy", maxH))
+		v.conflict(t.Horizon == 0 || t.TargetEntropyFinal <= maxH, "controller.tau.target_entropy_final", t.TargetEntropyFinal, fmt.Sprintf("must be at most ln(generation.num_generations) = %.4g", maxH))
+		v.conflict(t.Min == 0 || c.MaxEnt.Tau >= t.Min, "maxent.tau", c.MaxEnt.Tau, fmt.Sprintf("must be at least controller.tau.min (%s)", formatValue(t.Min)))
+	}
+	if b.Enabled {
+		v.conflict(b.KLTarget > 0, "controller.beta.kl_target", b.KLTarget, "must be more than 0 when controller.beta.enabled")
+		v.conflict(b.Horizon > 0, "controller.beta.horizon", b.Horizon, "must be more than 0 when controller.beta.enabled")
+		v.conflict(b.StepSize > 0, "controller.beta.step_size", b.StepSize, "must be more than 0 when controller.beta.enabled")
+		v.conflict(c.MaxEnt.Beta > 0, "maxent.beta", c.MaxEnt.Beta, "must be more than 0 when controller.beta.enabled (the update is multiplicative)")
+	}
+	if m.Enabled {
+		v.conflict(m.LR > 0 || m.TauLR > 0 || m.BetaLR > 0, "controller.meta.lr", m.LR, "some meta learning rate must be more than 0 when controller.meta.enabled")
+		v.conflict(!t.Enabled && !b.Enabled, "controller.meta.enabled", true, "replaces the tau and beta controllers; disable controller.tau and controller.beta")
+	}
+}
+
+func validateLoss(v *validator, c *Config) {
+	l := c.Loss
+	v.oneOf("loss.type", l.Type, LossGRPO, LossBNPO, LossDrGRPO)
+	v.oneOf("loss.policy_loss", l.PolicyLoss, PolicyLossVanilla, PolicyLossGSPO, PolicyLossCISPO)
+	v.need(l.Epsilon > 0 && l.Epsilon < 1, "loss.epsilon", l.Epsilon, "must be in (0, 1)")
+	v.nonNegative("loss.epsilon_high", l.EpsilonHigh)
+	v.conflict(l.EpsilonHigh == 0 || l.EpsilonHigh >= l.Epsilon, "loss.epsilon_high", l.EpsilonHigh, fmt.Sprintf("must be 0 (= epsilon) or at least loss.epsilon (%s)", formatValue(l.Epsilon)))
+	v.need(l.ISRatioMax == 0 || l.ISRatioMax >= 1, "loss.is_ratio_max", l.ISRatioMax, "must be 0 (off) or at least 1")
+}
+
+func validateOptim(v *validator, c *Config) {
+	o := c.Optim
+	v.positive("optim.lr", o.LR)
+	v.positive("optim.warm_start_lr", o.WarmStartLR)
+	v.need(o.Beta1 >= 0 && o.Beta1 < 1, "optim.beta1", o.Beta1, "must be in [0, 1)")
+	v.need(o.Beta2 >= 0 && o.Beta2 < 1, "optim.beta2", o.Beta2, "must be in [0, 1)")
+	v.positive("optim.eps", o.Eps)
+	v.nonNegative("optim.weight_decay", o.WeightDecay)
+	v.nonNegative("optim.grad_clip", o.GradClip)
+	v.oneOf("optim.schedule", o.Schedule, ScheduleConstant, ScheduleCosine, ScheduleLinear)
+	v.atLeast("optim.warmup_steps", o.WarmupSteps, 0)
+}
+
+func validateTrain(v *validator, c *Config) {
+	t := c.Train
+	v.atLeast("train.steps", t.Steps, 0)
+	v.atLeast("train.prompts_per_step", t.PromptsPerStep, 1)
+	v.atLeast("train.warm_start_steps", t.WarmStartSteps, 0)
+	v.atLeast("train.warm_start_batch", t.WarmStartBatch, 1)
+	v.atLeast("train.max_staleness", t.MaxStaleness, 0)
+	v.atLeast("train.sync_every", t.SyncEvery, 1)
+	v.atLeast("train.dynamic_sampling_max_rounds", t.DynamicSamplingMaxRounds, 1)
+	v.atLeast("train.checkpoint_every", t.CheckpointEvery, 0)
+	v.atLeast("train.eval_every", t.EvalEvery, 0)
+	v.atLeast("train.eval_prompts", t.EvalPrompts, 1)
+	v.conflict(c.Optim.WarmupSteps <= c.Train.Steps, "optim.warmup_steps", c.Optim.WarmupSteps, fmt.Sprintf("must be at most train.steps (%d)", c.Train.Steps))
+	v.conflict(t.SyncEvery-1 <= t.MaxStaleness, "train.sync_every", t.SyncEvery, fmt.Sprintf("needs train.max_staleness >= %d (samples would be up to %d versions old)", t.SyncEvery-1, t.SyncEvery-1))
+	v.conflict(t.Resume == "" || c.Model.Checkpoint == "", "train.resume", t.Resume, "cannot be combined with model.checkpoint (a resumed run loads its own)")
+}
+
+func validateCluster(v *validator, c *Config) {
+	cl := c.Cluster
+	v.oneOf("cluster.role", cl.Role, Roles()...)
+	v.need(cl.Name != "", "cluster.name", cl.Name, "must not be empty")
+	v.need(cl.Host != "", "cluster.host", cl.Host, "must not be empty")
+	v.need(cl.Port >= 0 && cl.Port <= 65535, "cluster.port", cl.Port, "must be in 0..65535")
+	for _, s := range cl.Seeds {
+		v.need(validHostPort(s), "cluster.seeds", cl.Seeds, fmt.Sprintf("%q is not host:port", s))
+	}
+	v.oneOf("cluster.provider", cl.Provider, "automanaged", "test")
+	v.atLeast("cluster.generators", cl.Generators, 1)
+	v.atLeast("cluster.max_message_bytes", cl.MaxMessageBytes, 4<<20)
+	v.atLeast("cluster.weight_chunk_bytes", cl.WeightChunkBytes, 1024)
+	v.conflict(cl.WeightChunkBytes < cl.MaxMessageBytes, "cluster.weight_chunk_bytes", cl.WeightChunkBytes, fmt.Sprintf("must be below cluster.max_message_bytes (%d)", cl.MaxMessageBytes))
+	v.need(cl.RequestTimeout > 0, "cluster.request_timeout", cl.RequestTimeout, "must be more than 0")
+	v.conflict(cl.Provider != "test" || cl.Role == RoleAll, "cluster.provider", cl.Provider, "test membership is in-memory and needs cluster.role all")
+}
+
+func validateTrace(v *validator, c *Config) {
+	t := c.Trace
+	v.need(t.OTLPEndpoint == "" || validHostPort(t.OTLPEndpoint), "trace.otlp_endpoint", t.OTLPEndpoint, "must be host:port or empty")
+	v.oneOf("trace.protocol", t.Protocol, "grpc", "http")
+	v.need(t.SampleRatio >= 0 && t.SampleRatio <= 1, "trace.sample_ratio", t.SampleRatio, "must be in [0, 1]")
+	v.need(t.SlowStep >= 0, "trace.slow_step", t.SlowStep, "must be 0 or more")
+	v.need(t.ServiceName != "", "trace.service_name", t.ServiceName, "must not be empty")
+}
+
+func validateOutput(v *validator, c *Config) {
+	o := c.Output
+	v.need(o.Dir != "", "output.dir", o.Dir, "must not be empty")
+	v.need(!strings.ContainsAny(o.Name, `/\`), "output.name", o.Name, "must not contain a path separator")
+	v.atLeast("output.log_every", o.LogEvery, 1)
+	v.atLeast("output.sample_every", o.SampleEvery, 0)
+	v.atLeast("output.sample_rows", o.SampleRows, 0)
+}
+
+func validHostPort(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n <= 65535
+}

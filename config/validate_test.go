@@ -1,0 +1,228 @@
+package config
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestValidate breaks one rule per case, starting from the defaults, and
+// checks the key named and the sentinel. Each rule of validate.go has a
+// case here.
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name   string
+		modify func(c *Config)
+		key    string
+		want   error
+	}{
+		// generic
+		{"NaN float", func(c *Config) { c.Optim.LR = math.NaN() }, "optim.lr", ErrRange},
+		{"Inf in list", func(c *Config) { c.Rewards.Weights = []float64{math.Inf(1)} }, "rewards.weights", ErrRange},
+		// model
+		{"unknown preset", func(c *Config) { c.Model.Preset = "huge" }, "model.preset", ErrRange},
+		{"negative dim", func(c *Config) { c.Model.Layers = -1 }, "model.layers", ErrRange},
+		{"explicit dims missing", func(c *Config) { c.Model.Preset = "" }, "model.hidden", ErrConflict},
+		{"explicit context missing", func(c *Config) {
+			c.Model = Model{Hidden: 32, Layers: 1, Heads: 2, MLP: 64, RopeTheta: 1e4, Device: "cpu", DType: "float32"}
+		}, "model.context", ErrConflict},
+		{"hidden not multiple of heads", func(c *Config) { c.Model.Hidden = 66 }, "model.hidden", ErrConflict},
+		{"kv heads do not divide heads", func(c *Config) { c.Model.KVHeads = 3 }, "model.kv_heads", ErrConflict},
+		{"odd head size", func(c *Config) { c.Model.Hidden = 36 }, "model.hidden", ErrConflict},
+		{"rope theta", func(c *Config) { c.Model.RopeTheta = 0 }, "model.rope_theta", ErrRange},
+		{"device", func(c *Config) { c.Model.Device = "tpu" }, "model.device", ErrRange},
+		{"dtype", func(c *Config) { c.Model.DType = "float16" }, "model.dtype", ErrRange},
+		// task
+		{"task name", func(c *Config) { c.Task.Name = "chess" }, "task.name", ErrRange},
+		{"digits", func(c *Config) { c.Task.Digits = 0 }, "task.digits", ErrRange},
+		{"numbers", func(c *Config) { c.Task.Numbers = 7 }, "task.numbers", ErrRange},
+		{"max number", func(c *Config) { c.Task.MaxNumber = 0 }, "task.max_number", ErrRange},
+		{"word steps", func(c *Config) { c.Task.Steps = 6 }, "task.steps", ErrRange},
+		// generation
+		{"group of one", func(c *Config) { c.Generation.NumGenerations = 1 }, "generation.num_generations", ErrRange},
+		{"temperature", func(c *Config) { c.Generation.Temperature = 0 }, "generation.temperature", ErrRange},
+		{"top k", func(c *Config) { c.Generation.TopK = -1 }, "generation.top_k", ErrRange},
+		{"top p", func(c *Config) { c.Generation.TopP = 0 }, "generation.top_p", ErrRange},
+		{"completion len", func(c *Config) { c.Generation.MaxCompletionLen = 0 }, "generation.max_completion_len", ErrRange},
+		{"retry rounds", func(c *Config) { c.Generation.RetryRounds = -1 }, "generation.retry_rounds", ErrRange},
+		{"completion longer than context", func(c *Config) { c.Generation.MaxCompletionLen = 64 }, "generation.max_completion_len", ErrConflict},
+		// rewards
+		{"no reward funcs", func(c *Config) { c.Rewards.Funcs = nil; c.Rewards.Weights = nil }, "rewards.funcs", ErrRange},
+		{"duplicate reward", func(c *Config) { c.Rewards.Funcs = []string{"accuracy", "accuracy"}; c.Rewards.Weights = nil }, "rewards.funcs", ErrRange},
+		{"weights count", func(c *Config) { c.Rewards.Weights = []float64{1, 2} }, "rewards.weights", ErrConflict},
+		// maxent
+		{"objective", func(c *Config) { c.MaxEnt.Objective = "ppo" }, "maxent.objective", ErrRange},
+		{"negative tau", func(c *Config) { c.MaxEnt.Tau = -1 }, "maxent.tau", ErrRange},
+		{"negative beta", func(c *Config) { c.MaxEnt.Beta = -0.1 }, "maxent.beta", ErrRange},
+		{"negative alpha", func(c *Config) { c.MaxEnt.Alpha = -0.1 }, "maxent.alpha", ErrRange},
+		{"q temperature", func(c *Config) { c.MaxEnt.QTemperature = 0 }, "maxent.q_temperature", ErrRange},
+		{"q epsilon", func(c *Config) { c.MaxEnt.QEpsilon = 1 }, "maxent.q_epsilon", ErrRange},
+		{"weight denominator", func(c *Config) { c.MaxEnt.WeightDenominator = "beta" }, "maxent.weight_denominator", ErrRange},
+		{"clip coef", func(c *Config) { c.MaxEnt.ClipObjectiveCoef = -1 }, "maxent.clip_objective_coef", ErrRange},
+		{"clip baseline", func(c *Config) { c.MaxEnt.ClipAdvBaseline = 2 }, "maxent.clip_adv_baseline", ErrRange},
+		{"negative bonus", func(c *Config) { c.MaxEnt.EntropyBonusCoef = -1 }, "maxent.entropy_bonus_coef", ErrRange},
+		{"negative seed alpha", func(c *Config) { c.MaxEnt.SeedGRPO.Alpha = -1 }, "maxent.seed_grpo.alpha", ErrRange},
+		{"listwise with tau 0", func(c *Config) { c.MaxEnt.Objective = ObjectiveMaxEntListwise; c.MaxEnt.Tau = 0 }, "maxent.tau", ErrConflict},
+		{"bonus objective without coef", func(c *Config) { c.MaxEnt.Objective = ObjectiveGRPOEntropyBonus }, "maxent.entropy_bonus_coef", ErrConflict},
+		{"bonus coef with grpo", func(c *Config) { c.MaxEnt.EntropyBonusCoef = 0.3 }, "maxent.entropy_bonus_coef", ErrConflict},
+		{"seed-grpo with maxent", func(c *Config) { c.MaxEnt.Objective = ObjectiveMaxEntEntropy; c.MaxEnt.SeedGRPO.Enabled = true }, "maxent.seed_grpo.enabled", ErrConflict},
+		{"clip objective without listwise", func(c *Config) { c.MaxEnt.ClipObjective = true }, "maxent.clip_objective", ErrConflict},
+		// controller
+		{"tau target", func(c *Config) { c.Controller.Tau.TargetEntropy = -1 }, "controller.tau.target_entropy", ErrRange},
+		{"tau final", func(c *Config) { c.Controller.Tau.TargetEntropyFinal = -1 }, "controller.tau.target_entropy_final", ErrRange},
+		{"tau horizon", func(c *Config) { c.Controller.Tau.Horizon = -1 }, "controller.tau.horizon", ErrRange},
+		{"tau lr", func(c *Config) { c.Controller.Tau.LR = -1 }, "controller.tau.lr", ErrRange},
+		{"tau min", func(c *Config) { c.Controller.Tau.Min = -1 }, "controller.tau.min", ErrRange},
+		{"tau max", func(c *Config) { c.Controller.Tau.Max = -1 }, "controller.tau.max", ErrRange},
+		{"tau max below min", func(c *Config) { c.Controller.Tau.Min = 0.5; c.Controller.Tau.Max = 0.1 }, "controller.tau.max", ErrConflict},
+		{"tau warmup", func(c *Config) { c.Controller.Tau.WarmupSteps = -2 }, "controller.tau.warmup_steps", ErrRange},
+		{"tau ema", func(c *Config) { c.Controller.Tau.EMADecay = 1 }, "controller.tau.ema_decay", ErrRange},
+		{"negative kl target", func(c *Config) { c.Controller.Beta.KLTarget = -0.1 }, "controller.beta.kl_target", ErrRange},
+		{"negative kl horizon", func(c *Config) { c.Controller.Beta.Horizon = -1 }, "controller.beta.horizon", ErrRange},
+		{"negative kl step", func(c *Config) { c.Controller.Beta.StepSize = -1 }, "controller.beta.step_size", ErrRange},
+		{"meta method", func(c *Config) { c.Controller.Meta.Method = "hessian" }, "controller.meta.method", ErrRange},
+		{"meta lr", func(c *Config) { c.Controller.Meta.LR = -1 }, "controller.meta.lr", ErrRange},
+		{"meta tau lr", func(c *Config) { c.Controller.Meta.TauLR = -1 }, "controller.meta.tau_lr", ErrRange},
+		{"meta beta lr", func(c *Config) { c.Controller.Meta.BetaLR = -1 }, "controller.meta.beta_lr", ErrRange},
+		{"meta clip", func(c *Config) { c.Controller.Meta.BetaGradClip = -1 }, "controller.meta.beta_grad_clip", ErrRange},
+		{"meta interval", func(c *Config) { c.Controller.Meta.Interval = 0 }, "controller.meta.interval", ErrRange},
+		{"tau controller without listwise", func(c *Config) { c.Controller.Tau.Enabled = true }, "controller.tau.enabled", ErrConflict},
+		{"tau controller lr 0", func(c *Config) { listwise(c); c.Controller.Tau.LR = 0 }, "controller.tau.lr", ErrConflict},
+		{"tau target above ln K", func(c *Config) { listwise(c); c.Controller.Tau.TargetEntropy = 2.1 }, "controller.tau.target_entropy", ErrConflict},
+		{"tau final above ln K", func(c *Config) {
+			listwise(c)
+			c.Controller.Tau.Horizon = 10
+			c.Controller.Tau.TargetEntropyFinal = 3
+		}, "controller.tau.target_entropy_final", ErrConflict},
+		{"tau below min", func(c *Config) { listwise(c); c.Controller.Tau.Min = 0.6 }, "maxent.tau", ErrConflict},
+		{"beta controller target 0", func(c *Config) { betaOn(c); c.Controller.Beta.KLTarget = 0 }, "controller.beta.kl_target", ErrConflict},
+		{"beta controller horizon 0", func(c *Config) { betaOn(c); c.Controller.Beta.Horizon = 0 }, "controller.beta.horizon", ErrConflict},
+		{"beta controller step 0", func(c *Config) { betaOn(c); c.Controller.Beta.StepSize = 0 }, "controller.beta.step_size", ErrConflict},
+		{"beta controller from beta 0", func(c *Config) { betaOn(c); c.MaxEnt.Beta = 0 }, "maxent.beta", ErrConflict},
+		{"meta without lr", func(c *Config) { c.Controller.Meta.Enabled = true; c.Controller.Meta.LR = 0 }, "controller.meta.lr", ErrConflict},
+		{"meta with beta controller", func(c *Config) { betaOn(c); c.Controller.Meta.Enabled = true }, "controller.meta.enabled", ErrConflict},
+		// loss
+		{"loss type", func(c *Config) { c.Loss.Type = "sum" }, "loss.type", ErrRange},
+		{"policy loss", func(c *Config) { c.Loss.PolicyLoss = "ppo" }, "loss.policy_loss", ErrRange},
+		{"epsilon", func(c *Config) { c.Loss.Epsilon = 0 }, "loss.epsilon", ErrRange},
+		{"negative epsilon high", func(c *Config) { c.Loss.EpsilonHigh = -1 }, "loss.epsilon_high", ErrRange},
+		{"epsilon high below epsilon", func(c *Config) { c.Loss.EpsilonHigh = 0.1 }, "loss.epsilon_high", ErrConflict},
+		{"is ratio", func(c *Config) { c.Loss.ISRatioMax = 0.5 }, "loss.is_ratio_max", ErrRange},
+		// optim
+		{"lr", func(c *Config) { c.Optim.LR = 0 }, "optim.lr", ErrRange},
+		{"warm start lr", func(c *Config) { c.Optim.WarmStartLR = -1 }, "optim.warm_start_lr", ErrRange},
+		{"beta1", func(c *Config) { c.Optim.Beta1 = 1 }, "optim.beta1", ErrRange},
+		{"beta2", func(c *Config) { c.Optim.Beta2 = -0.1 }, "optim.beta2", ErrRange},
+		{"eps", func(c *Config) { c.Optim.Eps = 0 }, "optim.eps", ErrRange},
+		{"weight decay", func(c *Config) { c.Optim.WeightDecay = -1 }, "optim.weight_decay", ErrRange},
+		{"grad clip", func(c *Config) { c.Optim.GradClip = -1 }, "optim.grad_clip", ErrRange},
+		{"schedule", func(c *Config) { c.Optim.Schedule = "step" }, "optim.schedule", ErrRange},
+		{"warmup", func(c *Config) { c.Optim.WarmupSteps = -1 }, "optim.warmup_steps", ErrRange},
+		{"warmup longer than run", func(c *Config) { c.Optim.WarmupSteps = 201 }, "optim.warmup_steps", ErrConflict},
+		// train
+		{"steps", func(c *Config) { c.Train.Steps = -1 }, "train.steps", ErrRange},
+		{"prompts per step", func(c *Config) { c.Train.PromptsPerStep = 0 }, "train.prompts_per_step", ErrRange},
+		{"warm start steps", func(c *Config) { c.Train.WarmStartSteps = -1 }, "train.warm_start_steps", ErrRange},
+		{"warm start batch", func(c *Config) { c.Train.WarmStartBatch = 0 }, "train.warm_start_batch", ErrRange},
+		{"max staleness", func(c *Config) { c.Train.MaxStaleness = -1 }, "train.max_staleness", ErrRange},
+		{"sync every", func(c *Config) { c.Train.SyncEvery = 0 }, "train.sync_every", ErrRange},
+		{"refill rounds", func(c *Config) { c.Train.DynamicSamplingMaxRounds = 0 }, "train.dynamic_sampling_max_rounds", ErrRange},
+		{"checkpoint every", func(c *Config) { c.Train.CheckpointEvery = -1 }, "train.checkpoint_every", ErrRange},
+		{"eval every", func(c *Config) { c.Train.EvalEvery = -1 }, "train.eval_every", ErrRange},
+		{"eval prompts", func(c *Config) { c.Train.EvalPrompts = 0 }, "train.eval_prompts", ErrRange},
+		{"sync slower than staleness", func(c *Config) { c.Train.SyncEvery = 3; c.Train.MaxStaleness = 1 }, "train.sync_every", ErrConflict},
+		{"resume with checkpoint", func(c *Config) { c.Train.Resume = "runs/a"; c.Model.Checkpoint = "ck" }, "train.resume", ErrConflict},
+		// cluster
+		{"role", func(c *Config) { c.Cluster.Role = "boss" }, "cluster.role", ErrRange},
+		{"cluster name", func(c *Config) { c.Cluster.Name = "" }, "cluster.name", ErrRange},
+		{"host", func(c *Config) { c.Cluster.Host = "" }, "cluster.host", ErrRange},
+		{"port", func(c *Config) { c.Cluster.Port = 70000 }, "cluster.port", ErrRange},
+		{"seed not host:port", func(c *Config) { c.Cluster.Seeds = []string{"10.0.0.1"} }, "cluster.seeds", ErrRange},
+		{"provider", func(c *Config) { c.Cluster.Provider = "consul" }, "cluster.provider", ErrRange},
+		{"generators", func(c *Config) { c.Cluster.Generators = 0 }, "cluster.generators", ErrRange},
+		{"max message bytes", func(c *Config) { c.Cluster.MaxMessageBytes = 1 << 20 }, "cluster.max_message_bytes", ErrRange},
+		{"chunk bytes", func(c *Config) { c.Cluster.WeightChunkBytes = 10 }, "cluster.weight_chunk_bytes", ErrRange},
+		{"chunk above message limit", func(c *Config) { c.Cluster.WeightChunkBytes = c.Cluster.MaxMessageBytes }, "cluster.weight_chunk_bytes", ErrConflict},
+		{"request timeout", func(c *Config) { c.Cluster.RequestTimeout = 0 }, "cluster.request_timeout", ErrRange},
+		{"test provider with one role", func(c *Config) { c.Cluster.Provider = "test"; c.Cluster.Role = RoleLearner }, "cluster.provider", ErrConflict},
+		// trace
+		{"otlp endpoint", func(c *Config) { c.Trace.OTLPEndpoint = "localhost" }, "trace.otlp_endpoint", ErrRange},
+		{"protocol", func(c *Config) { c.Trace.Protocol = "udp" }, "trace.protocol", ErrRange},
+		{"sample ratio", func(c *Config) { c.Trace.SampleRatio = 1.5 }, "trace.sample_ratio", ErrRange},
+		{"slow step", func(c *Config) { c.Trace.SlowStep = -time.Second }, "trace.slow_step", ErrRange},
+		{"service name", func(c *Config) { c.Trace.ServiceName = "" }, "trace.service_name", ErrRange},
+		// output
+		{"output dir", func(c *Config) { c.Output.Dir = "" }, "output.dir", ErrRange},
+		{"output name", func(c *Config) { c.Output.Name = "a/b" }, "output.name", ErrRange},
+		{"log every", func(c *Config) { c.Output.LogEvery = 0 }, "output.log_every", ErrRange},
+		{"sample every", func(c *Config) { c.Output.SampleEvery = -1 }, "output.sample_every", ErrRange},
+		{"sample rows", func(c *Config) { c.Output.SampleRows = -1 }, "output.sample_rows", ErrRange},
+	}
+	seen := map[string]bool{}
+	for _, tc := range cases {
+		if seen[tc.name] {
+			t.Fatalf("duplicate case name %q", tc.name)
+		}
+		seen[tc.name] = true
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.modify(c)
+			err := c.Validate()
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("Validate() = %v, want an *Error for %s", err, tc.key)
+			}
+			if ce.Key != tc.key || !errors.Is(err, tc.want) {
+				t.Errorf("Validate() = %q (key %s, %v); want key %s, %v", err, ce.Key, ce.Err, tc.key, tc.want)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "config: "+tc.key) {
+				t.Errorf("message %q is not one line starting with the key", msg)
+			}
+		})
+	}
+}
+
+// TestValidateAccepts checks valid combinations near the rules' edges.
+func TestValidateAccepts(t *testing.T) {
+	cases := []struct {
+		name   string
+		modify func(c *Config)
+	}{
+		{"listwise with tau controller", func(c *Config) { listwise(c) }},
+		{"beta controller", betaOn},
+		{"meta controller alone", func(c *Config) { c.Controller.Meta.Enabled = true }},
+		{"seed-grpo with grpo", func(c *Config) { c.MaxEnt.SeedGRPO.Enabled = true }},
+		{"entropy bonus", func(c *Config) { c.MaxEnt.Objective = ObjectiveGRPOEntropyBonus; c.MaxEnt.EntropyBonusCoef = 0.3 }},
+		{"tau_plus_beta", func(c *Config) { c.MaxEnt.WeightDenominator = WeightDenominatorTauPlusBeta }},
+		{"async with slow sync", func(c *Config) { c.Train.MaxStaleness = 2; c.Train.SyncEvery = 3 }},
+		{"explicit dims", func(c *Config) {
+			c.Model.Preset = ""
+			c.Model.Hidden, c.Model.Layers, c.Model.Heads, c.Model.KVHeads, c.Model.MLP, c.Model.Context = 48, 1, 4, 2, 96, 32
+		}},
+		{"cluster seeds", func(c *Config) {
+			c.Cluster.Seeds = []string{"10.0.0.1:8090", "[::1]:8091"}
+			c.Cluster.Role = RoleGenerator
+		}},
+		{"otlp", func(c *Config) { c.Trace.OTLPEndpoint = "127.0.0.1:4317" }},
+		{"no reward weights", func(c *Config) { c.Rewards.Weights = nil }},
+	}
+	for _, tc := range cases {
+		c := Default()
+		tc.modify(c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: Validate() = %v, want nil", tc.name, err)
+		}
+	}
+}
+
+func listwise(c *Config) {
+	c.MaxEnt.Objective = ObjectiveMaxEntListwise
+	c.Controller.Tau.Enabled = true
+}
+
+func betaOn(c *Config) {
+	c.MaxEnt.Beta = 0.04
+	c.Controller.Beta.Enabled = true
+}
