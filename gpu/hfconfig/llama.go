@@ -1,0 +1,302 @@
+package hfconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// FileName is the config file inside a checkpoint directory.
+const FileName = "config.json"
+
+// ErrInvalid is wrapped by every validation error.
+var ErrInvalid = errors.New("hfconfig: invalid Llama config")
+
+// LlamaConfig is the transformers LlamaConfig, with the JSON keys of
+// config.json.
+type LlamaConfig struct {
+	// Architectures is ["LlamaForCausalLM"].
+	Architectures []string `json:"architectures"`
+	// ModelType is "llama".
+	ModelType string `json:"model_type"`
+	// VocabSize is the number of token ids (rows of embed_tokens).
+	VocabSize int `json:"vocab_size"`
+	// HiddenSize is the residual width d.
+	HiddenSize int `json:"hidden_size"`
+	// IntermediateSize is the SwiGLU MLP width.
+	IntermediateSize int `json:"intermediate_size"`
+	// NumHiddenLayers is the number of decoder blocks.
+	NumHiddenLayers int `json:"num_hidden_layers"`
+	// NumAttentionHeads is the number of query heads.
+	NumAttentionHeads int `json:"num_attention_heads"`
+	// NumKeyValueHeads is the number of key/value heads (grouped-query
+	// attention when smaller than NumAttentionHeads).
+	NumKeyValueHeads int `json:"num_key_value_heads"`
+	// HeadDim is the per-head width; must equal HiddenSize/NumAttentionHeads.
+	HeadDim int `json:"head_dim"`
+	// MaxPositionEmbeddings is the longest sequence (prompt + completion).
+	MaxPositionEmbeddings int `json:"max_position_embeddings"`
+	// RMSNormEps is the epsilon inside every RMSNorm.
+	RMSNormEps float64 `json:"rms_norm_eps"`
+	// RopeTheta is the RoPE base frequency.
+	RopeTheta float64 `json:"rope_theta"`
+	// RopeScaling must be null: scaled RoPE variants are not implemented.
+	RopeScaling json.RawMessage `json:"rope_scaling"`
+	// TieWordEmbeddings makes lm_head share embed_tokens' weight.
+	TieWordEmbeddings bool `json:"tie_word_embeddings"`
+	// HiddenAct is the MLP activation; only "silu" is supported.
+	HiddenAct string `json:"hidden_act"`
+	// BOSTokenID is the begin-of-sequence id, -1 if null.
+	BOSTokenID int `json:"-"`
+	// EOSTokenID is the (first) end-of-sequence id, -1 if null.
+	EOSTokenID int `json:"-"`
+	// EOSTokenIDs holds every id of an eos_token_id list (nil for a single id).
+	EOSTokenIDs []int `json:"-"`
+	// PadTokenID is the padding id, -1 if null.
+	PadTokenID int `json:"-"`
+	// TorchDtype is the dtype of the weights file, "float32" for mgrpo's own.
+	TorchDtype string `json:"torch_dtype"`
+	// AttentionBias must be false (no biases in q/k/v/o).
+	AttentionBias bool `json:"attention_bias"`
+	// MLPBias must be false (no biases in the MLP).
+	MLPBias bool `json:"mlp_bias"`
+}
+
+// tokenIDs is the JSON form of the id keys, which may be null or (for
+// eos_token_id) a list.
+type tokenIDs struct {
+	BOS json.RawMessage `json:"bos_token_id"`
+	EOS json.RawMessage `json:"eos_token_id"`
+	Pad json.RawMessage `json:"pad_token_id"`
+}
+
+// New returns a float32 Llama config with the given sizes and the defaults
+// of DESIGN §4 (RMSNorm eps 1e-6, RoPE theta 10000, no biases, silu), with
+// NumKeyValueHeads = heads and HeadDim = hidden/heads. Call Validate.
+func New(vocab, hidden, intermediate, layers, heads, maxPos int, tied bool) LlamaConfig {
+	c := LlamaConfig{
+		Architectures: []string{"LlamaForCausalLM"}, ModelType: "llama",
+		VocabSize: vocab, HiddenSize: hidden, IntermediateSize: intermediate,
+		NumHiddenLayers: layers, NumAttentionHeads: heads, NumKeyValueHeads: heads,
+		MaxPositionEmbeddings: maxPos, RMSNormEps: 1e-6, RopeTheta: 10000,
+		TieWordEmbeddings: tied, HiddenAct: "silu", TorchDtype: "float32",
+		BOSTokenID: -1, EOSTokenID: -1, PadTokenID: -1,
+	}
+	if heads > 0 {
+		c.HeadDim = hidden / heads
+	}
+	return c
+}
+
+// UnmarshalJSON decodes config.json, accepting null/list token ids and
+// filling transformers defaults for missing keys (package doc).
+func (c *LlamaConfig) UnmarshalJSON(b []byte) error {
+	type plain LlamaConfig // no methods: avoids recursion
+	var p plain
+	var ids tokenIDs
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &ids); err != nil {
+		return err
+	}
+	*c = LlamaConfig(p)
+	var err error
+	if c.BOSTokenID, _, err = decodeID("bos_token_id", ids.BOS); err != nil {
+		return err
+	}
+	if c.EOSTokenID, c.EOSTokenIDs, err = decodeID("eos_token_id", ids.EOS); err != nil {
+		return err
+	}
+	if c.PadTokenID, _, err = decodeID("pad_token_id", ids.Pad); err != nil {
+		return err
+	}
+	c.fillDefaults()
+	return nil
+}
+
+// MarshalJSON encodes config.json; -1 token ids become null.
+func (c LlamaConfig) MarshalJSON() ([]byte, error) {
+	type plain LlamaConfig
+	type out struct {
+		plain
+		BOS any `json:"bos_token_id"`
+		EOS any `json:"eos_token_id"`
+		Pad any `json:"pad_token_id"`
+	}
+	o := out{plain: plain(c), BOS: idOrNull(c.BOSTokenID), EOS: idOrNull(c.EOSTokenID), Pad: idOrNull(c.PadTokenID)}
+	if len(c.EOSTokenIDs) > 0 {
+		o.EOS = c.EOSTokenIDs
+	}
+	if o.RopeScaling == nil {
+		o.RopeScaling = json.RawMessage("null")
+	}
+	return json.Marshal(o)
+}
+
+func idOrNull(id int) any {
+	if id < 0 {
+		return nil
+	}
+	return id
+}
+
+// decodeID reads a token id that may be absent, null, a number or a list.
+func decodeID(key string, raw json.RawMessage) (int, []int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return -1, nil, nil
+	}
+	var id int
+	if err := json.Unmarshal(raw, &id); err == nil {
+		return id, nil, nil
+	}
+	var list []int
+	if err := json.Unmarshal(raw, &list); err != nil || len(list) == 0 {
+		return 0, nil, fmt.Errorf("%s = %s: want an integer, a non-empty list or null", key, raw)
+	}
+	return list[0], list, nil
+}
+
+// fillDefaults applies the transformers defaults for keys absent (zero).
+func (c *LlamaConfig) fillDefaults() {
+	if c.NumKeyValueHeads == 0 {
+		c.NumKeyValueHeads = c.NumAttentionHeads
+	}
+	if c.HeadDim == 0 && c.NumAttentionHeads > 0 {
+		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
+	}
+	if c.RopeTheta == 0 {
+		c.RopeTheta = 10000
+	}
+	if c.RMSNormEps == 0 {
+		c.RMSNormEps = 1e-6
+	}
+	if c.HiddenAct == "" {
+		c.HiddenAct = "silu"
+	}
+}
+
+// Validate checks what the model relies on and returns one error naming
+// the first offending key and its value.
+func (c LlamaConfig) Validate() error {
+	bad := func(key string, val any, why string) error {
+		return fmt.Errorf("%w: %s = %v: %s", ErrInvalid, key, val, why)
+	}
+	positive := []struct {
+		key string
+		val int
+	}{
+		{"vocab_size", c.VocabSize}, {"hidden_size", c.HiddenSize},
+		{"intermediate_size", c.IntermediateSize}, {"num_hidden_layers", c.NumHiddenLayers},
+		{"num_attention_heads", c.NumAttentionHeads}, {"num_key_value_heads", c.NumKeyValueHeads},
+		{"head_dim", c.HeadDim}, {"max_position_embeddings", c.MaxPositionEmbeddings},
+	}
+	for _, p := range positive {
+		if p.val <= 0 {
+			return bad(p.key, p.val, "must be positive")
+		}
+	}
+	switch {
+	case c.ModelType != "llama":
+		return bad("model_type", c.ModelType, `want "llama"`)
+	case c.HiddenSize%c.NumAttentionHeads != 0:
+		return bad("hidden_size", c.HiddenSize, fmt.Sprintf("not divisible by num_attention_heads %d", c.NumAttentionHeads))
+	case c.NumAttentionHeads%c.NumKeyValueHeads != 0:
+		return bad("num_attention_heads", c.NumAttentionHeads, fmt.Sprintf("not divisible by num_key_value_heads %d", c.NumKeyValueHeads))
+	case c.HeadDim != c.HiddenSize/c.NumAttentionHeads:
+		return bad("head_dim", c.HeadDim, fmt.Sprintf("must equal hidden_size/num_attention_heads = %d", c.HiddenSize/c.NumAttentionHeads))
+	case !(c.RMSNormEps > 0):
+		return bad("rms_norm_eps", c.RMSNormEps, "must be positive")
+	case !(c.RopeTheta > 0):
+		return bad("rope_theta", c.RopeTheta, "must be positive")
+	case c.HiddenAct != "silu":
+		return bad("hidden_act", c.HiddenAct, `only "silu" is supported`)
+	case c.AttentionBias:
+		return bad("attention_bias", true, "biases are not supported")
+	case c.MLPBias:
+		return bad("mlp_bias", true, "biases are not supported")
+	case len(c.RopeScaling) > 0 && string(c.RopeScaling) != "null":
+		return bad("rope_scaling", string(c.RopeScaling), "scaled RoPE is not supported")
+	}
+	for _, id := range []struct {
+		key string
+		val int
+	}{{"bos_token_id", c.BOSTokenID}, {"eos_token_id", c.EOSTokenID}, {"pad_token_id", c.PadTokenID}} {
+		if id.val >= c.VocabSize {
+			return bad(id.key, id.val, fmt.Sprintf("not below vocab_size %d", c.VocabSize))
+		}
+	}
+	return nil
+}
+
+// Read reads and validates dir/config.json.
+func Read(dir string) (LlamaConfig, error) {
+	path := filepath.Join(dir, FileName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return LlamaConfig{}, fmt.Errorf("read llama config: %w", err)
+	}
+	var c LlamaConfig
+	if err := json.Unmarshal(b, &c); err != nil {
+		return LlamaConfig{}, fmt.Errorf("read llama config %s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return LlamaConfig{}, fmt.Errorf("read llama config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Write validates c and writes dir/config.json atomically (temp file,
+// fsync, rename, fsync dir), indented with two spaces as transformers does.
+func Write(dir string, c LlamaConfig) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("write llama config %s: %w", dir, err)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("write llama config %s: %w", dir, err)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return fmt.Errorf("write llama config %s: %w", dir, err)
+	}
+	out.WriteByte('\n')
+	if err := writeAtomic(filepath.Join(dir, FileName), out.Bytes()); err != nil {
+		return fmt.Errorf("write llama config %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeAtomic writes data to path via a synced temp file and a rename.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,199 @@
+package optim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrConfig is wrapped by every hyper-parameter validation error.
+var ErrConfig = errors.New("optim: invalid setting")
+
+// Param is one named parameter tensor, flattened, with its gradient.
+type Param struct {
+	// Name is the tensor name (as in model.safetensors); it keys the state.
+	Name string
+	// W holds the weights; Step updates it in place.
+	W []float32
+	// G holds dLoss/dW, len(G) == len(W); ClipGlobalNorm scales it in place.
+	G []float32
+	// NoDecay turns weight decay off for this tensor. Callers set it for 1-D
+	// tensors (RMSNorm weights); matrices, embeddings included, decay.
+	NoDecay bool
+}
+
+// AdamW is Adam with decoupled weight decay (Loshchilov & Hutter), matching
+// torch.optim.AdamW (amsgrad off, maximize off). For step t = 1, 2, ...:
+//
+//	w ← w − lr·wd·w                       (skipped when Param.NoDecay)
+//	m ← β1·m + (1−β1)·g
+//	v ← β2·v + (1−β2)·g²
+//	w ← w − lr/(1−β1^t) · m / (√v/√(1−β2^t) + eps)
+//
+// Moments are float32 and keyed by parameter name. An AdamW is not safe for
+// concurrent use.
+type AdamW struct {
+	// LR is the configured base learning rate. Step uses the lr it is given
+	// (from a Schedule); LR is recorded in the saved state.
+	LR float64
+	// Beta1 is the first-moment decay, in [0, 1); PyTorch default 0.9.
+	Beta1 float64
+	// Beta2 is the second-moment decay, in [0, 1); PyTorch default 0.999.
+	Beta2 float64
+	// Eps is added to the bias-corrected √v; PyTorch default 1e-8.
+	Eps float64
+	// WeightDecay is the decoupled decay coefficient; PyTorch default 0.01.
+	WeightDecay float64
+
+	step  int
+	state []moments // parallel to the params of every Step
+}
+
+// moments is the Adam state of one parameter.
+type moments struct {
+	name string
+	m, v []float32 // exp_avg, exp_avg_sq
+}
+
+// NewAdamW returns an AdamW after validating its hyper-parameters; the
+// error names the first bad one.
+func NewAdamW(lr, beta1, beta2, eps, weightDecay float64) (*AdamW, error) {
+	o := &AdamW{LR: lr, Beta1: beta1, Beta2: beta2, Eps: eps, WeightDecay: weightDecay}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Validate checks the hyper-parameters.
+func (o *AdamW) Validate() error {
+	switch {
+	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
+		return fmt.Errorf("%w: lr = %v: must be finite and >= 0", ErrConfig, o.LR)
+	case !(o.Beta1 >= 0 && o.Beta1 < 1):
+		return fmt.Errorf("%w: beta1 = %v: must be in [0, 1)", ErrConfig, o.Beta1)
+	case !(o.Beta2 >= 0 && o.Beta2 < 1):
+		return fmt.Errorf("%w: beta2 = %v: must be in [0, 1)", ErrConfig, o.Beta2)
+	case !(o.Eps > 0) || math.IsInf(o.Eps, 0):
+		return fmt.Errorf("%w: eps = %v: must be finite and > 0", ErrConfig, o.Eps)
+	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0):
+		return fmt.Errorf("%w: weight_decay = %v: must be finite and >= 0", ErrConfig, o.WeightDecay)
+	}
+	return nil
+}
+
+// StepCount returns how many steps have been taken (t of the last step).
+func (o *AdamW) StepCount() int { return o.step }
+
+// Step applies one AdamW update with learning rate lr to every parameter.
+// The params must be the same names, order and sizes at every call (it
+// panics otherwise: a programming error). It allocates only on the first
+// call.
+func (o *AdamW) Step(params []Param, lr float64) {
+	o.bind(params)
+	o.step++
+	t := float64(o.step)
+	bc1 := 1 - math.Pow(o.Beta1, t)
+	bc2 := 1 - math.Pow(o.Beta2, t)
+	k := coeffs{
+		b1: float32(o.Beta1), c1: float32(1 - o.Beta1),
+		b2: float32(o.Beta2), c2: float32(1 - o.Beta2),
+		stepSize: float32(lr / bc1),
+		invSqBC2: float32(1 / math.Sqrt(bc2)),
+		eps:      float32(o.Eps),
+	}
+	for i, p := range params {
+		decay := float32(1)
+		if !p.NoDecay {
+			decay = float32(1 - lr*o.WeightDecay)
+		}
+		st := &o.state[i]
+		adamwKernel(p.W, p.G, st.m, st.v, decay, k)
+	}
+}
+
+// coeffs are the per-step float32 constants of the kernel.
+type coeffs struct {
+	b1, c1, b2, c2     float32
+	stepSize, invSqBC2 float32
+	eps                float32
+}
+
+// adamwKernel updates w, m, v in place for one parameter.
+func adamwKernel(w, g, m, v []float32, decay float32, k coeffs) {
+	n := len(w)
+	g, m, v = g[:n], m[:n], v[:n] // bounds-check elimination
+	for i := range n {
+		gi := g[i]
+		mi := k.b1*m[i] + k.c1*gi
+		vi := k.b2*v[i] + k.c2*gi*gi
+		m[i], v[i] = mi, vi
+		denom := float32(math.Sqrt(float64(vi)))*k.invSqBC2 + k.eps
+		w[i] = w[i]*decay - k.stepSize*mi/denom
+	}
+}
+
+// bind allocates the state on the first call and checks the params match
+// it afterwards.
+func (o *AdamW) bind(params []Param) {
+	for _, p := range params {
+		if len(p.G) != len(p.W) {
+			panic(fmt.Sprintf("optim: param %q: len(G)=%d, len(W)=%d", p.Name, len(p.G), len(p.W)))
+		}
+	}
+	if o.state == nil {
+		o.state = make([]moments, len(params))
+		for i, p := range params {
+			o.state[i] = moments{name: p.Name, m: make([]float32, len(p.W)), v: make([]float32, len(p.W))}
+		}
+		return
+	}
+	if len(params) != len(o.state) {
+		panic(fmt.Sprintf("optim: Step with %d params, state has %d", len(params), len(o.state)))
+	}
+	for i, p := range params {
+		if st := o.state[i]; st.name != p.Name || len(st.m) != len(p.W) {
+			panic(fmt.Sprintf("optim: param %d is %q (%d values), state has %q (%d values)",
+				i, p.Name, len(p.W), st.name, len(st.m)))
+		}
+	}
+}
+
+// ClipGlobalNorm returns the global L2 norm of all gradients, √Σ g², and,
+// when maxNorm > 0 and the norm exceeds it, scales every G in place by
+// maxNorm/(norm+1e-6) as torch.nn.utils.clip_grad_norm_ does. A non-finite
+// norm leaves the gradients unchanged (the caller should skip the step).
+func ClipGlobalNorm(params []Param, maxNorm float64) (normBefore float64) {
+	var sum float64
+	for _, p := range params {
+		sum += sumSquares(p.G)
+	}
+	norm := math.Sqrt(sum)
+	if maxNorm <= 0 || !(norm > maxNorm) || math.IsInf(norm, 0) {
+		return norm
+	}
+	scale := float32(maxNorm / (norm + 1e-6))
+	for _, p := range params {
+		for i := range p.G {
+			p.G[i] *= scale
+		}
+	}
+	return norm
+}
+
+// sumSquares accumulates Σ g² in float64 with four partial sums.
+func sumSquares(g []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(g); i += 4 {
+		a, b, c, d := float64(g[i]), float64(g[i+1]), float64(g[i+2]), float64(g[i+3])
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
+	}
+	for ; i < len(g); i++ {
+		s0 += float64(g[i]) * float64(g[i])
+	}
+	return s0 + s1 + s2 + s3
+}

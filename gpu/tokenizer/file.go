@@ -1,0 +1,114 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// FileName is the tokenizer file inside a checkpoint directory.
+const FileName = "tokenizer.json"
+
+// ErrBPENotSupported is returned by Load for a Hugging Face BPE tokenizer.json.
+var ErrBPENotSupported = errors.New("tokenizer: BPE tokenizer.json not supported yet")
+
+// charFile is the JSON form of a Char: {"type":"mgrpo-char","vocab":[...]}.
+type charFile struct {
+	Type  string   `json:"type"`
+	Vocab []string `json:"vocab"`
+}
+
+// probe holds the keys that tell the tokenizer.json kinds apart.
+type probe struct {
+	Type  string `json:"type"`
+	Model *struct {
+		Type string `json:"type"`
+	} `json:"model"`
+}
+
+// Save writes t as dir/tokenizer.json atomically (temp file, fsync, rename).
+func (t *Char) Save(dir string) error {
+	data, err := json.MarshalIndent(charFile{Type: CharName, Vocab: t.vocab}, "", " ")
+	if err != nil {
+		return fmt.Errorf("save tokenizer %s: %w", dir, err)
+	}
+	if err := writeAtomic(filepath.Join(dir, FileName), append(data, '\n')); err != nil {
+		return fmt.Errorf("save tokenizer %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Load reads dir/tokenizer.json. A missing file gives the built-in
+// character tokenizer (NewChar); an mgrpo-char file gives a Char with its
+// saved table; a Hugging Face tokenizer.json (a "model" object) gives an
+// error wrapping ErrBPENotSupported.
+func Load(dir string) (Tokenizer, error) {
+	path := filepath.Join(dir, FileName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return NewChar(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	tok, err := parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
+	}
+	return tok, nil
+}
+
+// parse decodes the bytes of a tokenizer.json.
+func parse(data []byte) (Tokenizer, error) {
+	var p probe
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	switch {
+	case p.Type == CharName:
+		var f charFile
+		if err := json.Unmarshal(data, &f); err != nil {
+			return nil, err
+		}
+		return newCharFromVocab(f.Vocab)
+	case p.Model != nil:
+		return nil, fmt.Errorf("model type %q: %w", p.Model.Type, ErrBPENotSupported)
+	default:
+		return nil, fmt.Errorf("unknown tokenizer type %q (want %q or a Hugging Face tokenizer.json)", p.Type, CharName)
+	}
+}
+
+// writeAtomic writes data to path via a temp file in the same directory,
+// fsyncs it, renames it over path and fsyncs the directory.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
