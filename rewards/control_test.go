@@ -1,0 +1,35 @@
+package rewards
+
+import (
+	"math"
+	"testing"
+)
+
+func TestControllersUpdate(t *testing.T) {
+	s0 := NewControllerState(0.5, 0.2, DefaultMetaController())
+	c := Controllers{
+		Tau:  TauController{Enabled: true, Target: 1, LR: 0.5},
+		Beta: BetaController{Target: 0.07, Horizon: 50000, StepSize: 0.15},
+	}
+	in := ControllerInputs{Step: 1, WeightEntropy: 0.2, PolicyEntropy: math.NaN(), KL: 0.14, LRScale: 1}
+	s, up := c.Update(s0, in)
+	// plain controllers: same as calling each (spec §2.1, §2.2).
+	wantS, _ := c.Tau.Update(s0, 0.2, 1, 1)
+	if s.Tau != wantS.Tau || !near(s.Beta, 0.2*(1+0.15/50000), 1e-15) || !up.Tau.Updated || up.MetaRan {
+		t.Errorf("plain update: %+v %+v", s, up)
+	}
+	// meta-controller: plain controllers bypassed; analytic g_tau = H - H*, g_beta = KL - KL*.
+	c.Meta = DefaultMetaController()
+	c.Meta.Enabled, c.Meta.LR, c.Meta.UpdateInterval = true, 0.1, 2
+	if s, up := c.Update(s0, in); s != s0 || up.MetaRan {
+		t.Errorf("meta off-interval step changed the state: %+v", s)
+	}
+	in.Step, in.PolicyEntropy = 2, 0.9
+	s, up = c.Update(s0, in)
+	if !up.MetaRan || !near(up.Grads.Tau, -0.1, 1e-15) || !near(up.Grads.Beta, 0.07, 1e-15) {
+		t.Errorf("meta grads %+v", up.Grads)
+	}
+	if !near(s.Tau, 0.5+0.1*0.1, 1e-15) || !near(s.Beta, 0.2+0.1*0.07, 1e-15) {
+		t.Errorf("meta update: tau %v beta %v", s.Tau, s.Beta)
+	}
+}

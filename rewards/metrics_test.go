@@ -1,0 +1,151 @@
+package rewards
+
+import (
+	"math"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// fullStep builds a StepMetrics with every part present.
+func fullStep(t *testing.T) StepMetrics {
+	t.Helper()
+	in := batch(4, 4, 3)
+	cfg := listwiseConfig()
+	cfg.RewardNames = []string{"accuracy", "format"}
+	out, err := Prepare(in, cfg, 0.5, 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedCfg := DefaultPrepareConfig()
+	seedCfg.Objective, seedCfg.Seed.Enabled, seedCfg.EntropyBonusCoef = ObjectiveGRPOEntropyBonus, true, 0.2
+	seedOut, err := Prepare(in, seedCfg, 0.5, 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Stats.Seed, out.Stats.Bonus = seedOut.Stats.Seed, seedOut.Stats.Bonus
+	b := policyBatch()
+	b.RefLogp = []float64{-1, -2, 0, -0.5, -1, -1}
+	pol, err := PolicyMetrics(b, DefaultPolicyMetricsConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lengths, _ := CompletionLengths(in.TokenCounts, in.Truncated)
+	div, _ := Diversity([][]int{{1, 2}, {1, 3}}, 2)
+	meta := DefaultMetaController()
+	meta.Enabled, meta.LR = true, 0.05
+	return StepMetrics{
+		Step: 12, Epoch: 0.5, LearningRate: 1e-4, GradNorm: 0.7, NumTokens: 1000, CompletionTokens: 200,
+		Objective: ObjectiveMaxEntListwise,
+		Loss:      LossStats{Total: 0.3, Policy: 0.25, KL: 0.05, WeightedKL: 0.005, Clip: 0.01, HasClip: true},
+		Prepared:  &out.Stats, Policy: &pol, Lengths: &lengths, Diversity: &div,
+		Controller: &ControllerMetrics{
+			State: NewControllerState(0.5, 0.1, meta), PrevTau: 0.4, PrevBeta: math.NaN(),
+			Tau:  TauController{Enabled: true, Target: 1.2, LR: 0.1},
+			Beta: BetaController{Target: 0.05, Horizon: 100, StepSize: 0.2}, Meta: meta,
+			TauLRScale: 1, KL: 0.08, WeightEntropy: 1.0, QTemperature: 1, QEpsilon: 1e-6, LenNormRef: true,
+			Denominator: 0.5, Grads: ControllerGradients{Tau: 0.3, Beta: 0.4, HasTau: true, HasBeta: true},
+		},
+	}
+}
+
+func TestFlattenValues(t *testing.T) {
+	s := fullStep(t)
+	m := s.Flatten()
+	want := map[string]float64{
+		"train/loss": 0.3, "train/objective/maximize": -0.3, "train/global_step": 12,
+		"train/grpo_objective": 0, "train/maxent_objective": 1,
+		"train/kl_per_completion_token":   0.05 / 200,
+		"train/loss_per_completion_token": 0.3 / 200,
+		"train/tau":                       0.5, "train/beta": 0.1, "train/kl_coeff": 0.1, "train/weighting/tau": 0.5,
+		// spec §3.1 controller signals: kl error/ratio, tau_loss = 0.5 err².
+		"train/kl_error_to_target":   0.08 - 0.05,
+		"train/kl_ratio_to_target":   0.08 / 0.05,
+		"train/weight_entropy_error": 1.0 - 1.2,
+		"train/tau_loss":             0.5 * 0.2 * 0.2,
+		"train/tau_target_entropy":   1.2,
+		// tau_schedule_active = meta off and target set and step > warmup; meta is on here.
+		"train/tau_schedule_active": 0,
+		"train/delta_tau":           0.1, "train/delta_beta": 0,
+		"train/meta/grad_norm":              0.5,
+		"train/clip_ratio":                  0.6,
+		"train/clip_ratio_low":              0.4,
+		"train/mean_new_logp":               -1.2,
+		"train/weight_norm_denom":           0.5,
+		"train/weighting/weight_norm_denom": 0.5,
+		"train/reward":                      s.Prepared.Reward.Mean,
+		"train/reward_std":                  s.Prepared.Reward.Std,
+		"train/rewards/accuracy/mean":       s.Prepared.PerFunction[0].Mean,
+		"train/weight_entropy":              s.Prepared.Weight.Mean,
+		"train/completions/clipped_frac":    s.Lengths.ClippedFrac,
+		"train/completions/clipped_ratio":   s.Lengths.ClippedFrac,
+	}
+	for k, v := range want {
+		got, ok := m[k]
+		if !ok || !near(got, v, 1e-12) {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	for k, v := range m {
+		if !strings.HasPrefix(k, MetricPrefix) || !isFinite(v) {
+			t.Errorf("bad metric %s = %v", k, v)
+		}
+	}
+	// tau_schedule_active with the meta-controller off (spec §6 controller signals).
+	s.Controller.Meta.Enabled = false
+	if m := s.Flatten(); m["train/tau_schedule_active"] != 1 || m["train/tau_loss"] <= 0 {
+		t.Errorf("tau_schedule_active %v tau_loss %v", m["train/tau_schedule_active"], m["train/tau_loss"])
+	}
+	if _, ok := s.Flatten()["train/meta/tau_grad"]; ok {
+		t.Errorf("meta keys emitted with the meta-controller off")
+	}
+}
+
+func TestFlattenGRPOHasNoWeightKeys(t *testing.T) {
+	in := batch(2, 4, 4)
+	cfg := DefaultPrepareConfig()
+	cfg.Objective = ObjectiveGRPO
+	out, _ := Prepare(in, cfg, 0, 0)
+	m := StepMetrics{Objective: ObjectiveGRPO, Prepared: &out.Stats}.Flatten()
+	if m["train/grpo_objective"] != 1 || m["train/maxent_objective"] != 0 {
+		t.Errorf("objective flags: %v %v", m["train/grpo_objective"], m["train/maxent_objective"])
+	}
+	for _, k := range []string{"train/weight_entropy", "train/maxent/listwise_weight_mean"} {
+		if _, ok := m[k]; ok {
+			t.Errorf("%s emitted for GRPO", k)
+		}
+	}
+	if _, ok := m["train/q_entropy_mean"]; !ok {
+		t.Errorf("q_entropy_mean missing")
+	}
+}
+
+// TestMetricsDocumented keeps docs/METRICS.md and the package doc in step
+// with Flatten: every emitted key appears in both tables.
+func TestMetricsDocumented(t *testing.T) {
+	keys := fullStep(t).Flatten()
+	perFn := regexp.MustCompile(`^train/rewards/[^/]+/`)
+	bucket := regexp.MustCompile(`^(train/kl_per_token_bucket(_tokens)?/).*`)
+	quant := regexp.MustCompile(`p(00|05|25|50|75|95|100)$`)
+	for _, file := range []string{"../docs/METRICS.md", "doc.go"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("read %s: %v", file, err)
+		}
+		doc := string(b)
+		for k := range keys {
+			name := strings.TrimPrefix(k, MetricPrefix)
+			name = perFn.ReplaceAllString("train/"+name, "train/rewards/{name}/")
+			name = bucket.ReplaceAllString(name, "${1}{bucket}")
+			name = quant.ReplaceAllString(name, "pXX")
+			name = strings.TrimPrefix(name, MetricPrefix)
+			if strings.HasPrefix(name, "weighting/") && name != "weighting/tau" && name != "weighting/beta" && name != "weighting/tau_loss" {
+				name = "weighting/*"
+			}
+			if !strings.Contains(doc, "`"+name+"`") {
+				t.Errorf("%s: key %s (as %q) not documented", file, k, name)
+			}
+		}
+	}
+}
