@@ -1,12 +1,66 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/spf13/pflag"
 )
 
-// runInit runs `mgrpo-node init`.
+// runInit runs `mgrpo-node init --preset P --seed S --out DIR`: it writes a
+// freshly initialised checkpoint (config.json, model.safetensors,
+// tokenizer.json) for the built-in character tokenizer.
 func runInit(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "mgrpo-node init: not implemented yet")
-	return exitFailed
+	fs := pflag.NewFlagSet("mgrpo-node init", pflag.ContinueOnError)
+	preset := fs.String("preset", "small", "model preset: tiny, small or base")
+	seed := fs.Uint64("seed", 1, "initialisation seed (same seed, same weights)")
+	out := fs.String("out", "", "checkpoint directory to write (required)")
+	tied := fs.Bool("tie-embeddings", false, "share the token embedding with lm_head")
+	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	if *out == "" {
+		fmt.Fprintln(stderr, "mgrpo-node init: --out is required")
+		return exitUsage
+	}
+	cfg, err := gpu.Preset(*preset)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node init: --preset: %v\n", err)
+		return exitUsage
+	}
+	cfg.TieEmbeddings = *tied
+	m, err := gpu.NewModel(cfg, *seed)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node init: %v\n", err)
+		return exitFailed
+	}
+	if err := gpu.SaveCheckpoint(*out, m, tokenizer.NewChar()); err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node init: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "wrote %s: preset %s, seed %d, %d parameters\n", *out, *preset, *seed, m.NumParams())
+	return exitOK
+}
+
+// parseSubFlags parses a subcommand's flags. On --help it prints the
+// flags to stdout (exit 0); on a bad flag it prints one line naming it
+// (exit 2). ok is true when the subcommand should go on.
+func parseSubFlags(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		fmt.Fprintf(stdout, "Usage of %s:\n%s", fs.Name(), fs.FlagUsages())
+		return exitOK, false
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return exitUsage, false
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, false
+	}
+	return exitOK, true
 }

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/gpu"
+)
+
+func TestBenchPrintsJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "--preset", "tiny", "--batch", "4", "--prompt-len", "4", "--new-tokens", "4", "--min-time", "1ms"}
+	if code := run(args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("bench: exit %d, stderr %q", code, stderr.String())
+	}
+	var r gpu.BenchResult
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("bench output %q: %v", stdout.String(), err)
+	}
+	if r.Preset != "tiny" || r.SeqTokens != 32 || !(r.LearnerStepSec > 0) || !(r.SampleTokPerS > 0) || !(r.ScoreTokPerS > 0) {
+		t.Errorf("bench result %+v", r)
+	}
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--preset", "huge"},
+		{"bench", "--preset", "tiny", "--batch", "0"},
+		{"bench", "--preset", "tiny", "--prompt-len", "60", "--new-tokens", "10"}, // exceeds the context of 64
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d (stderr %q)", args, code, exitUsage, stderr.String())
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package gpu
+
+import "math"
+
+// attnShape describes the fused qkv rows of one padded batch: B sequences of
+// T positions, H query heads and G key/value heads of width E. Each row of
+// qkv holds [q heads | k heads | v heads], so its stride is (H+2G)·E.
+type attnShape struct{ B, T, H, G, E int }
+
+func (s attnShape) stride() int      { return (s.H + 2*s.G) * s.E }
+func (s attnShape) kvHead(h int) int { return h / (s.H / s.G) } // Hugging Face repeat_kv
+
+// attention computes causal scaled dot-product attention for every sequence
+// and head: P = softmax_causal(q·kᵀ/√E) (stored in probs, [B, H, T, T]) and
+// att = P·v ([B·T, H·E], heads side by side). Query head h reads key/value
+// head h/(H/G). Sequences run in parallel; each writes only its own rows.
+func attention[F Float](att, probs, qkv []F, s attnShape, workers int) {
+	qs, he, tt := s.stride(), s.H*s.E, s.T*s.T
+	scale := F(1 / math.Sqrt(float64(s.E)))
+	parallelFor(s.B, workers, func(_, lo, hi int) {
+		for b := lo; b < hi; b++ {
+			rows := qkv[b*s.T*qs:]
+			for h := 0; h < s.H; h++ {
+				g := s.kvHead(h)
+				q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
+				p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
+				gemm(false, true, s.T, s.T, s.E, scale, q, qs, k, qs, 0, p, s.T)
+				causalSoftmax(p, s.T)
+				gemm(false, false, s.T, s.E, s.T, 1, p, s.T, v, qs, 0, att[b*s.T*he+h*s.E:], he)
+			}
+		}
+	})
+}
+
+// causalSoftmax replaces each row i of the [t, t] score matrix by the
+// softmax of its first i+1 entries (subtracting that row's maximum) and
+// zeros the masked entries j > i.
+func causalSoftmax[F Float](p []F, t int) {
+	for i := 0; i < t; i++ {
+		row := p[i*t : (i+1)*t]
+		mx := row[0]
+		for _, x := range row[1 : i+1] {
+			mx = max(mx, x)
+		}
+		sum := expShiftRow(row[:i+1], row[:i+1], mx, 1)
+		inv := F(1 / sum)
+		for j := 0; j <= i; j++ {
+			row[j] *= inv
+		}
+		clear(row[i+1:])
+	}
+}
+
+// attentionBackward writes dqkv ([B·T, (H+2G)·E]) from datt ([B·T, H·E]):
+//
+//	dP = dO·vᵀ,  dv += Pᵀ·dO,  dS = P ⊙ (dP − rowsum(dP ⊙ P)) / √E,
+//	dq = dS·k,   dk += dSᵀ·q,
+//
+// summing over the query heads that share a key/value head. scratch holds
+// workers·T·T elements.
+func attentionBackward[F Float](dqkv, datt, qkv, probs, scratch []F, s attnShape, workers int) {
+	qs, he, tt := s.stride(), s.H*s.E, s.T*s.T
+	scale := F(1 / math.Sqrt(float64(s.E)))
+	parallelFor(s.B, workers, func(chunk, lo, hi int) {
+		dp := scratch[chunk*tt : (chunk+1)*tt]
+		for b := lo; b < hi; b++ {
+			rows, drows := qkv[b*s.T*qs:], dqkv[b*s.T*qs:]
+			for t := 0; t < s.T; t++ {
+				clear(drows[t*qs+he : (t+1)*qs]) // dk, dv accumulate over heads
+			}
+			for h := 0; h < s.H; h++ {
+				g := s.kvHead(h)
+				q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
+				dq, dk, dv := drows[h*s.E:], drows[(s.H+g)*s.E:], drows[(s.H+s.G+g)*s.E:]
+				p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
+				do := datt[b*s.T*he+h*s.E:]
+				gemm(false, true, s.T, s.T, s.E, 1, do, he, v, qs, 0, dp, s.T)
+				gemm(true, false, s.T, s.E, s.T, 1, p, s.T, do, he, 1, dv, qs)
+				softmaxBackward(dp, p, s.T, scale)
+				gemm(false, false, s.T, s.E, s.T, 1, dp, s.T, k, qs, 0, dq, qs)
+				gemm(true, false, s.T, s.E, s.T, 1, dp, s.T, q, qs, 1, dk, qs)
+			}
+		}
+	})
+}
+
+// softmaxBackward turns dP into dS = scale · P ⊙ (dP − rowsum(dP ⊙ P)) in
+// place for the causal [t, t] probabilities p (zero above the diagonal).
+func softmaxBackward[F Float](dp, p []F, t int, scale F) {
+	for i := 0; i < t; i++ {
+		d, pr := dp[i*t:(i+1)*t], p[i*t:(i+1)*t]
+		var dot F
+		for j := 0; j <= i; j++ {
+			dot += d[j] * pr[j]
+		}
+		for j := 0; j <= i; j++ {
+			d[j] = scale * pr[j] * (d[j] - dot)
+		}
+		clear(d[i+1:])
+	}
+}

@@ -1,0 +1,19 @@
+//go:build !openblas
+
+package gpu
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// BLASName names the BLAS implementation this binary was built with.
+const BLASName = "gonum (pure Go)"
+
+var (
+	blas32Impl blas.Float32 = gonum.Implementation{}
+	blas64Impl blas.Float64 = gonum.Implementation{}
+)
+
+// BLASInfo describes the BLAS in use.
+func BLASInfo() string { return BLASName }

@@ -1,0 +1,144 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/mgrpo/mgrpo/gpu/hfconfig"
+	"github.com/mgrpo/mgrpo/gpu/safetensors"
+	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+)
+
+// ErrCheckpoint is returned (wrapped) when a checkpoint directory lacks a
+// tensor, holds one of the wrong shape, or disagrees with its config.
+var ErrCheckpoint = errors.New("gpu: bad checkpoint")
+
+// WeightsFileName is the weights file inside a checkpoint directory.
+const WeightsFileName = "model.safetensors"
+
+// metaVersion is the safetensors metadata key holding the policy version.
+const metaVersion = "mgrpo_policy_version"
+
+// HFConfig converts c to a Hugging Face LlamaConfig (config.json keys),
+// float32 weights, with the given special token ids (-1 for none).
+func (c Config) HFConfig(bos, eos, pad int) hfconfig.LlamaConfig {
+	h := hfconfig.New(c.Vocab, c.Hidden, c.MLP, c.Layers, c.Heads, c.Context, c.TieEmbeddings)
+	h.NumKeyValueHeads, h.RopeTheta, h.RMSNormEps = c.KVHeads, c.RopeTheta, c.NormEps
+	h.BOSTokenID, h.EOSTokenID, h.PadTokenID = bos, eos, pad
+	return h
+}
+
+// ConfigFromHF converts a validated Hugging Face LlamaConfig to a Config.
+func ConfigFromHF(h hfconfig.LlamaConfig) (Config, error) {
+	if err := h.Validate(); err != nil {
+		return Config{}, err
+	}
+	c := Config{Vocab: h.VocabSize, Hidden: h.HiddenSize, Layers: h.NumHiddenLayers, Heads: h.NumAttentionHeads,
+		KVHeads: h.NumKeyValueHeads, MLP: h.IntermediateSize, Context: h.MaxPositionEmbeddings,
+		RopeTheta: h.RopeTheta, NormEps: h.RMSNormEps, TieEmbeddings: h.TieWordEmbeddings}
+	return c, c.Validate()
+}
+
+// SaveCheckpoint writes dir/config.json (Hugging Face LlamaConfig keys),
+// dir/model.safetensors (F32, Hugging Face names and [out, in] layout, the
+// policy version in the metadata) and dir/tokenizer.json, each atomically,
+// creating dir if needed. tok may be nil (no tokenizer.json is written);
+// otherwise it must implement Save(dir) and match the model's vocabulary.
+func SaveCheckpoint(dir string, m *Model, tok tokenizer.Tokenizer) error {
+	wrap := func(err error) error { return fmt.Errorf("save checkpoint %s: %w", dir, err) }
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return wrap(err)
+	}
+	bos, eos, pad := -1, -1, -1
+	if tok != nil {
+		if tok.VocabSize() != m.cfg.Vocab {
+			return wrap(fmt.Errorf("%w: tokenizer has %d ids, model %d", ErrCheckpoint, tok.VocabSize(), m.cfg.Vocab))
+		}
+		bos, eos, pad = tok.BOS(), tok.EOS(), tok.PAD()
+	}
+	if err := hfconfig.Write(dir, m.cfg.HFConfig(bos, eos, pad)); err != nil {
+		return wrap(err)
+	}
+	var tensors []safetensors.Tensor
+	for _, s := range newLayout(m.cfg).specs {
+		tensors = append(tensors, safetensors.Tensor{Name: s.Name, Shape: s.Shape,
+			F32: m.net.w.flat[s.Offset : s.Offset+s.Size()]})
+	}
+	meta := map[string]string{"format": "pt", metaVersion: strconv.FormatInt(m.version, 10)}
+	if err := safetensors.Write(filepath.Join(dir, WeightsFileName), tensors, meta); err != nil {
+		return wrap(err)
+	}
+	if tok != nil {
+		saver, ok := tok.(interface{ Save(dir string) error })
+		if !ok {
+			return wrap(fmt.Errorf("tokenizer %s cannot be saved", tok.Name()))
+		}
+		if err := saver.Save(dir); err != nil {
+			return wrap(err)
+		}
+	}
+	return nil
+}
+
+// LoadCheckpoint reads a checkpoint written by SaveCheckpoint or a Hugging
+// Face Llama checkpoint (F32, F64, BF16 or F16 tensors, converted to
+// float32) and its tokenizer (the built-in one when tokenizer.json is absent).
+func LoadCheckpoint(dir string) (*Model, tokenizer.Tokenizer, error) {
+	m, err := LoadModel(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load checkpoint %s: %w", dir, err)
+	}
+	if tok.VocabSize() > m.cfg.Vocab {
+		return nil, nil, fmt.Errorf("load checkpoint %s: %w: tokenizer has %d ids, model vocabulary %d", dir, ErrCheckpoint, tok.VocabSize(), m.cfg.Vocab)
+	}
+	return m, tok, nil
+}
+
+// LoadModel reads config.json and model.safetensors of a checkpoint. A
+// missing tensor, a shape mismatch or a corrupt file gives one error naming
+// the tensor.
+func LoadModel(dir string) (*Model, error) {
+	wrap := func(err error) error { return fmt.Errorf("load checkpoint %s: %w", dir, err) }
+	h, err := hfconfig.Read(dir)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	cfg, err := ConfigFromHF(h)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	f, err := safetensors.Read(filepath.Join(dir, WeightsFileName))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	w := make([]float32, cfg.NumParams())
+	for _, s := range newLayout(cfg).specs {
+		info, ok := f.Info(s.Name)
+		if !ok {
+			return nil, wrap(fmt.Errorf("%w: tensor %q missing from %s", ErrCheckpoint, s.Name, WeightsFileName))
+		}
+		if !slices.Equal(info.Shape, s.Shape) {
+			return nil, wrap(fmt.Errorf("%w: tensor %q has shape %v, config.json needs %v", ErrCheckpoint, s.Name, info.Shape, s.Shape))
+		}
+		v, _, err := f.Float32(s.Name)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		copy(w[s.Offset:], v)
+	}
+	var version int64
+	if v, ok := f.Metadata()[metaVersion]; ok {
+		if version, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return nil, wrap(fmt.Errorf("%w: metadata %s = %q", ErrCheckpoint, metaVersion, v))
+		}
+	}
+	return newModel(cfg, w, version), nil
+}

@@ -1,0 +1,124 @@
+package gpu
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/gpu/safetensors"
+	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+)
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	tiny, _ := Preset("tiny")
+	tied := tiny
+	tied.TieEmbeddings = true
+	gqa := Config{Vocab: 98, Hidden: 16, Layers: 1, Heads: 4, KVHeads: 2, MLP: 24, Context: 16, RopeTheta: 500, NormEps: 1e-5}
+	for _, cfg := range []Config{tiny, tied, gqa} {
+		m, _ := NewModel(cfg, 4)
+		m.version = 9
+		dir := t.TempDir()
+		if err := SaveCheckpoint(dir, m, tokenizer.NewChar()); err != nil {
+			t.Fatal(err)
+		}
+		got, tok, err := LoadCheckpoint(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Config() != cfg || got.Version() != 9 || tok.VocabSize() != 98 {
+			t.Errorf("config %+v version %d vocab %d after round trip, want %+v 9 98", got.Config(), got.Version(), tok.VocabSize(), cfg)
+		}
+		if !reflect.DeepEqual(got.Weights(), m.Weights()) {
+			t.Errorf("%+v: weights changed in the round trip", cfg)
+		}
+		seqs := []Sequence{{Prompt: []int{1, 20, 14}, Completion: []int{21, 2}}}
+		a, _ := m.Score(seqs, 1)
+		b, _ := got.Score(seqs, 1)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("scores differ after the round trip: %v vs %v", a, b)
+		}
+	}
+}
+
+// rewrite replaces model.safetensors in dir by the given tensors.
+func rewrite(t *testing.T, dir string, edit func([]safetensors.Tensor) []safetensors.Tensor) {
+	t.Helper()
+	path := filepath.Join(dir, WeightsFileName)
+	f, err := safetensors.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for _, name := range f.Tensors() {
+		v, shape, _ := f.Float64(name)
+		ts = append(ts, safetensors.Tensor{Name: name, Shape: shape, F64: v})
+	}
+	if err := safetensors.Write(path, edit(ts), f.Metadata()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadCheckpointErrors(t *testing.T) {
+	tiny, _ := Preset("tiny")
+	m, _ := NewModel(tiny, 4)
+	fresh := func() string {
+		dir := t.TempDir()
+		if err := SaveCheckpoint(dir, m, tokenizer.NewChar()); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	// F64 tensors load and convert.
+	dir := fresh()
+	rewrite(t, dir, func(ts []safetensors.Tensor) []safetensors.Tensor { return ts })
+	if got, err := LoadModel(dir); err != nil || !reflect.DeepEqual(got.Weights(), m.Weights()) {
+		t.Errorf("F64 checkpoint: err %v or weights differ", err)
+	}
+	for _, tc := range []struct {
+		name, want string
+		edit       func(dir string)
+	}{
+		{"missing tensor", `"model.layers.1.mlp.up_proj.weight" missing`, func(dir string) {
+			rewrite(t, dir, func(ts []safetensors.Tensor) []safetensors.Tensor {
+				return slicesDeleteFunc(ts, func(x safetensors.Tensor) bool { return x.Name == "model.layers.1.mlp.up_proj.weight" })
+			})
+		}},
+		{"wrong shape", `"model.norm.weight" has shape [2 16]`, func(dir string) {
+			rewrite(t, dir, func(ts []safetensors.Tensor) []safetensors.Tensor {
+				for i := range ts {
+					if ts[i].Name == "model.norm.weight" {
+						ts[i].Shape = []int{2, 16}
+					}
+				}
+				return ts
+			})
+		}},
+		{"corrupt file", "safetensors", func(dir string) {
+			os.WriteFile(filepath.Join(dir, WeightsFileName), []byte("not a safetensors file"), 0o644)
+		}},
+		{"no config", "config.json", func(dir string) { os.Remove(filepath.Join(dir, "config.json")) }},
+	} {
+		dir := fresh()
+		tc.edit(dir)
+		_, _, err := LoadCheckpoint(dir)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+		if tc.name == "missing tensor" && !errors.Is(err, ErrCheckpoint) {
+			t.Errorf("%s: error does not wrap ErrCheckpoint", tc.name)
+		}
+	}
+}
+
+func slicesDeleteFunc(ts []safetensors.Tensor, del func(safetensors.Tensor) bool) []safetensors.Tensor {
+	var out []safetensors.Tensor
+	for _, x := range ts {
+		if !del(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

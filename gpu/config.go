@@ -1,0 +1,112 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrBadConfig is returned (wrapped) for a model configuration that cannot
+// describe a Llama decoder.
+var ErrBadConfig = errors.New("gpu: bad model config")
+
+// Config gives the dimensions of the Llama decoder (DESIGN §4).
+type Config struct {
+	// Vocab is the number of token ids (the tokenizer's VocabSize).
+	Vocab int `json:"vocab"`
+	// Hidden is the residual width D.
+	Hidden int `json:"hidden"`
+	// Layers is the number of decoder blocks L.
+	Layers int `json:"layers"`
+	// Heads is the number of query heads H; the head dimension is Hidden/Heads.
+	Heads int `json:"heads"`
+	// KVHeads is the number of key/value heads G; it divides Heads (G = H is
+	// plain multi-head attention, G < H is grouped-query attention).
+	KVHeads int `json:"kv_heads"`
+	// MLP is the SwiGLU intermediate width M.
+	MLP int `json:"mlp"`
+	// Context is the longest sequence (prompt plus completion) in tokens.
+	Context int `json:"context"`
+	// RopeTheta is the RoPE base; Hugging Face's default is 10000.
+	RopeTheta float64 `json:"rope_theta"`
+	// NormEps is the RMSNorm epsilon; 1e-6 as in DESIGN §4.
+	NormEps float64 `json:"norm_eps"`
+	// TieEmbeddings makes lm_head share the token-embedding matrix.
+	TieEmbeddings bool `json:"tie_embeddings"`
+}
+
+// Vocabulary size and context length of the presets: the built-in character
+// tokenizer (PAD, BOS, EOS and printable ASCII) and DESIGN §4's context.
+const (
+	PresetVocab   = 98
+	PresetContext = 64
+)
+
+// Presets lists the preset names in increasing size.
+var presetNames = []string{"tiny", "small", "base"}
+
+// PresetNames returns the names accepted by Preset, smallest first.
+func PresetNames() []string { return append([]string(nil), presetNames...) }
+
+// Preset returns the configuration of a named preset (DESIGN §4 table):
+//
+//	tiny  hidden 32,  2 layers, 2 heads, 2 kv heads, MLP 64
+//	small hidden 64,  2 layers, 4 heads, 4 kv heads, MLP 192
+//	base  hidden 128, 4 layers, 4 heads, 4 kv heads, MLP 384
+//
+// all with vocabulary 98, context 64, theta 10000, eps 1e-6 and an untied head.
+func Preset(name string) (Config, error) {
+	c := Config{Vocab: PresetVocab, Context: PresetContext, RopeTheta: 10000, NormEps: 1e-6}
+	switch name {
+	case "tiny":
+		c.Hidden, c.Layers, c.Heads, c.KVHeads, c.MLP = 32, 2, 2, 2, 64
+	case "small":
+		c.Hidden, c.Layers, c.Heads, c.KVHeads, c.MLP = 64, 2, 4, 4, 192
+	case "base":
+		c.Hidden, c.Layers, c.Heads, c.KVHeads, c.MLP = 128, 4, 4, 4, 384
+	default:
+		return Config{}, fmt.Errorf("%w: unknown preset %q (want one of %v)", ErrBadConfig, name, presetNames)
+	}
+	return c, nil
+}
+
+// HeadDim is the per-head width E = Hidden/Heads.
+func (c Config) HeadDim() int { return c.Hidden / c.Heads }
+
+// Validate reports the first dimension that cannot describe a Llama decoder.
+func (c Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, a...)...)
+	}
+	switch {
+	case c.Vocab < 1:
+		return bad("vocab = %d: must be at least 1", c.Vocab)
+	case c.Hidden < 1, c.Layers < 1, c.Heads < 1, c.KVHeads < 1, c.MLP < 1, c.Context < 2:
+		return bad("hidden %d, layers %d, heads %d, kv_heads %d, mlp %d must be ≥ 1 and context %d ≥ 2",
+			c.Hidden, c.Layers, c.Heads, c.KVHeads, c.MLP, c.Context)
+	case c.Hidden%c.Heads != 0:
+		return bad("hidden = %d is not a multiple of heads = %d", c.Hidden, c.Heads)
+	case c.Heads%c.KVHeads != 0:
+		return bad("heads = %d is not a multiple of kv_heads = %d", c.Heads, c.KVHeads)
+	case c.HeadDim()%2 != 0:
+		return bad("head dim = %d must be even for RoPE", c.HeadDim())
+	case !(c.RopeTheta > 0):
+		return bad("rope_theta = %g: must be > 0", c.RopeTheta)
+	case !(c.NormEps > 0):
+		return bad("norm_eps = %g: must be > 0", c.NormEps)
+	}
+	return nil
+}
+
+// NumParams is the number of scalar weights (a tied head counted once).
+func (c Config) NumParams() int { return newLayout(c).size }
+
+// FlopsPerToken estimates the forward FLOPs per token at sequence length t:
+// 2 per weight multiply-add in every matrix product plus the attention
+// products (QKᵀ and PV over t keys).
+func (c Config) FlopsPerToken(t int) float64 {
+	d, e, h, g, m := c.Hidden, c.HeadDim(), c.Heads, c.KVHeads, c.MLP
+	perLayer := d*(h+2*g)*e + h*e*d + 3*d*m
+	mat := c.Layers*perLayer + c.Vocab*d
+	att := c.Layers * 2 * h * e * t
+	return 2 * float64(mat+att)
+}

@@ -1,0 +1,212 @@
+package gpu
+
+import "math"
+
+// This file holds the row-wise kernels of the decoder and their backward
+// passes. Every kernel writes dst (or accumulates into a gradient named d…)
+// and never modifies its inputs. Rows are independent, so the kernels split
+// them over workers without changing any result.
+
+// embed gathers rows of the embedding table: dst[r] = table[tokens[r]].
+func embed[F Float](dst, table []F, tokens []int32, d int) {
+	for r, t := range tokens {
+		copy(dst[r*d:(r+1)*d], table[int(t)*d:(int(t)+1)*d])
+	}
+}
+
+// embedBackward accumulates dTable[tokens[r]] += dy[r], in row order (a
+// token may repeat, so this stays serial and deterministic).
+func embedBackward[F Float](dTable, dy []F, tokens []int32, d int) {
+	for r, t := range tokens {
+		row, g := dTable[int(t)*d:(int(t)+1)*d], dy[r*d:(r+1)*d]
+		for j := range row {
+			row[j] += g[j]
+		}
+	}
+}
+
+// rmsnorm computes dst[r] = x[r] · inv[r] · w with inv[r] = 1/√(mean(x[r]²) + eps),
+// storing inv for the backward pass. x, dst: [n, d]; inv: [n]; w: [d].
+func rmsnorm[F Float](dst, inv, x, w []F, d int, eps float64, workers int) {
+	n := len(x) / d
+	parallelFor(n, workers, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, yr := x[r*d:(r+1)*d], dst[r*d:(r+1)*d]
+			var ss float64
+			for _, v := range xr {
+				ss += float64(v) * float64(v)
+			}
+			s := F(1 / math.Sqrt(ss/float64(d)+eps))
+			inv[r] = s
+			for j, v := range xr {
+				yr[j] = v * s * w[j]
+			}
+		}
+	})
+}
+
+// rmsnormBackward accumulates the gradients of rmsnorm: with g = dy ⊙ w and
+// s = inv[r],
+//
+//	dx[r] += s·g − s³·x[r]·(g·x[r])/d,   dw += Σ_r dy[r] ⊙ x[r]·s.
+func rmsnormBackward[F Float](dx, dw, dy, x, inv, w []F, d int, workers int) {
+	n := len(x) / d
+	parallelFor(n, workers, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, gr, dr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d], dx[r*d:(r+1)*d]
+			s := inv[r]
+			var dot F
+			for j, v := range xr {
+				dot += gr[j] * w[j] * v
+			}
+			c := s * s * s * dot / F(d)
+			for j, v := range xr {
+				dr[j] += s*gr[j]*w[j] - c*v
+			}
+		}
+	})
+	for r := 0; r < n; r++ { // serial: a fixed summation order over rows
+		xr, gr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d]
+		s := inv[r]
+		for j, v := range xr {
+			dw[j] += gr[j] * v * s
+		}
+	}
+}
+
+// ropeTable returns cos and sin of pos·θ^(−2i/e) for pos < context, i < e/2
+// ([context, e/2] each); Hugging Face duplicates them over both halves.
+func ropeTable[F Float](context, e int, theta float64) (cos, sin []F) {
+	half := e / 2
+	cos, sin = make([]F, context*half), make([]F, context*half)
+	for p := 0; p < context; p++ {
+		for i := 0; i < half; i++ {
+			a := float64(p) * math.Pow(theta, -float64(2*i)/float64(e))
+			cos[p*half+i], sin[p*half+i] = F(math.Cos(a)), F(math.Sin(a))
+		}
+	}
+	return cos, sin
+}
+
+// rope rotates the first heads·e columns of each row of x ([n, stride]) in
+// place by its position (Hugging Face rotate_half: with x = [x1, x2],
+// x' = [x1·cos − x2·sin, x2·cos + x1·sin]). sign −1 applies the inverse
+// rotation, which is the backward pass since the rotation is orthogonal.
+// It updates x in place because x is the kernel's own activation buffer.
+func rope[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, sign F, workers int) {
+	half := e / 2
+	parallelFor(len(pos), workers, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			c := cos[int(pos[r])*half : int(pos[r]+1)*half]
+			s := sin[int(pos[r])*half : int(pos[r]+1)*half]
+			row := x[r*stride:]
+			for h := 0; h < heads; h++ {
+				v := row[h*e : (h+1)*e]
+				for i := 0; i < half; i++ {
+					x1, x2 := v[i], v[i+half]
+					v[i] = x1*c[i] - sign*x2*s[i]
+					v[i+half] = x2*c[i] + sign*x1*s[i]
+				}
+			}
+		}
+	})
+}
+
+// swiglu computes dst[r, j] = silu(g)·u = g·σ(g)·u with g = gu[r, j] and
+// u = gu[r, m+j] (gu: [n, 2m], gate columns then up columns; dst: [n, m]),
+// keeping σ(g) in sig ([n, m]) for the backward pass.
+func swiglu[F Float](dst, sig, gu []F, m int, workers int) {
+	n := len(gu) / (2 * m)
+	parallelFor(n, workers, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
+			y, sg := dst[r*m:(r+1)*m], sig[r*m:(r+1)*m]
+			if is32[F]() {
+				swigluRows32(as32(y), as32(sg), as32(g), as32(u))
+				continue
+			}
+			for j, gj := range g {
+				s := sigmoid(gj)
+				sg[j] = s
+				y[j] = gj * s * u[j]
+			}
+		}
+	})
+}
+
+// swigluBackward writes the gradient wrt gu, with σ = sig = σ(g):
+//
+//	dgate = dy·u·σ·(1 + g·(1−σ)),   dup = dy·g·σ.
+func swigluBackward[F Float](dgu, dy, gu, sig []F, m int, workers int) {
+	n := len(gu) / (2 * m)
+	parallelFor(n, workers, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
+			dg, du, d := dgu[r*2*m:r*2*m+m], dgu[r*2*m+m:(r+1)*2*m], dy[r*m:(r+1)*m]
+			sg := sig[r*m : (r+1)*m]
+			for j, gj := range g {
+				s := sg[j]
+				dg[j] = d[j] * u[j] * s * (1 + gj*(1-s))
+				du[j] = d[j] * gj * s
+			}
+		}
+	})
+}
+
+// logSoftmaxEntropy turns the logits of the rows with need[r] set ([n, v])
+// into log-probabilities of softmax(logits/temp), row-stable (each row's own
+// maximum is subtracted), written to dst, and the exact entropy
+// H = −Σ p·log p of each row to ent. Other rows are left alone: no loss
+// reads them (prompt and padding positions).
+func logSoftmaxEntropy[F Float](dst, ent, logits []F, need []bool, v int, temp float64, workers int) {
+	n := len(logits) / v
+	inv := F(1 / temp)
+	parallelFor(n, workers, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			if !need[r] {
+				continue
+			}
+			z, lp := logits[r*v:(r+1)*v], dst[r*v:(r+1)*v]
+			mx := z[0]
+			for _, x := range z[1:] {
+				mx = max(mx, x)
+			}
+			sum := expShiftRow(lp, z, mx, inv) // lp holds e^((z−max)/T) for now
+			lse, isum := F(math.Log(sum)), F(1/sum)
+			var h F
+			for i, x := range z {
+				l := (x-mx)*inv - lse
+				h -= lp[i] * isum * l
+				lp[i] = l
+			}
+			ent[r] = h
+		}
+	})
+}
+
+// logSoftmaxEntropyBackward writes dlogits for rows with upstream gradients
+// dlp (of the log-prob of token target[r]) and dH (of the entropy):
+//
+//	dz_v = dlp·(1[v = target] − p_v) − dH·p_v·(log p_v + H),   dlogits = dz / temp.
+//
+// Rows with both gradients zero get zeros (padding and prompt positions).
+func logSoftmaxEntropyBackward[F Float](dlogits, logp, ent []F, target []int32, dlp, dH []float64, v int, temp float64, workers int) {
+	n := len(logp) / v
+	inv := F(1 / temp)
+	parallelFor(n, workers, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			dz, lp := dlogits[r*v:(r+1)*v], logp[r*v:(r+1)*v]
+			a, b := F(dlp[r]), F(dH[r])
+			if a == 0 && b == 0 { // also every row logSoftmaxEntropy skipped
+				clear(dz)
+				continue
+			}
+			h := ent[r]
+			for i, l := range lp {
+				p := expF(l)
+				dz[i] = (-a*p - b*p*(l+h)) * inv
+			}
+			dz[target[r]] += a * inv
+		}
+	})
+}

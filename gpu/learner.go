@@ -1,0 +1,296 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"github.com/mgrpo/mgrpo/gpu/loss"
+	"github.com/mgrpo/mgrpo/gpu/optim"
+)
+
+// ErrNonFinite is returned (wrapped) when a loss or gradient norm is NaN or
+// infinite; the learner then leaves the weights unchanged (skip the batch).
+var ErrNonFinite = errors.New("gpu: non-finite loss or gradient")
+
+// Batch is a padded batch for the learner. Per-token slices handed to the
+// loss function have Width slots per sequence: completion token t of
+// sequence i is at index i·Width + t (gpu/loss's layout), and slots past a
+// completion's end hold zeros (mask them).
+type Batch struct {
+	Seqs []Sequence
+	// Width is the number of completion slots per sequence; 0 means the
+	// longest completion of the batch.
+	Width int
+}
+
+// Mask returns the [N·Width] 0/1 completion mask of the batch.
+func (b Batch) Mask() []float64 {
+	w := b.width()
+	m := make([]float64, len(b.Seqs)*w)
+	for i, s := range b.Seqs {
+		for t := range s.Completion {
+			m[i*w+t] = 1
+		}
+	}
+	return m
+}
+
+func (b Batch) width() int {
+	if b.Width > 0 {
+		return b.Width
+	}
+	w := 0
+	for _, s := range b.Seqs {
+		w = max(w, len(s.Completion))
+	}
+	return w
+}
+
+// LossFunc computes a loss from per-token log-probs lp and entropies ent
+// ([N·Width] each, layout of Batch and gpu/loss) and returns it with its
+// gradients (loss.Result: DLogp required, DEntropy nil when the loss has no
+// entropy term). Any objective plugs in as a closure, e.g.
+//
+//	func(lp, ent []float64) (loss.Result, error) { return loss.Policy(cfg, lb, lp) }
+type LossFunc func(lp, ent []float64) (loss.Result, error)
+
+// LossBatch returns the gpu/loss batch skeleton of b: N, T = Width and the
+// completion mask; the caller adds advantages, old and reference log-probs.
+func (b Batch) LossBatch() loss.Batch {
+	return loss.Batch{N: len(b.Seqs), T: b.width(), Mask: b.Mask()}
+}
+
+// LearnerConfig holds the optimiser settings of a Learner.
+type LearnerConfig struct {
+	// LR, Beta1, Beta2, Eps and WeightDecay configure AdamW (PyTorch's
+	// meaning); Schedule gives the learning rate per step (Base = LR when
+	// Schedule.Kind is empty: constant).
+	LR, Beta1, Beta2, Eps, WeightDecay float64
+	Schedule                           optim.Schedule
+	// MaxGradNorm clips the global gradient norm (0 = no clipping).
+	MaxGradNorm float64
+}
+
+// DefaultLearnerConfig is AdamW(1e-3, 0.9, 0.999, 1e-8, weight decay 0.01),
+// constant rate, clipping at norm 1.
+func DefaultLearnerConfig() LearnerConfig {
+	return LearnerConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}
+}
+
+// StepStats reports one learner step.
+type StepStats struct {
+	Loss        float64
+	GradNorm    float64 // global norm before clipping
+	LR          float64
+	MeanEntropy float64 // mean entropy over completion tokens
+	Tokens      int     // completion tokens in the batch
+	Sequences   int
+	Version     int64      // policy version after the step
+	LossStats   loss.Stats // the loss function's diagnostics
+}
+
+// Learner trains a copy of a model's weights: forward over a padded batch,
+// a caller-given loss, backward, global-norm clipping and AdamW. It keeps
+// one workspace per batch shape, so steady-state steps do not allocate
+// activations. A Learner is not safe for concurrent use.
+type Learner struct {
+	cfg     Config
+	lc      LearnerConfig
+	net     *net[float32]
+	grad    params[float32]
+	params  []optim.Param
+	opt     *optim.AdamW
+	ws      map[[2]int]*acts[float32]
+	version int64
+}
+
+// NewLearner returns a learner starting from m's weights (copied) at
+// version m.Version().
+func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
+	if lc.Schedule.Kind == "" {
+		lc.Schedule = optim.Schedule{Kind: optim.Constant, Base: lc.LR}
+	}
+	opt, err := optim.NewAdamW(lc.LR, lc.Beta1, lc.Beta2, lc.Eps, lc.WeightDecay)
+	if err != nil {
+		return nil, fmt.Errorf("new learner: %w", err)
+	}
+	if lc.MaxGradNorm < 0 || math.IsNaN(lc.MaxGradNorm) {
+		return nil, fmt.Errorf("new learner: max grad norm %g must be ≥ 0", lc.MaxGradNorm)
+	}
+	w, g := m.Weights(), make([]float32, m.NumParams())
+	l := &Learner{cfg: m.cfg, lc: lc, net: newNet(m.cfg, w, m.net.workers), grad: bindParams(m.cfg, g), opt: opt,
+		ws: map[[2]int]*acts[float32]{}}
+	for _, s := range newLayout(m.cfg).specs {
+		l.params = append(l.params, optim.Param{Name: s.Name, W: w[s.Offset : s.Offset+s.Size()],
+			G: g[s.Offset : s.Offset+s.Size()], NoDecay: s.Norm})
+	}
+	l.version = m.version
+	return l, nil
+}
+
+// Config returns the model dimensions the learner trains.
+func (l *Learner) Config() Config { return l.cfg }
+
+// Version is the policy version of the current weights: the starting
+// model's version plus the optimiser steps taken.
+func (l *Learner) Version() int64 { return l.version }
+
+// Snapshot returns the current weights as an immutable Model (a copy)
+// carrying the current version, for generators and checkpoints.
+func (l *Learner) Snapshot() *Model {
+	return newModel(l.cfg, append([]float32(nil), l.net.w.flat...), l.version)
+}
+
+// SetWeights replaces the learner's weights and version by a copy of m's
+// (same config required); the optimiser state is kept.
+func (l *Learner) SetWeights(m *Model) error {
+	if m.cfg != l.cfg {
+		return fmt.Errorf("set weights: %w: model config %+v, learner %+v", ErrBadInput, m.cfg, l.cfg)
+	}
+	copy(l.net.w.flat, m.net.w.flat)
+	l.version = m.version
+	return nil
+}
+
+// workspace returns the workspace of shape (b, t), keeping at most two
+// shapes alive.
+func (l *Learner) workspace(b, t int) *acts[float32] {
+	key := [2]int{b, t}
+	if a, ok := l.ws[key]; ok {
+		return a
+	}
+	if len(l.ws) >= 2 {
+		clear(l.ws)
+	}
+	a := newActs[float32](l.cfg, b, t, l.net.workers, true)
+	l.ws[key] = a
+	return a
+}
+
+// Score is Model.Score on the learner's current weights.
+func (l *Learner) Score(seqs []Sequence, temperature float64) ([]TokenScores, error) {
+	if !(temperature > 0) {
+		return nil, fmt.Errorf("%w: temperature %g must be > 0", ErrBadInput, temperature)
+	}
+	if err := checkSequences(l.cfg, seqs); err != nil {
+		return nil, fmt.Errorf("score: %w", err)
+	}
+	out := make([]TokenScores, len(seqs))
+	if len(seqs) > 0 {
+		scoreInto(out, l.net, l.workspace(len(seqs), paddedLen(l.cfg, seqs)), seqs, temperature)
+	}
+	return out, nil
+}
+
+// Step runs one update: per-token log-probs and entropies of the batch's
+// completions at the given temperature, the loss and its gradients from
+// lossFn, backward, global-norm clipping and one AdamW step at the
+// scheduled learning rate. On an error (bad batch, loss error, non-finite
+// loss or gradient) the weights are unchanged.
+func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats, error) {
+	if err := l.checkBatch(b, temperature); err != nil {
+		return StepStats{}, fmt.Errorf("learner step: %w", err)
+	}
+	a := l.workspace(len(b.Seqs), paddedLen(l.cfg, b.Seqs))
+	a.load(b.Seqs)
+	l.net.forward(a, temperature)
+	lp, ent, st := l.tokenOutputs(a, b)
+	g, err := lossFn(lp, ent)
+	if err != nil {
+		return StepStats{}, fmt.Errorf("learner step: loss: %w", err)
+	}
+	if err := l.setUpstream(a, b, g); err != nil {
+		return StepStats{}, fmt.Errorf("learner step: %w", err)
+	}
+	clear(l.grad.flat)
+	l.net.backward(a, l.grad, temperature)
+	st.GradNorm = optim.ClipGlobalNorm(l.params, l.lc.MaxGradNorm)
+	if math.IsNaN(st.GradNorm) || math.IsInf(st.GradNorm, 0) {
+		return StepStats{}, fmt.Errorf("learner step: gradient norm %g: %w", st.GradNorm, ErrNonFinite)
+	}
+	// The schedule counts this optimiser's steps (restored by LoadOptimizer),
+	// not the policy version, which may include a warm start's steps.
+	st.Loss, st.LR, st.LossStats = g.Loss, l.lc.Schedule.LR(l.opt.StepCount()), g.Stats
+	l.opt.Step(l.params, st.LR)
+	l.version++
+	st.Version = l.version
+	return st, nil
+}
+
+// SupervisedStep trains on gold completions (e.g. the solution plus EOS)
+// with loss.Supervised: the token mean of −log p(completion token) at
+// temperature 1.
+func (l *Learner) SupervisedStep(seqs []Sequence) (StepStats, error) {
+	lb := Batch{Seqs: seqs}.LossBatch()
+	return l.Step(Batch{Seqs: seqs}, 1, func(lp, _ []float64) (loss.Result, error) { return loss.Supervised(lb, lp) })
+}
+
+func (l *Learner) checkBatch(b Batch, temperature float64) error {
+	if !(temperature > 0) {
+		return fmt.Errorf("%w: temperature %g must be > 0", ErrBadInput, temperature)
+	}
+	if len(b.Seqs) == 0 {
+		return fmt.Errorf("%w: empty batch", ErrBadInput)
+	}
+	for i, s := range b.Seqs {
+		if len(s.Completion) > b.width() {
+			return fmt.Errorf("%w: sequence %d: %d completion tokens exceed width %d", ErrBadInput, i, len(s.Completion), b.width())
+		}
+	}
+	return checkSequences(l.cfg, b.Seqs)
+}
+
+// tokenOutputs gathers the [N·Width] log-probs and entropies of the
+// completion tokens after a forward pass, with counts for the stats.
+func (l *Learner) tokenOutputs(a *acts[float32], b Batch) (lp, ent []float64, st StepStats) {
+	w, v := b.width(), l.cfg.Vocab
+	lp, ent = make([]float64, len(b.Seqs)*w), make([]float64, len(b.Seqs)*w)
+	var hsum float64
+	for i, s := range b.Seqs {
+		for t, id := range s.Completion {
+			r := a.completionRow(i, s, t)
+			lp[i*w+t], ent[i*w+t] = float64(a.logp[r*v+id]), float64(a.ent[r])
+			hsum += ent[i*w+t]
+			st.Tokens++
+		}
+	}
+	st.Sequences = len(b.Seqs)
+	st.MeanEntropy = hsum / float64(max(st.Tokens, 1))
+	return lp, ent, st
+}
+
+// setUpstream checks the loss output and scatters its per-token gradients
+// onto the workspace rows.
+func (l *Learner) setUpstream(a *acts[float32], b Batch, g loss.Result) error {
+	w, n := b.width(), len(b.Seqs)*b.width()
+	if len(g.DLogp) != n || (g.DEntropy != nil && len(g.DEntropy) != n) {
+		return fmt.Errorf("%w: loss gradients have %d/%d elements, want %d", ErrBadInput, len(g.DLogp), len(g.DEntropy), n)
+	}
+	if math.IsNaN(g.Loss) || math.IsInf(g.Loss, 0) {
+		return fmt.Errorf("loss %g: %w", g.Loss, ErrNonFinite)
+	}
+	clear(a.dlp)
+	clear(a.dH)
+	for i, s := range b.Seqs {
+		for t := range s.Completion {
+			r := a.completionRow(i, s, t)
+			a.dlp[r] = g.DLogp[i*w+t]
+			if g.DEntropy != nil {
+				a.dH[r] = g.DEntropy[i*w+t]
+			}
+		}
+	}
+	return nil
+}
+
+// SaveOptimizer writes the AdamW state to dir/optimizer.safetensors.
+func (l *Learner) SaveOptimizer(dir string) error {
+	return l.opt.SaveState(filepath.Join(dir, optim.StateFileName))
+}
+
+// LoadOptimizer restores the AdamW state saved by SaveOptimizer.
+func (l *Learner) LoadOptimizer(dir string) error {
+	return l.opt.LoadState(filepath.Join(dir, optim.StateFileName), l.params)
+}

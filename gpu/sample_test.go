@@ -1,0 +1,191 @@
+package gpu
+
+import (
+	"math"
+	"reflect"
+	"testing"
+)
+
+func samplesAsSequences(prompts [][]int, samples []Sample) []Sequence {
+	seqs := make([]Sequence, len(samples))
+	for i, s := range samples {
+		seqs[i] = Sequence{Prompt: prompts[s.Prompt], Completion: s.Tokens}
+	}
+	return seqs
+}
+
+// maxScoreDiff compares the sampler's behaviour log-probs with a full
+// forward pass over prompt+completion at the same temperature.
+func maxScoreDiff[F Float](t *testing.T, n *net[F], prompts [][]int, samples []Sample, temp float64) float64 {
+	t.Helper()
+	seqs := samplesAsSequences(prompts, samples)
+	scores := make([]TokenScores, len(seqs))
+	scoreInto(scores, n, newActs[F](n.cfg, len(seqs), paddedLen(n.cfg, seqs), n.workers, false), seqs, temp)
+	worst := 0.0
+	for i, s := range samples {
+		if len(s.LogProbs) != len(s.Tokens) {
+			t.Fatalf("sample %d: %d log-probs for %d tokens", i, len(s.LogProbs), len(s.Tokens))
+		}
+		for j := range s.Tokens {
+			worst = max(worst, math.Abs(s.LogProbs[j]-scores[i].LogProbs[j]))
+		}
+	}
+	return worst
+}
+
+var samplePrompts = [][]int{{1, 19, 14, 20, 32}, {1, 22}, {1, 30, 31, 14, 19, 19, 19, 32}}
+
+func TestSampleLogProbsMatchScoring(t *testing.T) {
+	tiny, _ := Preset("tiny")
+	gqa := Config{Vocab: 98, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2, MLP: 24, Context: 16, RopeTheta: 10000, NormEps: 1e-6}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		opt  SampleOptions
+	}{
+		{"tiny T=1", tiny, SampleOptions{Temperature: 1, MaxNewTokens: 12, Seed: 1}},
+		{"tiny T=0.7 top-k 5", tiny, SampleOptions{Temperature: 0.7, TopK: 5, MaxNewTokens: 10, Seed: 2}},
+		{"tiny top-p 0.9 greedy-off", tiny, SampleOptions{Temperature: 1.3, TopP: 0.9, MaxNewTokens: 10, Seed: 3}},
+		{"gqa capped by context", gqa, SampleOptions{Temperature: 1, MaxNewTokens: 50, Seed: 4}},
+	} {
+		n := testNet(tc.cfg, 21)
+		samples, err := sampleNet(n, nil, samplePrompts, 3, tc.opt)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(samples) != 9 || samples[3].Prompt != 1 {
+			t.Fatalf("%s: got %d samples, sample 3 of prompt %d; want 9, group-major", tc.name, len(samples), samples[3].Prompt)
+		}
+		if d := maxScoreDiff(t, n, samplePrompts, samples, tc.opt.Temperature); d > 1e-5 {
+			t.Errorf("%s: float64 sampler log-probs differ from scoring by %.3g (want ≤ 1e-5)", tc.name, d)
+		} else {
+			t.Logf("%s: float64 max |sample − score| = %.3g", tc.name, d)
+		}
+		for i, s := range samples {
+			if want := min(tc.opt.MaxNewTokens, tc.cfg.Context-len(samplePrompts[s.Prompt])); len(s.Tokens) != want || s.Finish != FinishLength {
+				t.Errorf("%s: sample %d has %d tokens (%s), want %d (length)", tc.name, i, len(s.Tokens), s.Finish, want)
+			}
+		}
+	}
+}
+
+func TestSampleFloat32MatchesScoring(t *testing.T) {
+	tiny, _ := Preset("tiny")
+	m, err := NewModel(tiny, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.net.w.flat { // larger weights: a peaked, non-uniform policy
+		m.net.w.flat[i] *= 4
+	}
+	samples, err := m.Sample(samplePrompts, 4, SampleOptions{Temperature: 0.9, MaxNewTokens: 16, Seed: 9, EOS: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxScoreDiff(t, m.net, samplePrompts, samples, 0.9); d > 1e-4 {
+		t.Errorf("float32 sampler log-probs differ from scoring by %.3g (want ≤ 1e-4)", d)
+	} else {
+		t.Logf("float32 max |sample − score| = %.3g", d)
+	}
+}
+
+func TestSampleSeeded(t *testing.T) {
+	tiny, _ := Preset("tiny")
+	n := testNet(tiny, 3)
+	opt := SampleOptions{Temperature: 1, MaxNewTokens: 8, Seed: 42}
+	a, _ := sampleNet(n, nil, samplePrompts, 2, opt)
+	b, _ := sampleNet(n, nil, samplePrompts, 2, opt)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("same seed gave different samples")
+	}
+	// Per-sequence streams: the first prompt's samples do not depend on the
+	// other prompts of the batch, as long as the BLAS rounds a row the same
+	// whatever the batch size (the pure-Go one does; OpenBLAS need not).
+	c, _ := sampleNet(n, nil, samplePrompts[:1], 2, opt)
+	if BLASName == "gonum (pure Go)" && !reflect.DeepEqual(a[:2], c) {
+		t.Errorf("prompt 0's samples changed when the batch shrank")
+	}
+	opt.Seed = 43
+	d, _ := sampleNet(n, nil, samplePrompts, 2, opt)
+	if reflect.DeepEqual(a, d) {
+		t.Errorf("seeds 42 and 43 gave identical samples")
+	}
+}
+
+func TestSampleGreedyTopKAndEOS(t *testing.T) {
+	tiny, _ := Preset("tiny")
+	n := testNet(tiny, 5)
+	greedy, err := sampleNet(n, nil, samplePrompts, 1, SampleOptions{Greedy: true, MaxNewTokens: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Greedy tokens are the argmax of the full forward pass at every step.
+	seqs := samplesAsSequences(samplePrompts, greedy)
+	a := newActs[float64](tiny, len(seqs), paddedLen(tiny, seqs), 2, true)
+	a.load(seqs)
+	n.forward(a, 1)
+	for i, s := range seqs {
+		for j, tok := range s.Completion {
+			row := a.logp[a.completionRow(i, s, j)*tiny.Vocab:][:tiny.Vocab]
+			for v, l := range row {
+				if l > row[tok] {
+					t.Fatalf("greedy sample %d token %d = %d, but token %d is more likely", i, j, tok, v)
+				}
+			}
+		}
+	}
+	// Top-k 1 sampling is greedy.
+	top1, _ := sampleNet(n, nil, samplePrompts, 2, SampleOptions{Temperature: 1, TopK: 1, MaxNewTokens: 6, Seed: 8})
+	for i, s := range top1 {
+		if !reflect.DeepEqual(s.Tokens, greedy[s.Prompt].Tokens) {
+			t.Errorf("top-k 1 sample %d = %v, want greedy %v", i, s.Tokens, greedy[s.Prompt].Tokens)
+		}
+	}
+	// Declaring the greedy first token as EOS stops after one token, kept.
+	eos := greedy[0].Tokens[0]
+	stop, _ := sampleNet(n, nil, samplePrompts[:1], 1, SampleOptions{Greedy: true, MaxNewTokens: 6, EOS: eos})
+	if got := stop[0]; len(got.Tokens) != 1 || got.Tokens[0] != eos || got.Finish != FinishStop {
+		t.Errorf("with EOS %d: tokens %v finish %s, want [%d] stop", eos, got.Tokens, got.Finish, eos)
+	}
+}
+
+func TestSampleRejectsBadInput(t *testing.T) {
+	tiny, _ := Preset("tiny")
+	m, _ := NewModel(tiny, 1)
+	long := make([]int, tiny.Context)
+	for _, tc := range []struct {
+		name    string
+		prompts [][]int
+		n       int
+		opt     SampleOptions
+	}{
+		{"empty prompt", [][]int{{}}, 1, SampleOptions{Temperature: 1, MaxNewTokens: 2}},
+		{"token out of range", [][]int{{1, 98}}, 1, SampleOptions{Temperature: 1, MaxNewTokens: 2}},
+		{"prompt fills context", [][]int{long}, 1, SampleOptions{Temperature: 1, MaxNewTokens: 2}},
+		{"zero temperature", [][]int{{1}}, 1, SampleOptions{MaxNewTokens: 2}},
+		{"n = 0", [][]int{{1}}, 0, SampleOptions{Temperature: 1, MaxNewTokens: 2}},
+		{"top_p 2", [][]int{{1}}, 1, SampleOptions{Temperature: 1, TopP: 2, MaxNewTokens: 2}},
+		{"no new tokens", [][]int{{1}}, 1, SampleOptions{Temperature: 1}},
+	} {
+		if _, err := m.Sample(tc.prompts, tc.n, tc.opt); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
+
+// A Model reuses its key/value cache across calls; a reused, larger cache
+// gives the same samples as a fresh one.
+func TestSampleReusedCache(t *testing.T) {
+	tiny, _ := Preset("tiny")
+	m, _ := NewModel(tiny, 2)
+	opt := SampleOptions{Temperature: 1, MaxNewTokens: 9, Seed: 5}
+	if _, err := m.Sample(samplePrompts, 4, opt); err != nil { // fills the pool with a large cache
+		t.Fatal(err)
+	}
+	opt.MaxNewTokens = 5
+	got, _ := m.Sample(samplePrompts[1:], 2, opt)
+	want, _ := sampleNet(m.net, nil, samplePrompts[1:], 2, opt)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("samples with a reused cache differ from a fresh cache")
+	}
+}
