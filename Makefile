@@ -6,9 +6,20 @@ TOOLS := $(CURDIR)/.tools/bin
 PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 BENCHTIME ?= 1s
 PROTOS := messages/step.proto
+FUZZTIME ?= 5s
+# OpenBLAS (cgo) when libopenblas-dev is installed (make deps installs it); pure Go otherwise.
+# Evaluated when a recipe runs, so a fresh machine picks it up right after `make deps`.
+OPENBLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-pthread
+# $(call goblas,VERB,ARGS): `go VERB ARGS`, with the openblas tag and its linker flags when available.
+goblas = if test -e $(OPENBLAS_DIR)/libopenblas.so; then \
+	CGO_LDFLAGS="-L$(OPENBLAS_DIR) -lopenblas" $(GO) $(1) -tags openblas $(2); else $(GO) $(1) $(2); fi
+# name:package of every fuzz target; `make fuzz` runs each for FUZZTIME.
+FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards/tasks \
+	FuzzWordProblemsVerify:./rewards/tasks FuzzLoadJSONL:./rewards/tasks \
+	FuzzExtractAnswer:./rewards FuzzPrepare:./rewards FuzzRead:./gpu/safetensors
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build run test test-long bench proto proto-check lint protoc-installed
+.PHONY: help deps build run test test-long fuzz bench proto proto-check lint protoc-installed
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -17,22 +28,32 @@ deps: ## install what the build needs if missing (gcc for -race and cgo, libopen
 	@command -v gcc >/dev/null 2>&1 || (apt-get update && apt-get install -y gcc libc6-dev)
 	@dpkg -s libopenblas-dev >/dev/null 2>&1 || (apt-get update && apt-get install -y libopenblas-dev)
 
-build: ## build bin/mgrpo-node
-	$(GO) build -o $(BIN) ./cmd/mgrpo-node
+build: deps ## build bin/mgrpo-node (with OpenBLAS when installed)
+	$(call goblas,build,-o $(BIN) ./cmd/mgrpo-node)
 
 run: build ## build and train the default recipe on this machine (--role all)
 	./$(BIN) --role all
 
-test: deps lint ## lint, race tests (-short), then the long TestLong* tests, then proto-check if protoc is here
+test: deps lint ## lint, race tests (-short), the OpenBLAS build's gpu tests, the long TestLong* tests, fuzzing, proto-check
 	$(GO) test -race -short ./...
-	$(GO) test -count=1 -run '^TestLong' ./...
+	$(call goblas,test,-short ./gpu/...)
+	$(call goblas,test,-count=1 -run '^TestLong' ./...)
+	@$(MAKE) --no-print-directory fuzz
 	@if command -v protoc >/dev/null 2>&1; then $(MAKE) --no-print-directory proto-check; else echo "protoc not installed: skipping proto-check"; fi
 
-test-long: ## only the long tests (TestLong*, skipped under -short), without -race
-	$(GO) test -count=1 -run '^TestLong' ./...
+test-long: deps ## only the long tests (TestLong*, skipped under -short), without -race
+	$(call goblas,test,-count=1 -run '^TestLong' ./...)
+
+fuzz: ## run every fuzz target for FUZZTIME (5s)
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t%%:*} ($(FUZZTIME))"; \
+	  log=$$(mktemp); \
+	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime=$(FUZZTIME) "$${t#*:}" >"$$log" 2>&1 || \
+	    { tail -30 "$$log"; rm -f "$$log"; exit 1; }; rm -f "$$log"; \
+	done
 
 bench: ## benchmarks of gpu, rewards and actors (BENCHTIME=1s)
-	$(GO) test -run '^$$' -bench . -benchtime=$(BENCHTIME) ./gpu/... ./rewards/... ./actors/...
+	$(call goblas,test,-run '^$$' -bench . -benchtime=$(BENCHTIME) ./gpu/... ./rewards/... ./actors/...)
 
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) $(GO) install $(PROTOC_GEN_GO)
@@ -52,3 +73,4 @@ lint: ## gofmt check and go vet
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.tools/*' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	CGO_LDFLAGS="-L$(OPENBLAS_DIR) -lopenblas" $(GO) vet -tags openblas ./gpu/...
