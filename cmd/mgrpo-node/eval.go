@@ -1,12 +1,235 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/mgrpo/mgrpo/actors/evaluate"
+	"github.com/mgrpo/mgrpo/actors/runlog"
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/rewards/tasks"
+	"github.com/spf13/pflag"
 )
 
-// runEval runs `mgrpo-node eval`.
+// evalArgs are the flags of `mgrpo-node eval`.
+type evalArgs struct {
+	checkpoint   string
+	task         string
+	dataset      string
+	opts         evaluate.Options
+	taskOpts     tasks.Options
+	maxNewTokens int
+	changed      map[string]bool // flags given on the command line
+}
+
+// evalOutput is the JSON object `mgrpo-node eval` prints: the checkpoint,
+// its step (-1 when it has no trainer state) and the evaluation result.
+type evalOutput struct {
+	Checkpoint string `json:"checkpoint"`
+	Step       int    `json:"step"`
+	evaluate.Result
+}
+
+// runEval runs `mgrpo-node eval --checkpoint DIR --task NAME --n N --k K`:
+// greedy accuracy, pass@k, mean@k, coverage and entropy per token of the
+// checkpoint's policy on N held-out problems, printed as one JSON object.
+// A checkpoint inside a run directory takes the task and its options from
+// the run's config.yaml unless flags override them. Bad flags or an
+// unusable checkpoint print one line and exit 2.
 func runEval(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "mgrpo-node eval: not implemented yet")
-	return exitFailed
+	a, code := parseEvalArgs(args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	dir, step, err := resolveEvalCheckpoint(a.checkpoint)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node eval: --checkpoint: %v\n", err)
+		return exitUsage
+	}
+	if a, err = withRunDefaults(a, dir); err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node eval: %v\n", err)
+		return exitUsage
+	}
+	task, err := evalTask(a)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node eval: %v\n", err)
+		return exitUsage
+	}
+	model, tok, err := loadPolicy(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node eval: --checkpoint: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sampler := evaluate.ModelSampler{Model: model, Tokenizer: tok, MaxNewTokens: a.maxNewTokens}
+	res, err := evaluate.Run(ctx, sampler, task, a.opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node eval: %v\n", err)
+		return exitFailed
+	}
+	out, err := json.Marshal(evalOutput{Checkpoint: dir, Step: step, Result: res})
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node eval: encode result: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintln(stdout, string(out))
+	return exitOK
+}
+
+// parseEvalArgs reads the flags. It returns code -1 to go on, or the exit
+// code (help printed, or a bad flag reported on one line).
+func parseEvalArgs(args []string, stdout, stderr io.Writer) (evalArgs, int) {
+	var a evalArgs
+	fs := pflag.NewFlagSet("mgrpo-node eval", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	help := fs.BoolP("help", "h", false, "show this help")
+	fs.StringVar(&a.checkpoint, "checkpoint", "", "checkpoint directory, or a run directory (its newest complete checkpoint)")
+	fs.StringVar(&a.task, "task", "addition", "task: "+strings.Join(tasks.Names(), "|")+"; a run's checkpoint defaults to the run's task")
+	fs.StringVar(&a.dataset, "dataset", "", "JSONL file of {\"prompt\",\"answer\"} verified by --task (\"\" = generate)")
+	fs.IntVar(&a.opts.N, "n", 200, "number of evaluation problems")
+	fs.IntVar(&a.opts.K, "k", 8, "samples per problem for pass@k, mean@k and coverage")
+	fs.Float64Var(&a.opts.Temperature, "temperature", 1, "sampling temperature of the k samples (> 0)")
+	fs.Uint64Var(&a.opts.Seed, "seed", 1, "seed of the evaluation problems and samples")
+	fs.IntVar(&a.opts.BatchSize, "batch", evaluate.DefaultBatchSize, "prompts per sampling call")
+	fs.IntVar(&a.maxNewTokens, "max_new_tokens", 0, "cap on generated tokens (0 = the model's context)")
+	fs.IntVar(&a.taskOpts.Digits, "digits", 0, "addition: digits per operand (0 = task default)")
+	fs.IntVar(&a.taskOpts.Numbers, "numbers", 0, "countdown: numbers per prompt (0 = task default)")
+	fs.IntVar(&a.taskOpts.MaxNumber, "max_number", 0, "countdown/wordproblems: largest number (0 = task default)")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node eval: %v\n", err)
+		return a, exitUsage
+	}
+	if *help {
+		fmt.Fprintln(stdout, "usage: mgrpo-node eval --checkpoint DIR [--task NAME] [--n N] [--k K] [--temperature T] [--seed S]")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return a, exitOK
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "mgrpo-node eval: unexpected argument %q\n", fs.Arg(0))
+		return a, exitUsage
+	case a.checkpoint == "":
+		fmt.Fprintln(stderr, "mgrpo-node eval: --checkpoint is required")
+		return a, exitUsage
+	}
+	if err := checkEvalArgs(a); err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node eval: %v\n", err)
+		return a, exitUsage
+	}
+	a.changed = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { a.changed[f.Name] = true })
+	return a, -1
+}
+
+// checkEvalArgs names the first out-of-range numeric flag.
+func checkEvalArgs(a evalArgs) error {
+	checks := []struct {
+		ok   bool
+		flag string
+		val  any
+		want string
+	}{
+		{a.opts.N >= 1, "n", a.opts.N, "1 or more"},
+		{a.opts.K >= 1, "k", a.opts.K, "1 or more"},
+		{a.opts.Temperature > 0 && !math.IsInf(a.opts.Temperature, 0), "temperature", a.opts.Temperature, "a positive number"},
+		{a.opts.BatchSize >= 1, "batch", a.opts.BatchSize, "1 or more"},
+		{a.maxNewTokens >= 0, "max_new_tokens", a.maxNewTokens, "0 or more"},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			return fmt.Errorf("--%s = %v: must be %s", c.flag, c.val, c.want)
+		}
+	}
+	return nil
+}
+
+// withRunDefaults fills the task flags not given on the command line from
+// the config.yaml of the run holding checkpoint dir
+// (runs/<name>/checkpoints/step-N); other checkpoints keep the flag
+// defaults.
+func withRunDefaults(a evalArgs, dir string) (evalArgs, error) {
+	parent := filepath.Dir(dir)
+	if filepath.Base(parent) != runlog.CheckpointsDir {
+		return a, nil
+	}
+	file := filepath.Join(filepath.Dir(parent), runlog.ConfigFile)
+	if _, err := os.Stat(file); err != nil {
+		return a, nil
+	}
+	cfg, err := config.Load(config.Sources{File: file})
+	if err != nil {
+		return a, fmt.Errorf("run config: %w", err)
+	}
+	set := func(flag string, dst *int, v int) {
+		if !a.changed[flag] {
+			*dst = v
+		}
+	}
+	if !a.changed["task"] {
+		a.task = cfg.Task.Name
+	}
+	if !a.changed["dataset"] && !a.changed["task"] {
+		a.dataset = cfg.Task.Dataset
+	}
+	set("digits", &a.taskOpts.Digits, cfg.Task.Digits)
+	set("numbers", &a.taskOpts.Numbers, cfg.Task.Numbers)
+	set("max_number", &a.taskOpts.MaxNumber, cfg.Task.MaxNumber)
+	set("max_new_tokens", &a.maxNewTokens, cfg.Generation.MaxCompletionLen)
+	return a, nil
+}
+
+// evalTask builds the task, or the dataset it verifies.
+func evalTask(a evalArgs) (tasks.Task, error) {
+	if a.dataset != "" {
+		return tasks.LoadDataset(a.dataset, a.task, a.taskOpts)
+	}
+	return tasks.New(a.task, a.taskOpts)
+}
+
+// resolveEvalCheckpoint accepts a complete runlog checkpoint, a run or
+// checkpoints directory (its newest complete checkpoint), or a bare model
+// directory (config.json), and returns it with its trainer step (-1 when
+// there is none).
+func resolveEvalCheckpoint(path string) (string, int, error) {
+	dir, err := runlog.Resolve(path)
+	if errors.Is(err, runlog.ErrNoCheckpoint) {
+		if _, serr := os.Stat(filepath.Join(path, "config.json")); serr == nil {
+			return path, -1, nil
+		}
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	st, err := runlog.LoadTrainerState(dir)
+	if err != nil {
+		return "", 0, err
+	}
+	return dir, st.Step, nil
+}
+
+// loadPolicy loads the model and tokenizer of a checkpoint directory: from
+// the directory itself (a runlog checkpoint holds gpu.SaveCheckpoint's
+// files directly) or else from its model/ sub-directory.
+func loadPolicy(dir string) (*gpu.Model, tokenizer.Tokenizer, error) {
+	modelDir := dir
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		if _, err2 := os.Stat(filepath.Join(dir, "model", "config.json")); err2 == nil {
+			modelDir = filepath.Join(dir, "model")
+		}
+	}
+	return gpu.LoadCheckpoint(modelDir)
 }

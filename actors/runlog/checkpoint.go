@@ -1,0 +1,339 @@
+package runlog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Names of the files runlog itself writes into a checkpoint, and of the
+// controller state file the rewards package writes (spec §2.4).
+const (
+	TrainerStateFile    = "trainer_state.json"
+	CompleteFile        = "COMPLETE"
+	ControllerStateFile = "controller_state.json"
+)
+
+// TrainerStateVersion is the format version written into trainer_state.json.
+// LoadTrainerState refuses other versions.
+const TrainerStateVersion = 1
+
+// TrainerState is what the trainer needs, besides model, optimiser and
+// controller files, to continue a run exactly: trainer_state.json.
+type TrainerState struct {
+	// FormatVersion is TrainerStateVersion; SaveCheckpoint sets it.
+	FormatVersion int `json:"format_version"`
+	// Run is the run's name; Dir.SaveCheckpoint fills it when empty.
+	Run string `json:"run"`
+	// Step is the number of completed optimiser steps.
+	Step int `json:"step"`
+	// PolicyVersion is the version of the policy weights saved.
+	PolicyVersion int64 `json:"policy_version"`
+	// DataCursor is the position in the prompt stream: the number of
+	// prompts (or batches, as the trainer defines) already consumed.
+	DataCursor int64 `json:"data_cursor"`
+	// Seed is the run's base seed.
+	Seed uint64 `json:"seed"`
+	// RNG holds opaque generator states by stream name (for example the
+	// output of (*rand.PCG).MarshalBinary), written as base64.
+	RNG map[string][]byte `json:"rng,omitempty"`
+}
+
+// Part is one piece of a checkpoint written by its owner: Write receives
+// the (temporary) checkpoint directory and creates its files in it. Name
+// identifies the part in errors and must be unique within a checkpoint.
+// Write need not fsync; SaveCheckpoint syncs every file before the rename.
+type Part struct {
+	Name  string
+	Write func(dir string) error
+}
+
+// FilePart is a Part writing the single file name through write, which gets
+// the file's full path: for the controller state,
+//
+//	runlog.FilePart(runlog.ControllerStateFile, func(p string) error {
+//		return rewards.SaveControllerState(p, s)
+//	})
+func FilePart(name string, write func(path string) error) Part {
+	return Part{Name: name, Write: func(dir string) error { return write(filepath.Join(dir, name)) }}
+}
+
+// BytesPart is a Part writing data to the file name.
+func BytesPart(name string, data []byte) Part {
+	return FilePart(name, func(path string) error { return writeFileSync(path, data) })
+}
+
+// CheckpointName is the directory name of the checkpoint of step: "step-N".
+func CheckpointName(step int) string { return "step-" + strconv.Itoa(step) }
+
+// SaveCheckpoint writes a checkpoint of st.Step into the run's checkpoints
+// directory (see the package function SaveCheckpoint), naming the run in st
+// when st.Run is empty, and then rewrites report.html, so the report is
+// current at every checkpoint.
+func (d *Dir) SaveCheckpoint(st TrainerState, keep int, parts ...Part) (string, error) {
+	if st.Run == "" {
+		st.Run = d.Name()
+	}
+	path, err := SaveCheckpoint(d.CheckpointsPath(), st, keep, parts...)
+	if err != nil {
+		return path, err
+	}
+	if err := d.WriteReport(); err != nil {
+		return path, fmt.Errorf("save checkpoint %s: %w", CheckpointName(st.Step), err)
+	}
+	return path, nil
+}
+
+// SaveCheckpoint writes checkpoints/step-N (N = st.Step) atomically and
+// returns its path. The parts and then trainer_state.json are written into
+// checkpoints/.tmp-step-N, every file is fsynced, the COMPLETE marker is
+// written last, the directory is fsynced and renamed to step-N, and the
+// parent is fsynced. An existing step-N is replaced. Afterwards only the
+// newest keep complete checkpoints are kept (keep = 0 keeps all).
+// Only one goroutine or process may save into a checkpoints directory.
+func SaveCheckpoint(checkpointsDir string, st TrainerState, keep int, parts ...Part) (string, error) {
+	name := CheckpointName(st.Step)
+	if err := checkParts(parts); err != nil {
+		return "", fmt.Errorf("save checkpoint %s: %w", name, err)
+	}
+	if st.Step < 0 || keep < 0 {
+		return "", fmt.Errorf("save checkpoint %s: step %d, keep %d: %w", name, st.Step, keep, ErrBadCheckpoint)
+	}
+	st.FormatVersion = TrainerStateVersion
+	if err := os.MkdirAll(checkpointsDir, 0o755); err != nil {
+		return "", fmt.Errorf("save checkpoint %s: %w", name, err)
+	}
+	tmp := filepath.Join(checkpointsDir, ".tmp-"+name)
+	if err := os.RemoveAll(tmp); err != nil { // left by a crash
+		return "", fmt.Errorf("save checkpoint %s: %w", name, err)
+	}
+	if err := assemble(tmp, st, parts); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("save checkpoint %s: %w", name, err)
+	}
+	final := filepath.Join(checkpointsDir, name)
+	if err := replaceDir(tmp, final); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("save checkpoint %s: %w", name, err)
+	}
+	if err := syncDir(checkpointsDir); err != nil {
+		return "", fmt.Errorf("save checkpoint %s: %w", name, err)
+	}
+	if err := Prune(checkpointsDir, keep); err != nil {
+		return final, fmt.Errorf("save checkpoint %s: %w", name, err)
+	}
+	return final, nil
+}
+
+// checkParts refuses unnamed, nil, duplicate or reserved parts.
+func checkParts(parts []Part) error {
+	seen := make(map[string]bool, len(parts))
+	for _, p := range parts {
+		switch {
+		case p.Name == "" || p.Write == nil:
+			return fmt.Errorf("part %q without name or writer: %w", p.Name, ErrBadCheckpoint)
+		case p.Name == TrainerStateFile || p.Name == CompleteFile:
+			return fmt.Errorf("part name %q is reserved: %w", p.Name, ErrBadCheckpoint)
+		case seen[p.Name]:
+			return fmt.Errorf("duplicate part %q: %w", p.Name, ErrBadCheckpoint)
+		}
+		seen[p.Name] = true
+	}
+	return nil
+}
+
+// assemble writes the parts, trainer_state.json and COMPLETE into tmp,
+// fsyncing every file and directory.
+func assemble(tmp string, st TrainerState, parts []Part) error {
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := p.Write(tmp); err != nil {
+			return fmt.Errorf("part %s: %w", p.Name, err)
+		}
+	}
+	state, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode trainer state: %w", err)
+	}
+	if err := writeFileSync(filepath.Join(tmp, TrainerStateFile), append(state, '\n')); err != nil {
+		return err
+	}
+	if err := syncTree(tmp); err != nil {
+		return err
+	}
+	if err := writeFileSync(filepath.Join(tmp, CompleteFile), []byte("complete\n")); err != nil {
+		return err
+	}
+	return syncDir(tmp)
+}
+
+// syncTree fsyncs every regular file and directory under root.
+func syncTree(root string) error {
+	return filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() {
+			return syncDir(path)
+		}
+		if e.Type().IsRegular() {
+			return syncFile(path)
+		}
+		return nil
+	})
+}
+
+// replaceDir renames the directory tmp to final, moving an existing final
+// out of the way first (rename cannot replace a non-empty directory).
+func replaceDir(tmp, final string) error {
+	if _, err := os.Stat(final); err == nil {
+		old := filepath.Join(filepath.Dir(final), ".old-"+filepath.Base(final))
+		if err := os.RemoveAll(old); err != nil {
+			return err
+		}
+		if err := os.Rename(final, old); err != nil {
+			return err
+		}
+		defer os.RemoveAll(old)
+	}
+	return os.Rename(tmp, final)
+}
+
+// CompleteSteps returns the steps of the complete checkpoints (step-N
+// directories holding the COMPLETE marker) in checkpointsDir, ascending.
+// A missing directory has none.
+func CompleteSteps(checkpointsDir string) ([]int, error) {
+	entries, err := os.ReadDir(checkpointsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints %s: %w", checkpointsDir, err)
+	}
+	var steps []int
+	for _, e := range entries {
+		step, ok := parseCheckpointName(e.Name())
+		if !ok || !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(checkpointsDir, e.Name(), CompleteFile)); err == nil {
+			steps = append(steps, step)
+		}
+	}
+	sort.Ints(steps)
+	return steps, nil
+}
+
+// parseCheckpointName returns N of "step-N".
+func parseCheckpointName(name string) (int, bool) {
+	num, ok := strings.CutPrefix(name, "step-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(num)
+	return n, err == nil && n >= 0 && strconv.Itoa(n) == num
+}
+
+// LatestComplete returns the path and step of the newest complete
+// checkpoint in checkpointsDir, ignoring partial step-N directories and
+// .tmp-* leftovers. It returns ErrNoCheckpoint when there is none.
+func LatestComplete(checkpointsDir string) (string, int, error) {
+	steps, err := CompleteSteps(checkpointsDir)
+	if err != nil {
+		return "", 0, err
+	}
+	if len(steps) == 0 {
+		return "", 0, fmt.Errorf("%s: %w", checkpointsDir, ErrNoCheckpoint)
+	}
+	last := steps[len(steps)-1]
+	return filepath.Join(checkpointsDir, CheckpointName(last)), last, nil
+}
+
+// Resolve turns what a user passes as a checkpoint or run into a complete
+// checkpoint directory: a checkpoint directory with its COMPLETE marker is
+// returned as is; a run directory or a checkpoints directory gives its
+// newest complete checkpoint. Otherwise it returns ErrNoCheckpoint.
+func Resolve(path string) (string, error) {
+	if _, err := os.Stat(filepath.Join(path, CompleteFile)); err == nil {
+		return path, nil
+	}
+	if _, err := os.Stat(filepath.Join(path, TrainerStateFile)); err == nil {
+		return "", fmt.Errorf("%s: no %s marker: %w", path, CompleteFile, ErrNoCheckpoint)
+	}
+	dir := path
+	if st, err := os.Stat(filepath.Join(path, CheckpointsDir)); err == nil && st.IsDir() {
+		dir = filepath.Join(path, CheckpointsDir)
+	}
+	p, _, err := LatestComplete(dir)
+	return p, err
+}
+
+// LoadTrainerState reads trainer_state.json of the checkpoint dir.
+func LoadTrainerState(dir string) (TrainerState, error) {
+	path := filepath.Join(dir, TrainerStateFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return TrainerState{}, fmt.Errorf("load trainer state: %w", err)
+	}
+	var st TrainerState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return TrainerState{}, fmt.Errorf("load trainer state %s: %v: %w", path, err, ErrBadCheckpoint)
+	}
+	if st.FormatVersion != TrainerStateVersion {
+		return TrainerState{}, fmt.Errorf("load trainer state %s: format_version %d, want %d: %w",
+			path, st.FormatVersion, TrainerStateVersion, ErrBadCheckpoint)
+	}
+	return st, nil
+}
+
+// Prune removes all but the newest keep complete checkpoints of
+// checkpointsDir (keep = 0 keeps all), and the .tmp-* and .old-*
+// leftovers of interrupted saves.
+func Prune(checkpointsDir string, keep int) error {
+	entries, err := os.ReadDir(checkpointsDir)
+	if err != nil {
+		return fmt.Errorf("prune %s: %w", checkpointsDir, err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".tmp-step-") || strings.HasPrefix(e.Name(), ".old-step-") {
+			if err := os.RemoveAll(filepath.Join(checkpointsDir, e.Name())); err != nil {
+				return fmt.Errorf("prune %s: %w", checkpointsDir, err)
+			}
+		}
+	}
+	steps, err := CompleteSteps(checkpointsDir)
+	if err != nil || keep == 0 || len(steps) <= keep {
+		return err
+	}
+	for _, s := range steps[:len(steps)-keep] {
+		if err := os.RemoveAll(filepath.Join(checkpointsDir, CheckpointName(s))); err != nil {
+			return fmt.Errorf("prune %s: %w", checkpointsDir, err)
+		}
+	}
+	return syncDir(checkpointsDir)
+}
+
+// LatestCheckpoint returns the run's newest complete checkpoint and its
+// trainer state, or an error wrapping ErrNoCheckpoint. Resuming a run is
+//
+//	ck, st, err := d.LatestCheckpoint()
+//	err = d.Resume(st.Step) // drop metrics and samples written after it
+func (d *Dir) LatestCheckpoint() (string, TrainerState, error) {
+	path, _, err := LatestComplete(d.CheckpointsPath())
+	if err != nil {
+		return "", TrainerState{}, err
+	}
+	st, err := LoadTrainerState(path)
+	if err != nil {
+		return "", TrainerState{}, err
+	}
+	return path, st, nil
+}

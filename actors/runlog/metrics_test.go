@@ -1,0 +1,189 @@
+package runlog
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEncodeMetrics(t *testing.T) {
+	tests := []struct {
+		name string
+		step int
+		m    map[string]float64
+		want string
+	}{
+		{"empty", 0, nil, `{"step":0}` + "\n"},
+		{"keys sorted", 7, map[string]float64{"train/tau": 0.5, "train/beta": 0, "time/learner_s": 1.25},
+			`{"step":7,"time/learner_s":1.25,"train/beta":0,"train/tau":0.5}` + "\n"},
+		{"non-finite as null", 3, map[string]float64{"a": math.NaN(), "b": math.Inf(1), "c": math.Inf(-1)},
+			`{"step":3,"a":null,"b":null,"c":null}` + "\n"},
+		{"key escaped", 1, map[string]float64{`q"x`: 2}, `{"step":1,"q\"x":2}` + "\n"},
+		// encoding/json writes large and small magnitudes with exponents.
+		{"exponents", 2, map[string]float64{"big": 1e21, "small": 1e-7}, `{"step":2,"big":1e+21,"small":1e-7}` + "\n"},
+	}
+	for _, tc := range tests {
+		got, err := EncodeMetrics(tc.step, tc.m)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if string(got) != tc.want {
+			t.Errorf("%s: line = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestEncodeMetricsReservedKey(t *testing.T) {
+	if _, err := EncodeMetrics(1, map[string]float64{"step": 1}); !errors.Is(err, ErrBadMetrics) {
+		t.Errorf("key step: err = %v, want ErrBadMetrics", err)
+	}
+}
+
+func TestDecodeMetricsRoundTrip(t *testing.T) {
+	in := map[string]float64{"train/reward": 0.412, "x": math.NaN(), "y": -3e-9}
+	line, err := EncodeMetrics(42, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := DecodeMetrics(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Step != 42 || len(r.Values) != 3 || r.Values["train/reward"] != 0.412 || r.Values["y"] != -3e-9 || !math.IsNaN(r.Values["x"]) {
+		t.Errorf("round trip = %+v, want step 42 and %v", r, in)
+	}
+	for _, bad := range []string{`{`, `{"train/reward":1}`, `{"step":"a"}`, `{"step":1.5}`} {
+		if _, err := DecodeMetrics([]byte(bad)); !errors.Is(err, ErrBadMetrics) {
+			t.Errorf("DecodeMetrics(%s): err = %v, want ErrBadMetrics", bad, err)
+		}
+	}
+}
+
+// readSteps returns the steps of the run's metrics.jsonl.
+func readSteps(t *testing.T, d *Dir) []int {
+	t.Helper()
+	recs, err := ReadMetrics(d.MetricsPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []int
+	for _, r := range recs {
+		steps = append(steps, r.Step)
+	}
+	return steps
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestMetricsResumeTruncates(t *testing.T) {
+	root := t.TempDir()
+	d, err := Create(root, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := 1; s <= 5; s++ {
+		if err := d.WriteMetrics(s, map[string]float64{"train/reward": float64(s)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.WriteMetrics(5, nil); !errors.Is(err, ErrBadMetrics) {
+		t.Errorf("duplicate step 5: err = %v, want ErrBadMetrics", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteMetrics(6, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("after Close: err = %v, want ErrClosed", err)
+	}
+	// A crash cut the last line short.
+	f, err := os.OpenFile(d.MetricsPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"step":6,"train/rew`)
+	f.Close()
+
+	d, err = Open(filepath.Join(root, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got := readSteps(t, d); !equalInts(got, []int{1, 2, 3, 4, 5}) || d.LastStep() != 5 {
+		t.Errorf("after Open: steps %v, last %d; want 1..5, 5", got, d.LastStep())
+	}
+	if err := d.Resume(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteMetrics(4, map[string]float64{"train/reward": 40}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadMetrics(d.MetricsPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readSteps(t, d); !equalInts(got, []int{1, 2, 3, 4}) || recs[3].Values["train/reward"] != 40 {
+		t.Errorf("after Resume(3)+step 4: steps %v, step 4 reward %v; want 1..4, 40", got, recs[3].Values["train/reward"])
+	}
+}
+
+func TestCreateRefusesExistingRun(t *testing.T) {
+	root := t.TempDir()
+	d, err := Create(root, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if _, err := Create(root, "r1"); !errors.Is(err, ErrRunExists) {
+		t.Errorf("Create twice: err = %v, want ErrRunExists", err)
+	}
+	for _, name := range []string{"", ".", "..", "a/b", `a\b`, ".hidden"} {
+		if _, err := Create(root, name); !errors.Is(err, ErrBadName) {
+			t.Errorf("Create(%q): err = %v, want ErrBadName", name, err)
+		}
+	}
+	if _, err := Open(filepath.Join(root, "nothing")); !errors.Is(err, ErrNotRun) {
+		t.Errorf("Open(missing): err = %v, want ErrNotRun", err)
+	}
+	for _, sub := range []string{SamplesDir, CheckpointsDir, MetricsFile} {
+		if _, err := os.Stat(filepath.Join(root, "r1", sub)); err != nil {
+			t.Errorf("run layout: %v", err)
+		}
+	}
+}
+
+func TestWriteConfig(t *testing.T) {
+	d, err := Create(t.TempDir(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	text := []byte("trainer:\n  max_staleness: 0\n")
+	if err := d.WriteConfig(text); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(d.Path(), ConfigFile))
+	if err != nil || string(got) != string(text) {
+		t.Errorf("config.yaml = %q (%v), want %q", got, err, text)
+	}
+}
+
+func TestReadMetricsBadLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), MetricsFile)
+	os.WriteFile(path, []byte("{\"step\":1}\nnot json\n"), 0o644)
+	if _, err := ReadMetrics(path); !errors.Is(err, ErrBadMetrics) || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("ReadMetrics: err = %v, want ErrBadMetrics at line 2", err)
+	}
+}

@@ -1,0 +1,175 @@
+package runlog
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+// svgChart is what the test reads back from one chart.
+type svgChart struct {
+	label  string // aria-label: the metric key
+	points []int  // points per polyline
+}
+
+// parseCharts parses page as HTML and returns its charts in order.
+func parseCharts(t *testing.T, page []byte) []svgChart {
+	t.Helper()
+	doc, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		t.Fatalf("report does not parse: %v", err)
+	}
+	var charts []svgChart
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			switch n.Data {
+			case "script", "link", "img", "iframe":
+				t.Errorf("report has a <%s> element (must be self-contained)", n.Data)
+			case "svg":
+				charts = append(charts, svgChart{label: attr(n, "aria-label")})
+			case "polyline":
+				c := &charts[len(charts)-1]
+				c.points = append(c.points, len(strings.Fields(attr(n, "points"))))
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	return charts
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func TestRenderReport(t *testing.T) {
+	const steps = 25
+	var recs []Record
+	for s := 1; s <= steps; s++ {
+		recs = append(recs, Record{Step: s, Values: map[string]float64{
+			"train/weight_entropy": 1 / float64(s),
+			KeyReward:              float64(s) / steps,
+			KeyAccuracy:            0.3,
+			KeyTau:                 0.5,
+			KeyBeta:                0,
+			KeyKL:                  float64(s) * 1e-3,
+			KeyEntropy:             2,
+			"time/learner_s":       0.1,
+			"train/zz<&>":          1,
+		}})
+	}
+	charts := parseCharts(t, RenderReport("run <1>", recs))
+	wantOrder := []string{KeyReward, KeyAccuracy, KeyEntropy, KeyKL, KeyTau, KeyBeta, KeyWeightEntropy, "time/learner_s", "train/zz<&>"}
+	if len(charts) != len(wantOrder) {
+		t.Fatalf("%d charts, want one per metric (%d)", len(charts), len(wantOrder))
+	}
+	for i, c := range charts {
+		if c.label != wantOrder[i] {
+			t.Errorf("chart %d is %q, want %q", i, c.label, wantOrder[i])
+		}
+		if len(c.points) != 1 || c.points[0] != steps {
+			t.Errorf("chart %s: polylines %v, want one with %d points", c.label, c.points, steps)
+		}
+	}
+}
+
+func TestRenderReportNullsBreakLines(t *testing.T) {
+	vals := []float64{1, 2, math.NaN(), 4, 5, 6, math.Inf(1)}
+	var recs []Record
+	for i, v := range vals {
+		recs = append(recs, Record{Step: i, Values: map[string]float64{KeyKL: v}})
+	}
+	charts := parseCharts(t, RenderReport("r", recs))
+	if len(charts) != 1 || len(charts[0].points) != 2 || charts[0].points[0] != 2 || charts[0].points[1] != 3 {
+		t.Errorf("charts = %+v, want one chart with polylines of 2 and 3 points", charts)
+	}
+}
+
+func TestRenderReportThinsLongSeries(t *testing.T) {
+	const n = 5000
+	recs := make([]Record, n)
+	for i := range recs {
+		recs[i] = Record{Step: i, Values: map[string]float64{KeyReward: float64(i % 7)}}
+	}
+	charts := parseCharts(t, RenderReport("r", recs))
+	// stride ceil(5000/2000) = 3: indices 0,3,...,4998 (1667 points) plus the last.
+	if len(charts) != 1 || len(charts[0].points) != 1 || charts[0].points[0] != 1668 {
+		t.Errorf("charts = %+v, want one polyline of 1668 points", charts)
+	}
+}
+
+func TestRenderReportEmpty(t *testing.T) {
+	if charts := parseCharts(t, RenderReport("r", nil)); len(charts) != 0 {
+		t.Errorf("%d charts for no metrics", len(charts))
+	}
+}
+
+func TestWriteReportFromRun(t *testing.T) {
+	d, err := Create(t.TempDir(), "rep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for s := 1; s <= 4; s++ {
+		if err := d.WriteMetrics(s, map[string]float64{KeyReward: float64(s), KeyTau: math.NaN()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.WriteReport(); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(d.ReportPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	charts := parseCharts(t, page)
+	// tau is all null: its chart is drawn with no line.
+	if len(charts) != 2 || len(charts[0].points) != 1 || charts[0].points[0] != 4 || len(charts[1].points) != 0 {
+		t.Errorf("charts = %+v, want reward with 4 points and an empty tau chart", charts)
+	}
+}
+
+func TestWriteReportWhileWriting(t *testing.T) {
+	d, err := Create(t.TempDir(), "race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	done := make(chan error)
+	go func() {
+		for s := 1; s <= 50; s++ {
+			if err := d.WriteMetrics(s, map[string]float64{KeyReward: float64(s)}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range 5 {
+		if err := d.WriteReport(); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteReport(); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(d.ReportPath())
+	if charts := parseCharts(t, page); len(charts) != 1 || charts[0].points[0] != 50 {
+		t.Errorf("final report charts %+v, want one with 50 points", charts)
+	}
+}
