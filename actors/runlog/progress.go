@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Metric keys the progress line and the report's headline charts read.
@@ -180,8 +182,10 @@ func IsTerminal(w io.Writer) bool {
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	// A terminal answers the termios ioctl; /dev/null, also a character
+	// device, does not.
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // isFinite reports whether v is neither NaN nor ±Inf.

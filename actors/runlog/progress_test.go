@@ -124,6 +124,14 @@ func TestIsTerminal(t *testing.T) {
 	if IsTerminal(f) {
 		t.Error("regular file is a terminal")
 	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if IsTerminal(null) {
+		t.Error("/dev/null (a character device) is a terminal")
+	}
 }
 
 func TestStatsFromMetrics(t *testing.T) {
