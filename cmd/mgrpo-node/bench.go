@@ -17,9 +17,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	preset := fs.String("preset", "base", "model preset: tiny, small or base")
 	var o gpu.BenchOptions
 	fs.IntVar(&o.Batch, "batch", 128, "sequences per batch")
-	fs.IntVar(&o.PromptLen, "prompt-len", 16, "prompt tokens per sequence (BOS included)")
-	fs.IntVar(&o.NewTokens, "new-tokens", 16, "completion tokens (learner, score) and new tokens (sample)")
-	fs.DurationVar(&o.MinTime, "min-time", 0, "measure each figure for at least this long (0: 1s)")
+	fs.IntVar(&o.PromptLen, "prompt_len", 16, "prompt tokens per sequence (BOS included)")
+	fs.IntVar(&o.NewTokens, "new_tokens", 16, "completion tokens (learner, score) and new tokens (sample)")
+	fs.DurationVar(&o.MinTime, "min_time", 0, "measure each figure for at least this long (0: 1s)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
 	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
 		return code
@@ -29,7 +29,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if o.Batch < 1 || o.PromptLen < 1 || o.NewTokens < 1 || o.MinTime < 0 {
-		fmt.Fprintf(stderr, "mgrpo-node bench: --batch %d, --prompt-len %d and --new-tokens %d must be ≥ 1, --min-time %v ≥ 0\n",
+		fmt.Fprintf(stderr, "mgrpo-node bench: --batch %d, --prompt_len %d and --new_tokens %d must be ≥ 1, --min_time %v ≥ 0\n",
 			o.Batch, o.PromptLen, o.NewTokens, o.MinTime)
 		return exitUsage
 	}

@@ -10,7 +10,7 @@ import (
 
 func TestBenchPrintsJSON(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"bench", "--preset", "tiny", "--batch", "4", "--prompt-len", "4", "--new-tokens", "4", "--min-time", "1ms"}
+	args := []string{"bench", "--preset", "tiny", "--batch", "4", "--prompt_len", "4", "--new_tokens", "4", "--min_time", "1ms"}
 	if code := run(args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("bench: exit %d, stderr %q", code, stderr.String())
 	}
@@ -27,7 +27,7 @@ func TestBenchUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "--preset", "huge"},
 		{"bench", "--preset", "tiny", "--batch", "0"},
-		{"bench", "--preset", "tiny", "--prompt-len", "60", "--new-tokens", "10"}, // exceeds the context of 64
+		{"bench", "--preset", "tiny", "--prompt_len", "60", "--new_tokens", "10"}, // exceeds the context of 64
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != exitUsage {

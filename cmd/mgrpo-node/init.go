@@ -18,7 +18,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	preset := fs.String("preset", "small", "model preset: tiny, small or base")
 	seed := fs.Uint64("seed", 1, "initialisation seed (same seed, same weights)")
 	out := fs.String("out", "", "checkpoint directory to write (required)")
-	tied := fs.Bool("tie-embeddings", false, "share the token embedding with lm_head")
+	tied := fs.Bool("tie_embeddings", false, "share the token embedding with lm_head")
 	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
