@@ -304,9 +304,9 @@ type Train struct {
 	Steps int `koanf:"steps" help:"RL optimiser steps"`
 	// PromptsPerStep is the number of prompt groups per optimiser step.
 	PromptsPerStep int `koanf:"prompts_per_step" help:"prompt groups per step"`
-	// WarmStartSteps is the number of supervised steps before RL; 0 skips
-	// the warm start.
-	WarmStartSteps int `koanf:"warm_start_steps" help:"supervised warm-start steps (0 = none)"`
+	// WarmStartSteps caps the supervised steps before RL; the warm start
+	// stops earlier once greedy accuracy holds 40% (DESIGN §4). 0 skips it.
+	WarmStartSteps int `koanf:"warm_start_steps" help:"most supervised warm-start steps; it stops earlier once greedy accuracy holds 40% (0 = none)"`
 	// WarmStartBatch is the number of sequences per warm-start step.
 	WarmStartBatch int `koanf:"warm_start_batch" help:"sequences per warm-start step"`
 	// MaxStaleness is how many policy versions generators may run ahead of
