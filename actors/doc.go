@@ -1,3 +1,73 @@
-// Package actors holds the proto.actor actors of a training run and the
-// plain-function step they implement.
+// Package actors runs training: the proto.actor actors of a run (the
+// coordinator, a pool of generators, a pool of reward evaluators, the
+// reference scorer, the learner and the controller), the plain-function
+// step they implement, the supervised warm start, and Run, the local
+// all-actors trainer behind `mgrpo-node --role all`.
+//
+// # One step
+//
+// Step (step.go) is the whole step written once, in order, as plain calls:
+//
+//	PromptBatch → generate → Rollouts → score → Scored → referenceScore →
+//	RefScored → prepare → PreparedBatch → learn → StepReport →
+//	control → ControllerState, then the new weights to the generators.
+//
+// Each stage is a plain function taking a message and returning a new
+// one (generate in generator.go, score in reward.go, referenceScore in
+// reference.go, prepare in prepare.go, learn in learner.go, control in
+// controller.go). A Trainer runs them through a stages value: directly
+// (NewTrainer, Step's reference driver) or through the actors
+// (StartPipeline), whose Receive methods are a type switch calling the
+// same functions. In synchronous mode both give bit-identical reports
+// (TestPipelineMatchesStep).
+//
+// # Actors and supervision
+//
+// The coordinator is the parent of every stage actor. It spreads a
+// stage's parts over the stage's pool (pool.scatter), each request with a
+// timeout and bounded retries on the next pool member, so a step never
+// waits forever. A panicking stage actor is restarted with a backoff and
+// the message it failed on is re-sent (resendStrategy); a stage that
+// returns unusable data answers a SkipNotice and the batch is skipped
+// with that reason (SkipError), as the original's _SkipBatch.
+//
+// # Synchronous and asynchronous training
+//
+// Run produces batches in one goroutine and consumes them in another.
+// With train.max_staleness = 0 a batch is generated only after the
+// previous step's weights reached the generators: on-policy and
+// deterministic for a seed. With max_staleness = s > 0 generators run up
+// to s batches ahead; every sample carries the policy version that drew
+// it, and the learner corrects stale samples with the truncated
+// importance ratio on their behaviour log-probs. Weights go to the
+// generators as an immutable in-memory snapshot inside one process, or as
+// PolicyWeights chunks (PipelineOptions.ChunkWeights).
+//
+// # Warm start, then RL
+//
+// WarmStart trains the random policy supervised on generated correct
+// solutions; Run stops it once greedy accuracy reaches 40% at two
+// consecutive checks (train.warm_start_steps is the cap), saves it as the
+// frozen reference and starts RL from it with a fresh optimiser at the RL
+// learning rate. A model.checkpoint replaces the warm start (it is then
+// both start and reference); a resumed run loads its reference and last
+// complete checkpoint.
+//
+// # Invariants
+//
+//   - No stage modifies a message it received; derived data goes into a
+//     new message, which may share the received one's sub-messages
+//     (TestMessagesNotMutated hashes every message at send and after the
+//     step).
+//   - Random draws are seeded from (run seed, step, stage, index), never
+//     from a stream shared by stages, so results do not depend on which
+//     actor answered first.
+//
+// It imports gpu, rewards, messages and config, and its own runlog and
+// evaluate sub-packages; nothing below it imports actors.
+//
+// Example:
+//
+//	cfg := config.Default()
+//	err := actors.Run(ctx, cfg, os.Stdout) // runs/<name>/: metrics, samples, checkpoints, report
 package actors

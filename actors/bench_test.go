@@ -1,0 +1,136 @@
+package actors
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mgrpo/mgrpo/config"
+)
+
+// benchConfig is the small preset at the CI batch size (16 prompts × 8).
+func benchConfig(b *testing.B, preset string, staleness int) *Deps {
+	cfg := config.Default()
+	cfg.Model.Preset = preset
+	cfg.Train.MaxStaleness = staleness
+	cfg.Train.Seed = 1
+	if err := cfg.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	d, err := NewDeps(cfg, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+func benchModels(b *testing.B, d *Deps) Models { return testModels(b, d) }
+
+// BenchmarkEndToEnd measures training steps through the actors, in
+// synchronous (max_staleness 0) and asynchronous (max_staleness 2) mode:
+// steps/s and completion tokens/s.
+func BenchmarkEndToEnd(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		staleness int
+	}{{"sync", 0}, {"async", 2}} {
+		b.Run("preset=small/mode="+c.name, func(b *testing.B) {
+			d := benchConfig(b, "small", c.staleness)
+			p := StartPipeline(d, benchModels(b, d), testControl(d), pipelineOptionsOf(d), nil)
+			defer p.Stop()
+			var tokens int64
+			b.ResetTimer()
+			start := time.Now()
+			_, err := drive(context.Background(), p.Trainer, 0, int64(b.N), c.staleness,
+				func(_ context.Context, _ int64, out *Outcome, err error, _ time.Duration) error {
+					if out != nil {
+						tokens += out.Report.GetTokens()
+					}
+					return nil
+				})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sec := time.Since(start).Seconds()
+			b.ReportMetric(float64(b.N)/sec, "steps/s")
+			b.ReportMetric(float64(tokens)/sec, "tok/s")
+		})
+	}
+}
+
+// BenchmarkDeliver measures the actor-messaging overhead of a step: the
+// same synchronous step through plain calls and through the actors (the
+// difference is time in mailboxes, futures and scatter/gather), one stage
+// request's round trip through a coordinator and a pool member (a step
+// makes six: generate, score, reference, learn, control, publish), and
+// the cost of serialising the step's messages as a network would (ns/op
+// and bytes/step of marshal + unmarshal; in process nothing is serialised).
+func BenchmarkDeliver(b *testing.B) {
+	d := benchConfig(b, "small", 0)
+	b.Run("driver=plain", func(b *testing.B) {
+		t := NewTrainer(d, benchModels(b, d), testControl(d))
+		b.ResetTimer()
+		for n := range int64(b.N) {
+			if _, err := Step(context.Background(), t, n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("driver=actors", func(b *testing.B) {
+		p := StartPipeline(d, benchModels(b, d), testControl(d), pipelineOptionsOf(d), nil)
+		defer p.Stop()
+		b.ResetTimer()
+		for n := range int64(b.N) {
+			if _, err := Step(context.Background(), p.Trainer, n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("scatter", func(b *testing.B) { // one stage request: root → parent → pool member → parent → root
+		sys := NewSystem(nil)
+		defer sys.Shutdown()
+		var none atomic.Int32
+		parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &scatterParent{panics: &none} }))
+		parts := []any{1}
+		b.ResetTimer()
+		for range b.N {
+			if _, err := sys.Root.RequestFuture(parent, parts, 10*time.Second).Result(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("marshal", func(b *testing.B) {
+		t := NewTrainer(d, benchModels(b, d), testControl(d))
+		batch, err := t.produce(context.Background(), 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs := batch.ref
+		pb, _, err := prepare(d.Prepare, rs, t.control)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs := []proto.Message{promptsOf(rs.GetScored().GetRollouts()), rs.GetScored().GetRollouts(), rs.GetScored(), rs, pb}
+		var bytes int
+		b.ResetTimer()
+		for range b.N {
+			bytes = 0
+			for _, m := range msgs {
+				data, err := proto.Marshal(m)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytes += len(data)
+				if err := proto.Unmarshal(data, m.ProtoReflect().New().Interface()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(bytes), "bytes/step")
+	})
+}

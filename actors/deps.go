@@ -1,0 +1,166 @@
+package actors
+
+import (
+	"fmt"
+
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/gpu/loss"
+	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/rewards"
+	"github.com/mgrpo/mgrpo/rewards/tasks"
+)
+
+// Deps are the immutable things every stage reads, built once from the
+// configuration: the task, the reward functions, the tokenizer and the
+// settings of rewards and losses in the form their packages take. Stages
+// share one Deps; none modifies it.
+type Deps struct {
+	Cfg       *config.Config
+	Task      tasks.Task
+	Rewards   []tasks.Weighted
+	Tokenizer tokenizer.Tokenizer
+	Sample    gpu.SampleOptions
+	Prepare   rewards.PrepareConfig
+	Loss      loss.Config
+	Alpha     loss.AlphaControl
+	Tau       rewards.TauController
+	Beta      rewards.BetaController
+	Meta      rewards.MetaController
+	Model     gpu.Config
+	RunID     string
+	// ShuffleRewards permutes the completions' rewards within each batch:
+	// the control run that shows learning comes from the reward signal.
+	ShuffleRewards bool
+}
+
+// NewDeps resolves the task, reward functions, tokenizer and the settings
+// of cfg (which must be valid: config.Load validates it).
+func NewDeps(cfg *config.Config, runID string) (*Deps, error) {
+	task, err := newTask(cfg.Task)
+	if err != nil {
+		return nil, fmt.Errorf("deps: %w", err)
+	}
+	fns, err := tasks.Rewards(cfg.Rewards.Funcs, weightsOrNil(cfg.Rewards.Weights), task, 0)
+	if err != nil {
+		return nil, fmt.Errorf("deps: rewards: %w", err)
+	}
+	objective, err := rewards.ParseObjective(cfg.MaxEnt.Objective)
+	if err != nil {
+		return nil, fmt.Errorf("deps: %w", err)
+	}
+	model, err := modelConfig(cfg.Model)
+	if err != nil {
+		return nil, fmt.Errorf("deps: %w", err)
+	}
+	tok := tokenizer.NewChar()
+	d := &Deps{Cfg: cfg, Task: task, Rewards: fns, Tokenizer: tok, Model: model, RunID: runID}
+	d.Sample = gpu.SampleOptions{
+		Temperature:  cfg.Generation.Temperature,
+		TopK:         cfg.Generation.TopK,
+		TopP:         cfg.Generation.TopP,
+		MaxNewTokens: cfg.Generation.MaxCompletionLen,
+		EOS:          tok.EOS(),
+	}
+	d.Prepare = prepareConfig(cfg, objective, fns)
+	d.Loss = lossConfig(cfg)
+	d.Alpha = loss.DefaultAlphaControl()
+	d.Tau, d.Beta, d.Meta = controllers(cfg.Controller)
+	return d, nil
+}
+
+// newTask builds the configured task, or a dataset verified by it.
+func newTask(c config.Task) (tasks.Task, error) {
+	opts := tasks.Options{Digits: c.Digits, Numbers: c.Numbers, MaxNumber: c.MaxNumber}
+	if c.Dataset != "" {
+		return tasks.LoadDataset(c.Dataset, c.Name, opts)
+	}
+	return tasks.New(c.Name, opts)
+}
+
+// weightsOrNil maps an empty weight list to nil (every weight 1).
+func weightsOrNil(w []float64) []float64 {
+	if len(w) == 0 {
+		return nil
+	}
+	return w
+}
+
+// modelConfig resolves the policy's dimensions for the built-in tokenizer.
+func modelConfig(m config.Model) (gpu.Config, error) {
+	d := m.Dims()
+	c := gpu.Config{Vocab: gpu.PresetVocab, Hidden: d.Hidden, Layers: d.Layers, Heads: d.Heads, KVHeads: d.KVHeads,
+		MLP: d.MLP, Context: d.Context, RopeTheta: m.RopeTheta, NormEps: 1e-6, TieEmbeddings: m.TieEmbeddings}
+	if c.RopeTheta == 0 {
+		c.RopeTheta = 10000
+	}
+	if err := c.Validate(); err != nil {
+		return gpu.Config{}, fmt.Errorf("model: %w", err)
+	}
+	return c, nil
+}
+
+// prepareConfig maps the maxent and rewards sections to rewards.Prepare's.
+func prepareConfig(cfg *config.Config, o rewards.Objective, fns []tasks.Weighted) rewards.PrepareConfig {
+	p := rewards.DefaultPrepareConfig()
+	p.Objective = o
+	for _, f := range fns {
+		p.RewardNames = append(p.RewardNames, f.Name)
+		p.RewardWeights = append(p.RewardWeights, f.Weight)
+	}
+	p.ZeroTruncated = cfg.Rewards.ZeroTruncatedCompletionRewards
+	p.ScaleRewards = cfg.Rewards.ScaleRewards
+	p.QTemperature = cfg.MaxEnt.QTemperature
+	p.QEpsilon = cfg.MaxEnt.QEpsilon
+	p.Seed.Enabled = cfg.MaxEnt.SeedGRPO.Enabled
+	p.Seed.Alpha = cfg.MaxEnt.SeedGRPO.Alpha
+	p.Seed.NormalizeByMaxEntropy = cfg.MaxEnt.SeedGRPO.NormalizeByMaxEntropy
+	p.Seed.LengthNormalizeLogprobs = cfg.MaxEnt.SeedGRPO.LengthNormalizeLogprobs
+	p.EntropyBonusCoef = cfg.MaxEnt.EntropyBonusCoef
+	if cfg.MaxEnt.WeightDenominator == config.WeightDenominatorTauPlusBeta {
+		p.Weights.Denominator = rewards.WeightDenominatorTauPlusBeta
+	}
+	p.LengthNormalizeRef = cfg.MaxEnt.LengthNormalizeRef
+	p.SkipZeroVarianceGroups = cfg.MaxEnt.SkipZeroVarianceGroups
+	return p
+}
+
+// lossConfig maps the loss and maxent sections to gpu/loss's Config.
+// Beta is filled per step from the controller state.
+func lossConfig(cfg *config.Config) loss.Config {
+	l := loss.Default()
+	l.Type = cfg.Loss.Type
+	l.Policy = cfg.Loss.PolicyLoss
+	l.Epsilon = cfg.Loss.Epsilon
+	l.EpsilonHigh = cfg.Loss.EpsilonHigh
+	l.ISTruncation = cfg.Loss.ISRatioMax
+	l.MaxCompletionLen = cfg.Generation.MaxCompletionLen
+	l.ListwiseSkipZeroVariance = cfg.MaxEnt.SkipZeroVarianceGroups
+	l.ListwiseLengthNormalize = cfg.MaxEnt.LengthNormalizePolicy
+	if cfg.MaxEnt.ClipObjective {
+		l.ListwiseClipCoef = cfg.MaxEnt.ClipObjectiveCoef
+	}
+	if cfg.MaxEnt.ClipAdvBaseline > 0 {
+		l.ListwiseClipBaseline = cfg.MaxEnt.ClipAdvBaseline
+	}
+	return l
+}
+
+// controllers maps the controller section to the rewards controllers.
+func controllers(c config.Controller) (rewards.TauController, rewards.BetaController, rewards.MetaController) {
+	tau := rewards.TauController{
+		Enabled: c.Tau.Enabled, Target: c.Tau.TargetEntropy, LR: c.Tau.LR, Min: c.Tau.Min, Max: c.Tau.Max,
+		WarmupSteps: int64(c.Tau.WarmupSteps), EMADecay: c.Tau.EMADecay,
+	}
+	if c.Tau.Horizon > 0 {
+		tau.Anneal, tau.TargetStart, tau.TargetFinal, tau.Horizon = true, c.Tau.TargetEntropy, c.Tau.TargetEntropyFinal, int64(c.Tau.Horizon)
+	}
+	var beta rewards.BetaController
+	if c.Beta.Enabled {
+		beta = rewards.BetaController{Target: c.Beta.KLTarget, Horizon: float64(c.Beta.Horizon), StepSize: c.Beta.StepSize}
+	}
+	meta := rewards.DefaultMetaController()
+	meta.Enabled, meta.Method, meta.LR, meta.TauLR, meta.BetaLR = c.Meta.Enabled, c.Meta.Method, c.Meta.LR, c.Meta.TauLR, c.Meta.BetaLR
+	meta.BetaGradClip, meta.UpdateInterval = c.Meta.BetaGradClip, int64(max(c.Meta.Interval, 1))
+	return tau, beta, meta
+}

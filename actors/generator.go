@@ -1,0 +1,165 @@
+package actors
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/messages"
+)
+
+// Sampler is the policy a generator draws from: a *gpu.Model, or a test
+// double. It must be immutable and safe for concurrent use.
+type Sampler interface {
+	// Sample draws n completions per prompt, group-major (gpu.Model.Sample).
+	Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]gpu.Sample, error)
+	// Version is the policy version of the weights.
+	Version() int64
+}
+
+var _ Sampler = (*gpu.Model)(nil)
+
+// generate samples K completions of every prompt of pb with policy p,
+// seeded with pb.Seed, and returns them grouped by prompt, each tagged with
+// the policy version and the generator id.
+func generate(p Sampler, opt gpu.SampleOptions, tok tokenizer.Tokenizer, id string, pb *messages.PromptBatch) (*messages.Rollouts, error) {
+	k := int(pb.GetNumGenerations())
+	prompts := make([][]int, len(pb.GetPrompts()))
+	for i, pr := range pb.GetPrompts() {
+		prompts[i] = ints(pr.GetTokenIds())
+	}
+	opt.Seed = pb.GetSeed()
+	samples, err := p.Sample(prompts, k, opt)
+	if err != nil {
+		return nil, fmt.Errorf("generate step %d: %w", pb.GetMeta().GetStep(), err)
+	}
+	if len(samples) != len(prompts)*k {
+		return nil, fmt.Errorf("generate step %d: %d samples for %d prompts × %d: %w", pb.GetMeta().GetStep(), len(samples), len(prompts), k, messages.ErrShape)
+	}
+	meta := messages.DeriveMeta(pb.GetMeta())
+	meta.PolicyVersion = p.Version()
+	ro := &messages.Rollouts{Meta: meta, Prompts: pb.GetPrompts(), NumGenerations: int32(k), Rollouts: make([]*messages.Rollout, len(samples))}
+	for i, s := range samples {
+		ro.Rollouts[i] = &messages.Rollout{
+			PromptIndex:   int32(i / k),
+			TokenIds:      int32s(s.Tokens),
+			Logp:          messages.Float32s(s.LogProbs),
+			FinishReason:  finishReason(s.Finish),
+			PolicyVersion: p.Version(),
+			GeneratorId:   id,
+			Text:          completionText(tok, s.Tokens),
+		}
+	}
+	return ro, nil
+}
+
+// completionText decodes completion tokens, cut at the first EOS.
+func completionText(tok tokenizer.Tokenizer, ids []int) string {
+	for i, id := range ids {
+		if id == tok.EOS() {
+			return tok.Decode(ids[:i])
+		}
+	}
+	return tok.Decode(ids)
+}
+
+func finishReason(f gpu.FinishReason) messages.FinishReason {
+	switch f {
+	case gpu.FinishStop:
+		return messages.FinishReason_STOP
+	case gpu.FinishLength:
+		return messages.FinishReason_LENGTH
+	}
+	return messages.FinishReason_FINISH_UNSPECIFIED
+}
+
+func ints(x []int32) []int {
+	out := make([]int, len(x))
+	for i, v := range x {
+		out[i] = int(v)
+	}
+	return out
+}
+
+func int32s(x []int) []int32 {
+	out := make([]int32, len(x))
+	for i, v := range x {
+		out[i] = int32(v)
+	}
+	return out
+}
+
+// policySlot holds the policy one generator slot samples from. It outlives
+// the generator actor's restarts (the supervisor makes a new actor with the
+// same slot), so a restarted generator keeps the newest weights.
+type policySlot struct {
+	policy atomic.Pointer[samplerBox]
+}
+
+type samplerBox struct{ s Sampler }
+
+func newPolicySlot(s Sampler) *policySlot {
+	slot := &policySlot{}
+	slot.policy.Store(&samplerBox{s})
+	return slot
+}
+
+func (s *policySlot) get() Sampler  { return s.policy.Load().s }
+func (s *policySlot) set(p Sampler) { s.policy.Store(&samplerBox{p}) }
+
+// generatorActor answers PromptBatch with Rollouts (or a SkipNotice) and
+// takes new weights as a policySnapshot (in process) or PolicyWeights
+// chunks (across a network).
+type generatorActor struct {
+	id        string
+	deps      *Deps
+	slot      *policySlot
+	assembler *messages.Assembler
+}
+
+// newGeneratorProps returns the props of generator id sampling from slot.
+func newGeneratorProps(id string, deps *Deps, slot *policySlot) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &generatorActor{id: id, deps: deps, slot: slot}
+	})
+}
+
+// Receive implements actor.Actor.
+func (a *generatorActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *policySnapshot:
+		a.slot.set(m.model)
+	case *messages.PolicyWeights:
+		if err := a.addChunk(m); err != nil {
+			c.Logger().Warn("weight chunk rejected", "generator", a.id, "err", err)
+		}
+	case *messages.PromptBatch:
+		ro, err := generate(a.slot.get(), a.deps.Sample, a.deps.Tokenizer, a.id, m)
+		respond(c, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
+	}
+}
+
+// addChunk assembles chunked weights and installs the model once complete.
+func (a *generatorActor) addChunk(m *messages.PolicyWeights) error {
+	if a.assembler == nil {
+		a.assembler = &messages.Assembler{}
+	}
+	model, err := addWeightChunk(a.assembler, a.deps.Model, m)
+	if err != nil || model == nil {
+		return err
+	}
+	a.slot.set(model)
+	return nil
+}
+
+// respond answers the request with msg, or with a SkipNotice for err.
+func respond(c actor.Context, meta *messages.StepMeta, id string, stage messages.Stage, msg any, err error) {
+	if err != nil {
+		c.Respond(notice(meta, id, skip(stage, err)))
+		return
+	}
+	c.Respond(msg)
+}

@@ -1,0 +1,63 @@
+package actors
+
+import (
+	"testing"
+
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/rewards"
+)
+
+// testConfig is the tiny preset with a small batch: 4 prompts × 4
+// completions of 2-digit addition, seed 1, synchronous, rewards accuracy
+// plus half the length penalty.
+func testConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Model.Preset = "tiny"
+	cfg.Train.PromptsPerStep = 4
+	cfg.Generation.NumGenerations = 4
+	cfg.Train.WarmStartSteps = 0
+	cfg.Train.Seed = 1
+	cfg.Optim.LR = 1e-3
+	// The length penalty varies with the length of the random model's
+	// malformed completions, so GRPO advantages are not all zero.
+	cfg.Rewards.Funcs, cfg.Rewards.Weights = []string{"accuracy", "length"}, []float64{1, 0.5}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	return cfg
+}
+
+func testDeps(t *testing.T, cfg *config.Config) *Deps {
+	t.Helper()
+	d, err := NewDeps(cfg, "test")
+	if err != nil {
+		t.Fatalf("deps: %v", err)
+	}
+	return d
+}
+
+// testModels returns fresh models from the config's seed: a learner, the
+// same initial weights as the frozen reference and the generators' policy.
+func testModels(t testing.TB, d *Deps) Models {
+	t.Helper()
+	m, err := gpu.NewModel(d.Model, uint64(d.Cfg.Model.Seed))
+	if err != nil {
+		t.Fatalf("model: %v", err)
+	}
+	lc := gpu.LearnerConfig{LR: d.Cfg.Optim.LR, Beta1: d.Cfg.Optim.Beta1, Beta2: d.Cfg.Optim.Beta2, Eps: d.Cfg.Optim.Eps,
+		WeightDecay: d.Cfg.Optim.WeightDecay, MaxGradNorm: d.Cfg.Optim.GradClip}
+	l, err := gpu.NewLearner(m, lc)
+	if err != nil {
+		t.Fatalf("learner: %v", err)
+	}
+	return Models{Learner: l, Reference: m, Policy: m}
+}
+
+func testControl(d *Deps) rewards.ControllerState {
+	return rewards.NewControllerState(d.Cfg.MaxEnt.Tau, d.Cfg.MaxEnt.Beta, d.Meta)
+}

@@ -1,0 +1,290 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/messages"
+	"github.com/mgrpo/mgrpo/messages/messagestest"
+	"github.com/mgrpo/mgrpo/rewards/tasks"
+)
+
+// freezingStages hashes every message at the moment a stage is handed it
+// (and every reply) and checks them all after the step.
+type freezingStages struct {
+	inner  stages
+	t      *testing.T
+	mu     sync.Mutex
+	checks []func()
+}
+
+func (f *freezingStages) freeze(ms ...proto.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range ms {
+		f.checks = append(f.checks, messagestest.Freeze(f.t, m))
+	}
+}
+
+func (f *freezingStages) generate(ctx context.Context, pb *messages.PromptBatch) (*messages.Rollouts, error) {
+	f.freeze(pb)
+	ro, err := f.inner.generate(ctx, pb)
+	if err == nil {
+		f.freeze(ro)
+	}
+	return ro, err
+}
+
+func (f *freezingStages) score(ctx context.Context, ro *messages.Rollouts) (*messages.Scored, error) {
+	f.freeze(ro)
+	sc, err := f.inner.score(ctx, ro)
+	if err == nil {
+		f.freeze(sc)
+	}
+	return sc, err
+}
+
+func (f *freezingStages) reference(ctx context.Context, sc *messages.Scored) (*messages.RefScored, error) {
+	f.freeze(sc)
+	rs, err := f.inner.reference(ctx, sc)
+	if err == nil {
+		f.freeze(rs)
+	}
+	return rs, err
+}
+
+func (f *freezingStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
+	f.freeze(pb)
+	r, m, err := f.inner.learn(ctx, pb)
+	if err == nil {
+		f.freeze(r)
+	}
+	return r, m, err
+}
+
+func (f *freezingStages) control(ctx context.Context, st *messages.StepStats) (*messages.ControllerState, error) {
+	f.freeze(st)
+	cs, err := f.inner.control(ctx, st)
+	if err == nil {
+		f.freeze(cs)
+	}
+	return cs, err
+}
+
+func (f *freezingStages) publish(ctx context.Context, m *gpu.Model) error {
+	return f.inner.publish(ctx, m)
+}
+
+// TestMessagesNotMutated hashes every message when it is sent and checks,
+// after two steps through the actors (2 generators, 2 reward evaluators),
+// that none changed.
+func TestMessagesNotMutated(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.MaxEnt.Objective = config.ObjectiveMaxEntListwise })
+	d := testDeps(t, cfg)
+	opt := pipelineOptionsOf(d)
+	opt.Generators, opt.RewardEvaluators = 2, 2
+	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	defer p.Stop()
+	f := &freezingStages{inner: p.Trainer.stages, t: t}
+	p.Trainer.stages = f
+	for n := range int64(2) {
+		if _, err := Step(context.Background(), p.Trainer, n); err != nil {
+			t.Fatalf("step %d: %v", n, err)
+		}
+	}
+	if len(f.checks) < 10 {
+		t.Fatalf("only %d messages frozen", len(f.checks))
+	}
+	for _, check := range f.checks {
+		check()
+	}
+}
+
+// panicOnce panics on its first Sample call.
+type panicOnce struct {
+	Sampler
+	armed *atomic.Bool
+}
+
+func (p panicOnce) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]gpu.Sample, error) {
+	if p.armed.CompareAndSwap(true, false) {
+		panic("injected generator fault")
+	}
+	return p.Sampler.Sample(prompts, n, opt)
+}
+
+// TestGeneratorPanicRestarts: a generator that panics on its first batch
+// is restarted and the batch re-sent; the step completes with the same
+// report as a run without the fault.
+func TestGeneratorPanicRestarts(t *testing.T) {
+	cfg := testConfig(t, nil)
+	d := testDeps(t, cfg)
+	want, err := Step(context.Background(), NewTrainer(d, testModels(t, d), testControl(d)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	armed.Store(true)
+	opt := pipelineOptionsOf(d)
+	opt.Wrap = func(_ string, s Sampler) Sampler { return panicOnce{Sampler: s, armed: &armed} }
+	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	defer p.Stop()
+	got, err := Step(context.Background(), p.Trainer, 0)
+	if err != nil {
+		t.Fatalf("step after a generator panic: %v", err)
+	}
+	if armed.Load() {
+		t.Fatal("the fault was never injected")
+	}
+	if !proto.Equal(got, want) {
+		t.Errorf("report after restart\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestNaNRewardSkips: a reward function returning NaN for every completion
+// skips the batch with reason NON_FINITE_REWARD, and the run goes on.
+func TestNaNRewardSkips(t *testing.T) {
+	cfg := testConfig(t, nil)
+	d := testDeps(t, cfg)
+	var calls atomic.Int32
+	good := d.Rewards[0].Fn
+	nanFirst := []tasks.Weighted{{Name: "accuracy", Weight: 1, Fn: func(c, a []string) []float64 {
+		if calls.Add(1) > 1 {
+			return good(c, a)
+		}
+		out := make([]float64, len(c))
+		for i := range out {
+			out[i] = math.NaN()
+		}
+		return out
+	}}}
+	bad := *d
+	bad.Rewards = nanFirst
+	p := StartPipeline(&bad, testModels(t, d), testControl(d), pipelineOptionsOf(d), nil)
+	defer p.Stop()
+	_, err := Step(context.Background(), p.Trainer, 0)
+	var s *SkipError
+	if !errors.As(err, &s) || s.Stage != messages.Stage_REWARD || s.Reason != messages.SkipReason_NON_FINITE_REWARD {
+		t.Fatalf("err = %v, want a REWARD / NON_FINITE_REWARD skip", err)
+	}
+	if _, err := Step(context.Background(), p.Trainer, 1); err != nil {
+		t.Fatalf("step after a skip: %v", err)
+	}
+}
+
+// emptyFirst returns an empty completion for every sample of prompt 0 on
+// its first call.
+type emptyFirst struct {
+	Sampler
+	armed *atomic.Bool
+}
+
+func (e emptyFirst) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]gpu.Sample, error) {
+	s, err := e.Sampler.Sample(prompts, n, opt)
+	if err == nil && e.armed.CompareAndSwap(true, false) {
+		for j := range n {
+			s[j].Tokens, s[j].LogProbs = nil, nil
+		}
+	}
+	return s, err
+}
+
+// TestIncompleteGroupsRetried: a group that comes back without tokens is
+// re-sampled (generation.retry_rounds) and the batch keeps every prompt.
+func TestIncompleteGroupsRetried(t *testing.T) {
+	cfg := testConfig(t, nil)
+	d := testDeps(t, cfg)
+	m := testModels(t, d)
+	var armed atomic.Bool
+	armed.Store(true)
+	m.Policy = emptyFirst{Sampler: m.Policy, armed: &armed}
+	tr := NewTrainer(d, m, testControl(d))
+	ro, err := tr.rollouts(context.Background(), 0, 0, cfg.Train.PromptsPerStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(ro.GetPrompts()); got != cfg.Train.PromptsPerStep || len(incompleteGroups(ro)) != 0 {
+		t.Fatalf("%d prompts (%d incomplete), want %d complete", got, len(incompleteGroups(ro)), cfg.Train.PromptsPerStep)
+	}
+	cfg.Generation.RetryRounds = 0 // without retries the group is dropped
+	armed.Store(true)
+	if ro, err = tr.rollouts(context.Background(), 0, 0, cfg.Train.PromptsPerStep); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(ro.GetPrompts()); got != cfg.Train.PromptsPerStep-1 {
+		t.Fatalf("%d prompts without retries, want %d", got, cfg.Train.PromptsPerStep-1)
+	}
+}
+
+// TestChunkedWeightsRoundTrip splits a model into chunks of 1000 bytes and
+// rebuilds it: same weights, same version.
+func TestChunkedWeightsRoundTrip(t *testing.T) {
+	d := testDeps(t, testConfig(t, nil))
+	m0, err := gpu.NewModel(d.Model, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := gpu.NewModelFromWeights(d.Model, m0.Weights(), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := chunkModel(messages.NewMeta("r", 7, "w", 7), m, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chunks) < 4*m.NumParams()/1000 {
+		t.Fatalf("%d chunks for %d bytes of 1000", len(chunks), 4*m.NumParams())
+	}
+	var a messages.Assembler
+	var got *gpu.Model
+	for i := len(chunks) - 1; i >= 0; i-- { // any order
+		if got != nil {
+			t.Fatalf("model complete before chunk %d", i)
+		}
+		if got, err = addWeightChunk(&a, d.Model, chunks[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got == nil || got.Version() != 7 {
+		t.Fatalf("assembled %v, want version 7", got)
+	}
+	w0, w1 := m.Weights(), got.Weights()
+	for i := range w0 {
+		if w0[i] != w1[i] {
+			t.Fatalf("weight %d = %v, want %v", i, w1[i], w0[i])
+		}
+	}
+}
+
+// TestChunkedSyncMatchesStep runs the pipeline with weights sent as
+// PolicyWeights chunks (as across a network): same reports as Step.
+func TestChunkedSyncMatchesStep(t *testing.T) {
+	cfg := testConfig(t, nil)
+	d := testDeps(t, cfg)
+	plain := NewTrainer(d, testModels(t, d), testControl(d))
+	opt := pipelineOptionsOf(d)
+	opt.ChunkWeights, opt.ChunkBytes = true, 4096
+	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	defer p.Stop()
+	for n := range int64(3) {
+		want, err := Step(context.Background(), plain, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Step(context.Background(), p.Trainer, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(got, want) {
+			t.Fatalf("step %d: chunked sync report differs", n)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package actors
+
+import (
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/messages"
+)
+
+// Scorer gives per-token log-probs of completions under a frozen model: a
+// *gpu.Model, or a test double.
+type Scorer interface {
+	// Score scores the completions at the given temperature (gpu.Model.Score).
+	Score(seqs []gpu.Sequence, temperature float64) ([]gpu.TokenScores, error)
+}
+
+var _ Scorer = (*gpu.Model)(nil)
+
+// referenceSettings is what the reference stage reads.
+type referenceSettings struct {
+	temperature     float64 // the sampling temperature (spec §1.9a)
+	lengthNormalize bool    // divide ref_logp_sum by the token count
+}
+
+// referenceScore adds the reference model's per-token log-probs of every
+// completion of sc, and their sums (spec §1.7).
+func referenceScore(ref Scorer, s referenceSettings, sc *messages.Scored) (*messages.RefScored, error) {
+	step := sc.GetMeta().GetStep()
+	if err := messages.CheckScored(sc); err != nil {
+		return nil, fmt.Errorf("reference step %d: %w", step, err)
+	}
+	seqs := sequences(sc.GetRollouts())
+	scores, err := ref.Score(seqs, s.temperature)
+	if err != nil {
+		return nil, fmt.Errorf("reference step %d: %w", step, err)
+	}
+	if len(scores) != len(seqs) {
+		return nil, fmt.Errorf("reference step %d: %d scores for %d sequences: %w", step, len(scores), len(seqs), messages.ErrShape)
+	}
+	rs := &messages.RefScored{Meta: messages.DeriveMeta(sc.GetMeta()), Scored: sc,
+		Ref: make([]*messages.TokenLogprobs, len(seqs)), RefLogpSum: make([]float64, len(seqs))}
+	for i, ts := range scores {
+		sum := 0.0
+		for _, v := range ts.LogProbs {
+			sum += v
+		}
+		if s.lengthNormalize {
+			sum /= float64(max(len(ts.LogProbs), 1))
+		}
+		rs.Ref[i] = &messages.TokenLogprobs{Logp: messages.Float32s(ts.LogProbs)}
+		rs.RefLogpSum[i] = sum
+	}
+	return rs, messages.CheckRefScored(rs)
+}
+
+// sequences returns prompt + completion token ids of every rollout.
+func sequences(ro *messages.Rollouts) []gpu.Sequence {
+	seqs := make([]gpu.Sequence, len(ro.GetRollouts()))
+	for i, r := range ro.GetRollouts() {
+		seqs[i] = gpu.Sequence{Prompt: ints(ro.GetPrompts()[r.GetPromptIndex()].GetTokenIds()), Completion: ints(r.GetTokenIds())}
+	}
+	return seqs
+}
+
+// referenceActor answers Scored with RefScored (or a SkipNotice).
+type referenceActor struct {
+	id       string
+	ref      Scorer
+	settings referenceSettings
+}
+
+// newReferenceProps returns the props of the reference scorer.
+func newReferenceProps(id string, ref Scorer, s referenceSettings) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &referenceActor{id: id, ref: ref, settings: s} })
+}
+
+// Receive implements actor.Actor.
+func (a *referenceActor) Receive(c actor.Context) {
+	if m, ok := c.Message().(*messages.Scored); ok {
+		rs, err := referenceScore(a.ref, a.settings, m)
+		respond(c, m.GetMeta(), a.id, messages.Stage_REFERENCE, rs, err)
+	}
+}

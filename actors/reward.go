@@ -1,0 +1,155 @@
+package actors
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/mgrpo/mgrpo/messages"
+	"github.com/mgrpo/mgrpo/rewards"
+	"github.com/mgrpo/mgrpo/rewards/tasks"
+)
+
+// rewardSettings is what the reward stage reads besides the rollouts.
+type rewardSettings struct {
+	fns     []tasks.Weighted
+	prepare rewards.PrepareConfig
+	// shuffleSeed, when non-zero, permutes the completions' reward rows
+	// within the batch with a stream seeded from it and the step: the
+	// control run that shows learning comes from the reward.
+	shuffleSeed uint64
+}
+
+// score runs every reward function on the completions of ro and derives
+// utilities, group advantages and (listwise) q (spec §1.2–1.4). A reward of
+// ±Inf, or a completion with no finite reward at all, is unusable:
+// ErrNonFiniteReward.
+func score(s rewardSettings, ro *messages.Rollouts) (*messages.Scored, error) {
+	step := ro.GetMeta().GetStep()
+	if err := messages.CheckRollouts(ro); err != nil {
+		return nil, fmt.Errorf("score step %d: %w", step, err)
+	}
+	n, k := len(ro.GetRollouts()), int(ro.GetNumGenerations())
+	completions, answers := make([]string, n), make([]string, n)
+	for i, r := range ro.GetRollouts() {
+		completions[i], answers[i] = r.GetText(), ro.GetPrompts()[r.GetPromptIndex()].GetAnswer()
+	}
+	rows := make([][]float64, n) // [rollout][function]
+	names, weights := make([]string, len(s.fns)), make([]float64, len(s.fns))
+	for j, f := range s.fns {
+		names[j], weights[j] = f.Name, f.Weight
+		for i, v := range f.Fn(completions, answers) {
+			rows[i] = append(rows[i], v)
+		}
+	}
+	if err := checkRewardRows(rows); err != nil {
+		return nil, fmt.Errorf("score step %d: %w", step, err)
+	}
+	if s.shuffleSeed != 0 {
+		rng := rand.New(rand.NewPCG(s.shuffleSeed, uint64(step)))
+		rng.Shuffle(n, func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	}
+	u, err := rewards.Utilities(transpose(rows, len(s.fns)), weights)
+	if err != nil {
+		return nil, fmt.Errorf("score step %d: %w", step, err)
+	}
+	if s.prepare.ZeroTruncated {
+		if u, err = rewards.ZeroTruncated(u, truncatedFlags(ro)); err != nil {
+			return nil, fmt.Errorf("score step %d: %w", step, err)
+		}
+	}
+	adv, err := rewards.GroupAdvantages(u, k, s.prepare.ScaleRewards)
+	if err != nil {
+		return nil, fmt.Errorf("score step %d: %w", step, err)
+	}
+	var q []float64
+	if s.prepare.Objective == rewards.ObjectiveMaxEntListwise {
+		if q, err = rewards.QDistribution(u, k, s.prepare.QTemperature, s.prepare.QEpsilon); err != nil {
+			return nil, fmt.Errorf("score step %d: %w", step, err)
+		}
+	}
+	return messages.NewScored(messages.DeriveMeta(ro.GetMeta()), ro, names, weights, rows, u, adv, q)
+}
+
+// checkRewardRows rejects ±Inf rewards and completions without any finite
+// reward (NaN alone means "no opinion" and counts 0, spec §1.2).
+func checkRewardRows(rows [][]float64) error {
+	for i, row := range rows {
+		finite := false
+		for j, v := range row {
+			if math.IsInf(v, 0) {
+				return fmt.Errorf("completion %d reward %d = %v: %w", i, j, v, ErrNonFiniteReward)
+			}
+			finite = finite || !math.IsNaN(v)
+		}
+		if !finite {
+			return fmt.Errorf("completion %d has no finite reward: %w", i, ErrNonFiniteReward)
+		}
+	}
+	return nil
+}
+
+// transpose turns [rollout][function] rows into [function][rollout].
+func transpose(rows [][]float64, f int) [][]float64 {
+	out := make([][]float64, f)
+	for j := range out {
+		out[j] = make([]float64, len(rows))
+		for i, row := range rows {
+			out[j][i] = row[j]
+		}
+	}
+	return out
+}
+
+// truncatedFlags marks the completions that hit the length cap.
+func truncatedFlags(ro *messages.Rollouts) []bool {
+	out := make([]bool, len(ro.GetRollouts()))
+	for i, r := range ro.GetRollouts() {
+		out[i] = r.GetFinishReason() == messages.FinishReason_LENGTH
+	}
+	return out
+}
+
+// accuracy is the fraction of completions whose "accuracy" or "correct"
+// reward is 1; NaN when neither function is configured.
+func accuracy(sc *messages.Scored) float64 {
+	col := -1
+	for j, name := range sc.GetRewardNames() {
+		if name == "accuracy" || name == "correct" {
+			col = j
+			break
+		}
+	}
+	r := len(sc.GetRewardNames())
+	if col < 0 || len(sc.GetRewards()) == 0 {
+		return math.NaN()
+	}
+	n, hits := len(sc.GetRewards())/r, 0
+	for i := range n {
+		if sc.GetRewards()[i*r+col] == 1 {
+			hits++
+		}
+	}
+	return float64(hits) / float64(n)
+}
+
+// rewardActor answers Rollouts with Scored (or a SkipNotice).
+type rewardActor struct {
+	id       string
+	settings rewardSettings
+}
+
+// newRewardProps returns the props of reward evaluator id.
+func newRewardProps(id string, s rewardSettings) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &rewardActor{id: id, settings: s} })
+}
+
+// Receive implements actor.Actor.
+func (a *rewardActor) Receive(c actor.Context) {
+	if m, ok := c.Message().(*messages.Rollouts); ok {
+		sc, err := score(a.settings, m)
+		respond(c, m.GetMeta(), a.id, messages.Stage_REWARD, sc, err)
+	}
+}

@@ -1,0 +1,227 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/actors/runlog"
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/messages"
+	"github.com/mgrpo/mgrpo/rewards/tasks"
+)
+
+// runConfig is a tiny run writing into a temporary directory.
+func runConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
+	return testConfig(t, func(c *config.Config) {
+		c.Train.WarmStartSteps, c.Train.WarmStartBatch = 3, 16
+		c.Train.Steps, c.Train.CheckpointEvery, c.Train.EvalEvery, c.Train.EvalPrompts = 4, 2, 2, 8
+		c.Output.Dir, c.Output.Name, c.Output.SampleEvery, c.Output.SampleRows = t.TempDir(), "run", 2, 5
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
+// TestRunWritesOutputsAndResumes runs 4 steps, checks every output, then
+// resumes the run to 6 steps from its last checkpoint.
+func TestRunWritesOutputsAndResumes(t *testing.T) {
+	cfg := runConfig(t, nil)
+	var out bytes.Buffer
+	if err := Run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	run := filepath.Join(cfg.Output.Dir, "run")
+	for _, f := range []string{"config.yaml", "metrics.jsonl", "report.html", "samples/step_000002.json",
+		"checkpoints/step-2/model.safetensors", "checkpoints/step-4/controller_state.json",
+		"checkpoints/step-4/trainer_state.json", "reference/model.safetensors"} {
+		if _, err := os.Stat(filepath.Join(run, f)); err != nil {
+			t.Errorf("missing output %s: %v", f, err)
+		}
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(run, "metrics.jsonl"))
+	if err != nil || len(recs) != 4 {
+		t.Fatalf("metrics: %d records, err %v; want 4", len(recs), err)
+	}
+	if _, ok := recs[1].Values["eval/greedy_accuracy"]; !ok {
+		t.Errorf("step 2 metrics lack eval/greedy_accuracy: %v", recs[1].Values)
+	}
+	cfg.Train.Steps, cfg.Train.Resume = 6, run
+	out.Reset()
+	if err := Run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out.String())
+	}
+	if recs, err = runlog.ReadMetrics(filepath.Join(run, "metrics.jsonl")); err != nil || len(recs) != 6 || recs[5].Step != 6 {
+		t.Fatalf("after resume: %d records, err %v; want steps 1..6", len(recs), err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "checkpoints/step-6/COMPLETE")); err != nil {
+		t.Errorf("no final checkpoint after resume: %v", err)
+	}
+}
+
+// TestAsyncStalenessBounded: with max_staleness 2, every consumed sample
+// is at most 2 policy versions behind the learner.
+func TestAsyncStalenessBounded(t *testing.T) {
+	cfg := runConfig(t, func(c *config.Config) {
+		c.Train.MaxStaleness, c.Train.Steps, c.Train.EvalEvery, c.Train.CheckpointEvery = 2, 8, 0, 0
+		c.Output.SampleEvery = 0
+	})
+	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+	if err != nil || len(recs) != 8 {
+		t.Fatalf("%d records, err %v", len(recs), err)
+	}
+	for _, r := range recs {
+		lag, ok := r.Values["train/staleness_max"]
+		if !ok || lag < 0 || lag > 2 {
+			t.Errorf("step %d: staleness %v (present %v), want 0..2", r.Step, lag, ok)
+		}
+	}
+}
+
+// parityReward scores completions 1 or 0 by a hash of the completion,
+// except for prompts with an even answer, whose groups all score 0.
+func parityReward(c, a []string) []float64 {
+	out := make([]float64, len(c))
+	for i := range c {
+		n, _ := strconv.Atoi(a[i])
+		h := fnv.New32a()
+		h.Write([]byte(c[i]))
+		if n%2 == 1 && h.Sum32()%2 == 0 {
+			out[i] = 1
+		}
+	}
+	return out
+}
+
+// TestDynamicSamplingRefills: zero-variance groups are dropped and refill
+// rounds top the batch up to prompts_per_step varied groups; a reward that
+// never varies skips the step with ZERO_VARIANCE after the capped rounds.
+func TestDynamicSamplingRefills(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Train.DynamicSampling, c.Train.DynamicSamplingMaxRounds = true, 4
+		c.Train.PromptsPerStep = 6
+	})
+	d := testDeps(t, cfg)
+	d.Rewards = []tasks.Weighted{{Name: "parity", Weight: 1, Fn: parityReward}}
+	tr := NewTrainer(d, testModels(t, d), testControl(d))
+	b, err := tr.produce(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := b.ref.GetScored()
+	varied, err := variedGroups(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sc.GetRollouts().GetPrompts()); n != 6 || len(varied) != 6 {
+		t.Fatalf("%d groups, %d varied; want 6 varied", n, len(varied))
+	}
+	d.Rewards = []tasks.Weighted{{Name: "flat", Weight: 1, Fn: func(c, _ []string) []float64 { return make([]float64, len(c)) }}}
+	_, err = NewTrainer(d, testModels(t, d), testControl(d)).produce(context.Background(), 0)
+	var s *SkipError
+	if !errors.As(err, &s) || s.Reason != messages.SkipReason_ZERO_VARIANCE {
+		t.Fatalf("flat rewards: err %v, want a ZERO_VARIANCE skip", err)
+	}
+}
+
+// cancelOn cancels a context when a line containing marker is written.
+type cancelOn struct {
+	marker string
+	cancel context.CancelFunc
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(c.marker)) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// TestRunCancelCheckpoints: cancelling the run (SIGINT) at RL
+// step 10 ends it cleanly with a final complete checkpoint and the report.
+func TestRunCancelCheckpoints(t *testing.T) {
+	cfg := runConfig(t, func(c *config.Config) { c.Train.Steps = 50 })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := Run(ctx, cfg, cancelOn{marker: "step 10/50", cancel: cancel}); err != nil {
+		t.Fatalf("cancelled run: %v", err)
+	}
+	run := filepath.Join(cfg.Output.Dir, "run")
+	dir, step, err := runlog.LatestComplete(filepath.Join(run, "checkpoints"))
+	if err != nil || step >= 50 {
+		t.Fatalf("latest checkpoint %q step %d, err %v; want one before step 50", dir, step, err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "report.html")); err != nil {
+		t.Errorf("no report after cancel: %v", err)
+	}
+}
+
+// TestResumeIsExact: 2 steps, then a resume to 4, give the same losses and
+// rewards at steps 3 and 4 as 4 steps in one go (prompts and sampling seeds
+// depend only on (seed, step); model, optimiser and controller state come
+// from the checkpoint).
+func TestResumeIsExact(t *testing.T) {
+	metrics := func(cfg *config.Config) []runlog.Record {
+		t.Helper()
+		recs, err := runlog.ReadMetrics(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	straight := runConfig(t, func(c *config.Config) { c.Train.EvalEvery = 0 })
+	if err := Run(context.Background(), straight, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	split := runConfig(t, func(c *config.Config) { c.Train.EvalEvery, c.Train.Steps = 0, 2 })
+	if err := Run(context.Background(), split, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	split.Train.Steps, split.Train.Resume = 4, filepath.Join(split.Output.Dir, "run")
+	if err := Run(context.Background(), split, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	want, got := metrics(straight), metrics(split)
+	if len(got) != 4 || len(want) != 4 {
+		t.Fatalf("%d and %d records, want 4", len(got), len(want))
+	}
+	for i := 2; i < 4; i++ {
+		for _, k := range []string{"train/loss", "train/reward", "train/kl", "train/grad_norm"} {
+			if got[i].Values[k] != want[i].Values[k] {
+				t.Errorf("step %d %s: resumed %v, straight %v", i+1, k, got[i].Values[k], want[i].Values[k])
+			}
+		}
+	}
+}
+
+// TestRunRecordsSkips: a run whose batches are unusable (dynamic sampling
+// with a reward that never varies: the random policy's completions are all
+// malformed) skips every step with its reason in metrics.jsonl and still
+// finishes.
+func TestRunRecordsSkips(t *testing.T) {
+	cfg := runConfig(t, func(c *config.Config) {
+		c.Rewards.Funcs, c.Rewards.Weights = []string{"format"}, []float64{1}
+		c.Train.DynamicSampling, c.Train.DynamicSamplingMaxRounds = true, 1
+		c.Train.Steps, c.Train.EvalEvery = 3, 0
+	})
+	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%d records, err %v; want 3", len(recs), err)
+	}
+	for _, r := range recs {
+		if r.Values["train/skipped"] != 1 || r.Values["train/skip_reason"] != float64(messages.SkipReason_ZERO_VARIANCE) {
+			t.Errorf("step %d: skipped %v reason %v, want 1 and ZERO_VARIANCE", r.Step, r.Values["train/skipped"], r.Values["train/skip_reason"])
+		}
+	}
+}

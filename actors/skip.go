@@ -1,0 +1,77 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/messages"
+	"github.com/mgrpo/mgrpo/rewards"
+)
+
+// Sentinel errors of the stages; a stage error wrapping one of them skips
+// the batch with the matching messages.SkipReason.
+var (
+	// ErrNoCompletions: generation left no usable group.
+	ErrNoCompletions = errors.New("actors: no usable completions")
+	// ErrNonFiniteReward: a reward is ±Inf, or a completion has no finite reward.
+	ErrNonFiniteReward = errors.New("actors: non-finite reward")
+	// ErrZeroVariance: dynamic sampling found no group with distinct utilities.
+	ErrZeroVariance = errors.New("actors: every group has equal utilities")
+	// ErrTimeout: a stage did not answer within its retries.
+	ErrTimeout = errors.New("actors: stage timed out")
+)
+
+// SkipError is a batch skipped at a stage, as the original's _SkipBatch:
+// the step records it and the run goes on.
+type SkipError struct {
+	Stage  messages.Stage
+	Reason messages.SkipReason
+	Err    error
+}
+
+// Error implements error.
+func (e *SkipError) Error() string {
+	return fmt.Sprintf("skip at %s (%s): %v", e.Stage, e.Reason, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *SkipError) Unwrap() error { return e.Err }
+
+// skip wraps err as a SkipError at stage, classifying its reason.
+func skip(stage messages.Stage, err error) *SkipError {
+	var s *SkipError
+	if errors.As(err, &s) {
+		return s
+	}
+	return &SkipError{Stage: stage, Reason: reasonOf(err), Err: err}
+}
+
+// reasonOf maps a stage error to its skip reason.
+func reasonOf(err error) messages.SkipReason {
+	switch {
+	case errors.Is(err, ErrNoCompletions):
+		return messages.SkipReason_NO_COMPLETIONS
+	case errors.Is(err, ErrNonFiniteReward), errors.Is(err, rewards.ErrNonFinite):
+		return messages.SkipReason_NON_FINITE_REWARD
+	case errors.Is(err, ErrZeroVariance):
+		return messages.SkipReason_ZERO_VARIANCE
+	case errors.Is(err, messages.ErrShape), errors.Is(err, rewards.ErrShape):
+		return messages.SkipReason_SHAPE_MISMATCH
+	case errors.Is(err, gpu.ErrNonFinite):
+		return messages.SkipReason_NON_FINITE_LOSS
+	case errors.Is(err, ErrTimeout):
+		return messages.SkipReason_TIMEOUT
+	}
+	return messages.SkipReason_INTERNAL
+}
+
+// notice turns a skip into the message an actor answers with.
+func notice(meta *messages.StepMeta, actorID string, s *SkipError) *messages.SkipNotice {
+	return &messages.SkipNotice{Meta: messages.DeriveMeta(meta), Stage: s.Stage, Reason: s.Reason, Detail: s.Err.Error(), Actor: actorID}
+}
+
+// fromNotice turns a received notice back into a SkipError.
+func fromNotice(n *messages.SkipNotice) *SkipError {
+	return &SkipError{Stage: n.GetStage(), Reason: n.GetReason(), Err: fmt.Errorf("%s: %s", n.GetActor(), n.GetDetail())}
+}
