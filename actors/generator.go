@@ -47,6 +47,7 @@ func generate(p Sampler, opt gpu.SampleOptions, tok tokenizer.Tokenizer, id stri
 			PromptIndex:   int32(i / k),
 			TokenIds:      int32s(s.Tokens),
 			Logp:          messages.Float32s(s.LogProbs),
+			Entropy:       messages.Float32s(s.Entropies),
 			FinishReason:  finishReason(s.Finish),
 			PolicyVersion: p.Version(),
 			GeneratorId:   id,

@@ -38,12 +38,13 @@ func prepare(cfg rewards.PrepareConfig, rs *messages.RefScored, cs rewards.Contr
 		}
 	}
 	if cfg.Objective == rewards.ObjectiveGRPOEntropyBonus {
-		// Rollouts carry sampled log-probs, not exact entropies: −Σ_t log π(y_t)
-		// is the one-sample Monte-Carlo estimate of the completion's summed
-		// token entropy (E_y[−log π(y)] = H).
+		// The bonus reads each completion's summed exact token entropy under
+		// the policy that sampled it (spec 1.6).
 		in.EntropySums = make([]float64, n)
-		for i, s := range in.BehaviorLogpSums {
-			in.EntropySums[i] = -s
+		for i, r := range ro.GetRollouts() {
+			for _, h := range r.GetEntropy() {
+				in.EntropySums[i] += float64(h)
+			}
 		}
 	}
 	cfg.LengthNormalizeRef = false

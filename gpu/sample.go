@@ -52,6 +52,10 @@ type Sample struct {
 	// TopK/TopP only restrict which tokens can be drawn; they do not
 	// renormalise these values.
 	LogProbs []float64
+	// Entropies are the exact entropies, in nats, of the distribution each
+	// token was drawn from (log_softmax(logits / Temperature), full
+	// vocabulary, as LogProbs).
+	Entropies []float64
 	// Finish is stop or length.
 	Finish FinishReason
 }
@@ -124,8 +128,9 @@ func sampleNet[F Float](n *net[F], pool *decoderPool[F], prompts [][]int, num in
 		parallelFor(S, n.workers, func(chunk, lo, hi int) {
 			for s := lo; s < hi; s++ {
 				if rowOf[s] >= 0 {
-					tok, lp := drawToken(drawers[chunk], d.logits[rowOf[s]*V:(rowOf[s]+1)*V], rngs[s])
-					out[s].Tokens, out[s].LogProbs = append(out[s].Tokens, tok), append(out[s].LogProbs, lp)
+					smp := &out[s]
+					tok, lp, h := drawToken(drawers[chunk], d.logits[rowOf[s]*V:(rowOf[s]+1)*V], rngs[s])
+					smp.Tokens, smp.LogProbs, smp.Entropies = append(smp.Tokens, tok), append(smp.LogProbs, lp), append(smp.Entropies, h)
 				}
 			}
 		})
@@ -371,9 +376,10 @@ func newDrawer(v int, opt SampleOptions) *drawer {
 	return &drawer{opt: opt, lp: make([]float64, v), p: make([]float64, v), cand: make([]int, v)}
 }
 
-// drawToken returns the drawn (or greedy) token of logits row z and its
-// log-prob under log_softmax(z / T) over the full vocabulary.
-func drawToken[F Float](dr *drawer, z []F, rng *rand.Rand) (int, float64) {
+// drawToken returns the drawn (or greedy) token of logits row z, its
+// log-prob under log_softmax(z / T) over the full vocabulary, and the exact
+// entropy of that distribution.
+func drawToken[F Float](dr *drawer, z []F, rng *rand.Rand) (tok int, lp, entropy float64) {
 	inv := 1 / dr.opt.Temperature
 	mx, best := math.Inf(-1), 0
 	for i, v := range z {
@@ -391,9 +397,10 @@ func drawToken[F Float](dr *drawer, z []F, rng *rand.Rand) (int, float64) {
 	for i := range dr.lp {
 		dr.lp[i] -= lse
 		dr.p[i] /= sum
+		entropy -= dr.p[i] * dr.lp[i]
 	}
 	if dr.opt.Greedy {
-		return best, dr.lp[best]
+		return best, dr.lp[best], entropy
 	}
 	cand := dr.candidates()
 	var total float64
@@ -404,11 +411,11 @@ func drawToken[F Float](dr *drawer, z []F, rng *rand.Rand) (int, float64) {
 	for _, id := range cand {
 		u -= dr.p[id]
 		if u < 0 {
-			return id, dr.lp[id]
+			return id, dr.lp[id], entropy
 		}
 	}
 	id := cand[len(cand)-1] // rounding left u ≥ 0: the last candidate
-	return id, dr.lp[id]
+	return id, dr.lp[id], entropy
 }
 
 // candidates lists the tokens that may be drawn: all of them, or the TopK

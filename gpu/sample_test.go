@@ -14,8 +14,8 @@ func samplesAsSequences(prompts [][]int, samples []Sample) []Sequence {
 	return seqs
 }
 
-// maxScoreDiff compares the sampler's behaviour log-probs with a full
-// forward pass over prompt+completion at the same temperature.
+// maxScoreDiff compares the sampler's behaviour log-probs and entropies
+// with a full forward pass over prompt+completion at the same temperature.
 func maxScoreDiff[F Float](t *testing.T, n *net[F], prompts [][]int, samples []Sample, temp float64) float64 {
 	t.Helper()
 	seqs := samplesAsSequences(prompts, samples)
@@ -23,11 +23,12 @@ func maxScoreDiff[F Float](t *testing.T, n *net[F], prompts [][]int, samples []S
 	scoreInto(scores, n, newActs[F](n.cfg, len(seqs), paddedLen(n.cfg, seqs), n.workers, false), seqs, temp)
 	worst := 0.0
 	for i, s := range samples {
-		if len(s.LogProbs) != len(s.Tokens) {
-			t.Fatalf("sample %d: %d log-probs for %d tokens", i, len(s.LogProbs), len(s.Tokens))
+		if len(s.LogProbs) != len(s.Tokens) || len(s.Entropies) != len(s.Tokens) {
+			t.Fatalf("sample %d: %d log-probs and %d entropies for %d tokens", i, len(s.LogProbs), len(s.Entropies), len(s.Tokens))
 		}
 		for j := range s.Tokens {
 			worst = max(worst, math.Abs(s.LogProbs[j]-scores[i].LogProbs[j]))
+			worst = max(worst, math.Abs(s.Entropies[j]-scores[i].Entropies[j]))
 		}
 	}
 	return worst

@@ -445,6 +445,7 @@ type Rollout struct {
 	PolicyVersion int64                  `protobuf:"varint,5,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"` // version of the policy that sampled it
 	GeneratorId   string                 `protobuf:"bytes,6,opt,name=generator_id,json=generatorId,proto3" json:"generator_id,omitempty"`        // which generator sampled it
 	Text          string                 `protobuf:"bytes,7,opt,name=text,proto3" json:"text,omitempty"`                                         // decoded completion, EOS stripped
+	Entropy       []float32              `protobuf:"fixed32,8,rep,packed,name=entropy,proto3" json:"entropy,omitempty"`                          // [T] nats, exact entropy of the distribution each token was drawn from
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -526,6 +527,13 @@ func (x *Rollout) GetText() string {
 		return x.Text
 	}
 	return ""
+}
+
+func (x *Rollout) GetEntropy() []float32 {
+	if x != nil {
+		return x.Entropy
+	}
+	return nil
 }
 
 // Rollouts are the completions of a PromptBatch, grouped by prompt:
@@ -1560,7 +1568,7 @@ const file_messages_step_proto_rawDesc = "" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x120\n" +
 	"\aprompts\x18\x02 \x03(\v2\x16.mgrpo.messages.PromptR\aprompts\x12'\n" +
 	"\x0fnum_generations\x18\x03 \x01(\x05R\x0enumGenerations\x12\x12\n" +
-	"\x04seed\x18\x04 \x01(\x04R\x04seed\"\xfe\x01\n" +
+	"\x04seed\x18\x04 \x01(\x04R\x04seed\"\x98\x02\n" +
 	"\aRollout\x12!\n" +
 	"\fprompt_index\x18\x01 \x01(\x05R\vpromptIndex\x12\x1b\n" +
 	"\ttoken_ids\x18\x02 \x03(\x05R\btokenIds\x12\x12\n" +
@@ -1568,7 +1576,8 @@ const file_messages_step_proto_rawDesc = "" +
 	"\rfinish_reason\x18\x04 \x01(\x0e2\x1c.mgrpo.messages.FinishReasonR\ffinishReason\x12%\n" +
 	"\x0epolicy_version\x18\x05 \x01(\x03R\rpolicyVersion\x12!\n" +
 	"\fgenerator_id\x18\x06 \x01(\tR\vgeneratorId\x12\x12\n" +
-	"\x04text\x18\a \x01(\tR\x04text\"\xc8\x01\n" +
+	"\x04text\x18\a \x01(\tR\x04text\x12\x18\n" +
+	"\aentropy\x18\b \x03(\x02R\aentropy\"\xc8\x01\n" +
 	"\bRollouts\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x120\n" +
 	"\aprompts\x18\x02 \x03(\v2\x16.mgrpo.messages.PromptR\aprompts\x12'\n" +
