@@ -37,21 +37,24 @@ type Deps struct {
 // NewDeps resolves the task, reward functions, tokenizer and the settings
 // of cfg (which must be valid: config.Load validates it).
 func NewDeps(cfg *config.Config, runID string) (*Deps, error) {
+	if _, err := gpu.OpenDevice(cfg.Model.Device); err != nil {
+		return nil, err
+	}
 	task, err := newTask(cfg.Task)
 	if err != nil {
-		return nil, fmt.Errorf("deps: %w", err)
+		return nil, fmt.Errorf("task %s: %w", cfg.Task.Name, err)
 	}
 	fns, err := tasks.Rewards(cfg.Rewards.Funcs, weightsOrNil(cfg.Rewards.Weights), task, 0)
 	if err != nil {
-		return nil, fmt.Errorf("deps: rewards: %w", err)
+		return nil, fmt.Errorf("rewards: %w", err)
 	}
 	objective, err := rewards.ParseObjective(cfg.MaxEnt.Objective)
 	if err != nil {
-		return nil, fmt.Errorf("deps: %w", err)
+		return nil, fmt.Errorf("maxent.objective: %w", err)
 	}
 	model, err := modelConfig(cfg.Model)
 	if err != nil {
-		return nil, fmt.Errorf("deps: %w", err)
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	tok := tokenizer.NewChar()
 	d := &Deps{Cfg: cfg, Task: task, Rewards: fns, Tokenizer: tok, Model: model, RunID: runID}

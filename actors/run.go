@@ -32,16 +32,18 @@ const ReferenceDir = "reference"
 // ctx is cancelled (SIGINT) it finishes the step in flight, writes a final
 // checkpoint and the report, and returns nil.
 func Run(ctx context.Context, cfg *config.Config, out io.Writer) error {
-	dir, resume, err := openRun(cfg)
+	name := runName(cfg)
+	d, err := NewDeps(cfg, name) // bad input stops the run before it writes anything
+	if err != nil {
+		return err
+	}
+	dir, resume, err := openRun(cfg, name)
 	if err != nil {
 		return err
 	}
 	defer dir.Close()
+	d.RunID = dir.Name()
 	fmt.Fprintf(out, "run %s\n", dir.Path())
-	d, err := NewDeps(cfg, dir.Name())
-	if err != nil {
-		return err
-	}
 	r := &runner{deps: d, dir: dir, out: out, progress: runlog.NewProgress(out, 10), warmAccuracy: math.NaN()}
 	if err := r.loadModels(ctx, resume); err != nil {
 		return err
@@ -53,9 +55,23 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	return r.train(ctx)
 }
 
+// runName is the run's name: output.name, the resumed run's directory, or
+// task-preset-objective-time.
+func runName(cfg *config.Config) string {
+	switch {
+	case cfg.Train.Resume != "":
+		return filepath.Base(filepath.Clean(cfg.Train.Resume))
+	case cfg.Output.Name != "":
+		return cfg.Output.Name
+	}
+	return fmt.Sprintf("%s-%s-%s-%s", cfg.Task.Name, cfg.Model.Preset, cfg.MaxEnt.Objective, time.Now().UTC().Format("20060102-150405"))
+}
+
 // openRun creates the run directory, or opens the one to resume and
-// returns its latest complete checkpoint ("" when starting fresh).
-func openRun(cfg *config.Config) (*runlog.Dir, string, error) {
+// returns its latest complete checkpoint ("" when starting fresh). A
+// generated name already taken (two runs in one second) gets a -2, -3, …
+// suffix; a name the user chose is never reused.
+func openRun(cfg *config.Config, name string) (*runlog.Dir, string, error) {
 	if cfg.Train.Resume != "" {
 		dir, err := runlog.Open(cfg.Train.Resume)
 		if err != nil {
@@ -72,11 +88,10 @@ func openRun(cfg *config.Config) (*runlog.Dir, string, error) {
 		}
 		return dir, ckpt, nil
 	}
-	name := cfg.Output.Name
-	if name == "" {
-		name = fmt.Sprintf("%s-%s-%s-%s", cfg.Task.Name, cfg.Model.Preset, cfg.MaxEnt.Objective, time.Now().UTC().Format("20060102-150405"))
-	}
 	dir, err := runlog.Create(cfg.Output.Dir, name)
+	for n := 2; errors.Is(err, runlog.ErrRunExists) && cfg.Output.Name == "" && n <= 100; n++ {
+		dir, err = runlog.Create(cfg.Output.Dir, fmt.Sprintf("%s-%d", name, n))
+	}
 	if err != nil {
 		return nil, "", err
 	}

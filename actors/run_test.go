@@ -225,3 +225,52 @@ func TestRunRecordsSkips(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRefusesBadInputBeforeWriting checks that input the run cannot use
+// (a device this build lacks, a dataset with a bad line) stops it with an
+// error naming the problem before the run directory exists.
+func TestRunRefusesBadInputBeforeWriting(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, []byte("{\"prompt\":\"1+1=\",\"answer\":\"2\"}\n{\"prompt\": 5}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*config.Config)
+		want   string
+	}{
+		{"cuda without the tag", func(c *config.Config) { c.Model.Device = "cuda" }, "built without CUDA support"},
+		{"bad dataset line", func(c *config.Config) { c.Task.Dataset = bad }, "line 2"},
+	} {
+		cfg := runConfig(t, tc.mutate)
+		err := Run(context.Background(), cfg, new(bytes.Buffer))
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+			t.Errorf("%s: err = %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+		if _, statErr := os.Stat(filepath.Join(cfg.Output.Dir, "run")); !errors.Is(statErr, os.ErrNotExist) {
+			t.Errorf("%s: run directory exists after a refused start (%v)", tc.name, statErr)
+		}
+	}
+}
+
+// TestRunNameTakenGetsSuffix checks that a generated run name already in
+// use (two runs started in the same second) gets a numeric suffix.
+func TestRunNameTakenGetsSuffix(t *testing.T) {
+	cfg := runConfig(t, func(c *config.Config) { c.Output.Name = "" })
+	name := runName(cfg)
+	taken := filepath.Join(cfg.Output.Dir, name)
+	if err := os.MkdirAll(taken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(taken, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir, _, err := openRun(cfg, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	if got, want := dir.Name(), name+"-2"; got != want {
+		t.Errorf("run name = %q, want %q", got, want)
+	}
+}
