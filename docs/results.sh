@@ -39,7 +39,7 @@ evaluate() {
 addition() {
 	# Two warm starts: the default (200 steps) and a 1000-step cap, which the
 	# trainer stops early once greedy accuracy is >= 40% at two consecutive checks.
-	train add-warm200 --config recipe:addition-grpo --train.steps=0
+	train add-warm200 --config recipe:addition-grpo --train.steps=0 --train.warm_start_steps=200
 	train add-warm1000 --config recipe:addition-grpo --train.steps=0 --train.warm_start_steps=1000
 	for start in warm200 warm1000; do
 		evaluate "$RUNS/add-$start/reference" addition 200 "$EVALS/add-$start-n200.json"
