@@ -145,6 +145,10 @@ func writeFileAtomic(path string, data []byte) (err error) {
 		f.Close()
 		return err
 	}
+	if err = f.Chmod(0o644); err != nil { // CreateTemp makes 0600 files
+		f.Close()
+		return err
+	}
 	if err = f.Sync(); err != nil {
 		f.Close()
 		return err

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/atomicfile"
 )
 
 // FileName is the config file inside a checkpoint directory.
@@ -264,39 +266,8 @@ func Write(dir string, c LlamaConfig) error {
 		return fmt.Errorf("write llama config %s: %w", dir, err)
 	}
 	out.WriteByte('\n')
-	if err := writeAtomic(filepath.Join(dir, FileName), out.Bytes()); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, FileName), out.Bytes()); err != nil {
 		return fmt.Errorf("write llama config %s: %w", dir, err)
 	}
 	return nil
-}
-
-// writeAtomic writes data to path via a synced temp file and a rename.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/atomicfile"
 )
 
 // FileName is the tokenizer file inside a checkpoint directory.
@@ -35,7 +37,7 @@ func (t *Char) Save(dir string) error {
 	if err != nil {
 		return fmt.Errorf("save tokenizer %s: %w", dir, err)
 	}
-	if err := writeAtomic(filepath.Join(dir, FileName), append(data, '\n')); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, FileName), append(data, '\n')); err != nil {
 		return fmt.Errorf("save tokenizer %s: %w", dir, err)
 	}
 	return nil
@@ -79,36 +81,4 @@ func parse(data []byte) (Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("unknown tokenizer type %q (want %q or a Hugging Face tokenizer.json)", p.Type, CharName)
 	}
-}
-
-// writeAtomic writes data to path via a temp file in the same directory,
-// fsyncs it, renames it over path and fsyncs the directory.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
