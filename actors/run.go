@@ -394,7 +394,11 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 			return err
 		}
 	}
-	r.progress.Update(runlog.StatsFromMetrics(step, d.Cfg.Train.Steps, m), took)
+	ps := runlog.StatsFromMetrics(step, d.Cfg.Train.Steps, m)
+	if d.Cfg.MaxEnt.Objective != config.ObjectiveMaxEntListwise {
+		ps.Tau = math.NaN() // tau only shapes the listwise weights: show "-"
+	}
+	r.progress.Update(ps, took)
 	return nil
 }
 
