@@ -1,3 +1,8 @@
+//go:build !cuda
+
+// The gorgonia oracle stays out of cuda builds: with the cuda tag gorgonia
+// itself needs cudnn.h, which no Debian package ships (go-deps.md §5).
+
 package gpu
 
 import (
