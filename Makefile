@@ -19,7 +19,7 @@ FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards
 	FuzzExtractAnswer:./rewards FuzzPrepare:./rewards FuzzRead:./gpu/safetensors
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build run test test-long fuzz bench proto proto-check lint protoc-installed
+.PHONY: help deps build run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -74,3 +74,15 @@ lint: ## gofmt check and go vet
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	CGO_LDFLAGS="-L$(OPENBLAS_DIR) -lopenblas" $(GO) vet -tags openblas ./gpu/...
+
+CUDA_ROOT := $(CURDIR)/.tools/cuda
+cuda-check: ## compile-check the cuda build tag against CUDA headers from Debian non-free (no GPU needed; ~800 MB download once)
+	@test -f $(CUDA_ROOT)/usr/include/cuda.h || { \
+	  src=/etc/apt/sources.list.d/mgrpo-nonfree.sources; \
+	  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' > $$src; \
+	  tmp=$$(mktemp -d); apt-get update -qq && (cd $$tmp && apt-get download nvidia-cuda-dev); rc=$$?; \
+	  rm -f $$src; apt-get update -qq; [ $$rc -eq 0 ] || exit $$rc; \
+	  mkdir -p $(CUDA_ROOT) && dpkg-deb --fsys-tarfile $$tmp/nvidia-cuda-dev_*.deb | \
+	    tar -x -C $(CUDA_ROOT) --wildcards './usr/include/*' './usr/lib/x86_64-linux-gnu/stubs/*'; rm -rf $$tmp; }
+	CGO_CFLAGS="-I$(CUDA_ROOT)/usr/include -Wno-deprecated-declarations" \
+	CGO_LDFLAGS="-L$(CUDA_ROOT)/usr/lib/x86_64-linux-gnu/stubs" $(GO) vet -tags cuda ./gpu/ ./gpu/cuda/
