@@ -7,32 +7,13 @@ import (
 	"github.com/mgrpo/mgrpo/rewards"
 )
 
-// controlSettings are the tau, beta and meta controllers (spec §2).
-type controlSettings struct {
-	tau      rewards.TauController
-	beta     rewards.BetaController
-	meta     rewards.MetaController
-	klTarget float64 // the meta-controller's KL target (controller.beta.kl_target)
-}
-
 // control updates the controllers once from one optimiser step's global
-// statistics (DESIGN §3): the meta-controller when it is enabled (on its
-// interval), else the beta then the tau controller, as the original's
-// step order does (spec §1.9c).
-func control(s controlSettings, cs rewards.ControllerState, st *messages.StepStats) rewards.ControllerState {
-	step := st.GetMeta().GetStep()
-	if s.meta.Enabled {
-		if !s.meta.ShouldRun(step) {
-			return cs
-		}
-		sig := rewards.MetaSignals{Entropy: st.GetWeightEntropy(), TargetEntropy: s.tau.TargetAt(step), KL: st.GetKl(), KLTarget: s.klTarget}
-		if g, ok := s.meta.BuildObjective(nil).Gradients(sig); ok {
-			cs = s.meta.Apply(cs, g, 1, s.tau.Min, s.tau.Max)
-		}
-		return cs
-	}
-	cs.Beta = s.beta.Update(cs.Beta, st.GetKl())
-	cs, _ = s.tau.Update(cs, st.GetWeightEntropy(), step, 1)
+// statistics (DESIGN §3; rewards.Controllers.Update).
+func control(c rewards.Controllers, cs rewards.ControllerState, st *messages.StepStats) rewards.ControllerState {
+	cs, _ = c.Update(cs, rewards.ControllerInputs{
+		Step: st.GetMeta().GetStep(), WeightEntropy: st.GetWeightEntropy(),
+		PolicyEntropy: st.GetPolicyEntropy(), KL: st.GetKl(), LRScale: 1,
+	})
 	return cs
 }
 
@@ -53,13 +34,13 @@ func controllerFromMessage(m *messages.ControllerState, meta rewards.MetaControl
 // controllerActor keeps the controller state: StepStats in, the new
 // ControllerState out.
 type controllerActor struct {
-	settings controlSettings
+	settings rewards.Controllers
 	state    rewards.ControllerState
 	version  int64
 }
 
 // newControllerProps returns the props of the controller starting at state.
-func newControllerProps(s controlSettings, state rewards.ControllerState) *actor.Props {
+func newControllerProps(s rewards.Controllers, state rewards.ControllerState) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return &controllerActor{settings: s, state: state} })
 }
 

@@ -158,9 +158,11 @@ func controllers(c config.Controller) (rewards.TauController, rewards.BetaContro
 	if c.Tau.Horizon > 0 {
 		tau.Anneal, tau.TargetStart, tau.TargetFinal, tau.Horizon = true, c.Tau.TargetEntropy, c.Tau.TargetEntropyFinal, int64(c.Tau.Horizon)
 	}
-	var beta rewards.BetaController
+	// The KL target is kept with the beta controller off: the meta-controller
+	// reads it. Without a horizon and step size the controller itself is off.
+	beta := rewards.BetaController{Target: c.Beta.KLTarget}
 	if c.Beta.Enabled {
-		beta = rewards.BetaController{Target: c.Beta.KLTarget, Horizon: float64(c.Beta.Horizon), StepSize: c.Beta.StepSize}
+		beta.Horizon, beta.StepSize = float64(c.Beta.Horizon), c.Beta.StepSize
 	}
 	meta := rewards.DefaultMetaController()
 	meta.Enabled, meta.Method, meta.LR, meta.TauLR, meta.BetaLR = c.Meta.Enabled, c.Meta.Method, c.Meta.LR, c.Meta.TauLR, c.Meta.BetaLR

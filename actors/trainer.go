@@ -73,8 +73,8 @@ func learnSettingsOf(d *Deps) learnSettings {
 		temperature: d.Cfg.Generation.Temperature, vocab: d.Model.Vocab}
 }
 
-func controlSettingsOf(d *Deps) controlSettings {
-	return controlSettings{tau: d.Tau, beta: d.Beta, meta: d.Meta, klTarget: d.Cfg.Controller.Beta.KLTarget}
+func controlSettingsOf(d *Deps) rewards.Controllers {
+	return rewards.Controllers{Tau: d.Tau, Beta: d.Beta, Meta: d.Meta}
 }
 
 // localStages calls every stage function directly.

@@ -53,8 +53,10 @@ func (c Controllers) Update(s ControllerState, in ControllerInputs) (ControllerS
 		if !isFinite(sig.Entropy) {
 			sig.Entropy = in.WeightEntropy
 		}
-		if c.Tau.Enabled {
-			sig.TargetEntropy = c.Tau.TargetAt(in.Step)
+		// The targets are the tau and beta controllers' own, read whether or
+		// not those controllers run: the meta-controller replaces them.
+		if h := c.Tau.TargetAt(in.Step); h > 0 {
+			sig.TargetEntropy = h
 		}
 		g, ok := c.Meta.BuildObjective(c.Backprop).Gradients(sig)
 		if ok {

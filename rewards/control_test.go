@@ -32,4 +32,15 @@ func TestControllersUpdate(t *testing.T) {
 	if !near(s.Tau, 0.5+0.1*0.1, 1e-15) || !near(s.Beta, 0.2+0.1*0.07, 1e-15) {
 		t.Errorf("meta update: tau %v beta %v", s.Tau, s.Beta)
 	}
+	// the meta-controller replaces the plain ones, so it reads their targets
+	// even when they are off (config refuses both on at once).
+	c.Tau.Enabled, c.Beta.Horizon, c.Beta.StepSize = false, 0, 0
+	if _, up = c.Update(s0, in); !near(up.Grads.Tau, -0.1, 1e-15) || !near(up.Grads.Beta, 0.07, 1e-15) {
+		t.Errorf("meta grads with the plain controllers off %+v", up.Grads)
+	}
+	// no target configured: no tau gradient.
+	c.Tau.Target = 0
+	if _, up = c.Update(s0, in); up.Grads.HasTau {
+		t.Errorf("meta gave a tau gradient without a target: %+v", up.Grads)
+	}
 }
