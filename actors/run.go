@@ -251,7 +251,7 @@ func learnerConfig(cfg *config.Config) gpu.LearnerConfig {
 func (r *runner) evaluate(ctx context.Context, m *gpu.Model) (float64, error) {
 	d := r.deps
 	s := evaluate.ModelSampler{Model: m, Tokenizer: d.Tokenizer, MaxNewTokens: d.Cfg.Generation.MaxCompletionLen}
-	res, err := evaluate.Run(ctx, s, d.Task, evaluate.Options{N: max(d.Cfg.Train.EvalPrompts, 1), K: 1,
+	res, err := evaluate.Run(ctx, s, d.Task, evaluate.Options{N: max(d.Cfg.Train.EvalPrompts, 1), K: 1, GreedyOnly: true,
 		Temperature: d.Cfg.Generation.Temperature, Seed: uint64(d.Cfg.Train.Seed)})
 	return res.GreedyAccuracy, err
 }
