@@ -19,7 +19,7 @@ FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards
 	FuzzExtractAnswer:./rewards FuzzPrepare:./rewards FuzzRead:./gpu/safetensors
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check
+.PHONY: help deps build build-cuda run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -85,4 +85,13 @@ cuda-check: ## compile-check the cuda build tag against CUDA headers from Debian
 	  mkdir -p $(CUDA_ROOT) && dpkg-deb --fsys-tarfile $$tmp/nvidia-cuda-dev_*.deb | \
 	    tar -x -C $(CUDA_ROOT) --wildcards './usr/include/*' './usr/lib/x86_64-linux-gnu/stubs/*'; rm -rf $$tmp; }
 	CGO_CFLAGS="-I$(CUDA_ROOT)/usr/include -Wno-deprecated-declarations" \
-	CGO_LDFLAGS="-L$(CUDA_ROOT)/usr/lib/x86_64-linux-gnu/stubs" $(GO) vet -tags cuda ./gpu/ ./gpu/cuda/
+	CGO_LDFLAGS="-L$(CUDA_ROOT)/usr/lib/x86_64-linux-gnu/stubs" $(GO) vet -tags cuda ./gpu/... ./actors/... ./cmd/...
+	CGO_CFLAGS="-I$(CUDA_ROOT)/usr/include -Wno-deprecated-declarations" \
+	CGO_LDFLAGS="-L$(CUDA_ROOT)/usr/lib/x86_64-linux-gnu/stubs" $(GO) build -tags cuda -o /dev/null ./cmd/mgrpo-node
+
+# CUDA_HOME is the CUDA toolkit of a GPU machine: headers in include/, libraries in CUDA_LIB.
+CUDA_HOME ?= /usr/local/cuda
+CUDA_LIB ?= $(CUDA_HOME)/lib64
+build-cuda: deps ## build bin/mgrpo-node-cuda: OpenBLAS plus cuBLAS (-tags cuda; needs the CUDA toolkit, runs only where a GPU is)
+	CGO_CFLAGS="-I$(CUDA_HOME)/include -Wno-deprecated-declarations" \
+	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas -o $(BIN)-cuda ./cmd/mgrpo-node

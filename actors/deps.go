@@ -28,7 +28,10 @@ type Deps struct {
 	Beta      rewards.BetaController
 	Meta      rewards.MetaController
 	Model     gpu.Config
-	RunID     string
+	// Device runs the learner's weight products (model.device); Run
+	// closes it when the run ends.
+	Device gpu.Device
+	RunID  string
 	// ShuffleRewards permutes the completions' rewards within each batch:
 	// the control run that shows learning comes from the reward signal.
 	ShuffleRewards bool
@@ -37,9 +40,6 @@ type Deps struct {
 // NewDeps resolves the task, reward functions, tokenizer and the settings
 // of cfg (which must be valid: config.Load validates it).
 func NewDeps(cfg *config.Config, runID string) (*Deps, error) {
-	if _, err := gpu.OpenDevice(cfg.Model.Device); err != nil {
-		return nil, err
-	}
 	task, err := newTask(cfg.Task)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", cfg.Task.Name, err)
@@ -56,8 +56,12 @@ func NewDeps(cfg *config.Config, runID string) (*Deps, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
+	dev, err := gpu.OpenDevice(cfg.Model.Device) // opened last: nothing below can fail
+	if err != nil {
+		return nil, err
+	}
 	tok := tokenizer.NewChar()
-	d := &Deps{Cfg: cfg, Task: task, Rewards: fns, Tokenizer: tok, Model: model, RunID: runID}
+	d := &Deps{Cfg: cfg, Task: task, Rewards: fns, Tokenizer: tok, Model: model, Device: dev, RunID: runID}
 	d.Sample = gpu.SampleOptions{
 		Temperature:  cfg.Generation.Temperature,
 		TopK:         cfg.Generation.TopK,

@@ -37,6 +37,7 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer d.Device.Close()
 	dir, resume, err := openRun(cfg, name)
 	if err != nil {
 		return err
@@ -44,6 +45,9 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	defer dir.Close()
 	d.RunID = dir.Name()
 	fmt.Fprintf(out, "run %s\n", dir.Path())
+	if d.Device.Name() != "cpu" {
+		fmt.Fprintf(out, "learner on %s\n", d.Device.Info())
+	}
 	r := &runner{deps: d, dir: dir, out: out, progress: runlog.NewProgress(out, 10), warmAccuracy: math.NaN()}
 	if err := r.loadModels(ctx, resume); err != nil {
 		return err
@@ -131,7 +135,7 @@ func (r *runner) loadModels(ctx context.Context, resume string) error {
 	if err != nil {
 		return err
 	}
-	l, err := gpu.NewLearner(policy, learnerConfig(d.Cfg))
+	l, err := gpu.NewLearner(policy, learnerConfig(d))
 	if err != nil {
 		return err
 	}
@@ -241,10 +245,12 @@ func (r *runner) warmStart(ctx context.Context) (*gpu.Model, error) {
 	return warm, nil
 }
 
-// learnerConfig is the RL optimiser: a fresh AdamW at optim.lr.
-func learnerConfig(cfg *config.Config) gpu.LearnerConfig {
-	o := cfg.Optim
-	return gpu.LearnerConfig{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay, MaxGradNorm: o.GradClip}
+// learnerConfig is the RL optimiser: a fresh AdamW at optim.lr on the
+// run's device.
+func learnerConfig(d *Deps) gpu.LearnerConfig {
+	o := d.Cfg.Optim
+	return gpu.LearnerConfig{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
+		MaxGradNorm: o.GradClip, Device: d.Device}
 }
 
 // evaluate is the greedy accuracy on train.eval_prompts held-out problems.

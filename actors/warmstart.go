@@ -26,7 +26,7 @@ type WarmStartHook func(step int, st gpu.StepStats, policy func() *gpu.Model) (s
 func WarmStart(ctx context.Context, d *Deps, m *gpu.Model, hook WarmStartHook) (*gpu.Model, error) {
 	o := d.Cfg.Optim
 	l, err := gpu.NewLearner(m, gpu.LearnerConfig{LR: o.WarmStartLR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps,
-		WeightDecay: o.WeightDecay, MaxGradNorm: o.GradClip})
+		WeightDecay: o.WeightDecay, MaxGradNorm: o.GradClip, Device: d.Device})
 	if err != nil {
 		return nil, fmt.Errorf("warm start: %w", err)
 	}

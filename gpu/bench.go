@@ -17,12 +17,16 @@ type BenchOptions struct {
 	NewTokens int           // completion tokens (learner/score) and new tokens (sample)
 	MinTime   time.Duration // measure each figure for at least this long
 	Seed      uint64
+	// Device runs the learner step's weight products (nil: the CPU);
+	// sampling and scoring run on the CPU, as in training.
+	Device Device
 }
 
 // BenchResult holds the measured figures (JSON for `mgrpo-node bench`).
 type BenchResult struct {
 	Preset    string `json:"preset"`
 	BLAS      string `json:"blas"`
+	Device    string `json:"device"`  // the learner's device (Device.Info)
 	Threads   int    `json:"threads"` // GOMAXPROCS
 	Params    int    `json:"params"`
 	Batch     int    `json:"batch"`
@@ -74,7 +78,9 @@ func newBenchWorkload(preset string, o BenchOptions) (*benchWorkload, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := NewLearner(m, DefaultLearnerConfig())
+	lc := DefaultLearnerConfig()
+	lc.Device = o.Device
+	l, err := NewLearner(m, lc)
 	if err != nil {
 		return nil, err
 	}
@@ -130,13 +136,16 @@ func timeIt(minTime time.Duration, f func() error) (float64, error) {
 // machine (DESIGN §6); `mgrpo-node bench --preset P` prints the result.
 func Bench(preset string, opt BenchOptions) (BenchResult, error) {
 	o := opt.withDefaults()
+	if o.Device == nil {
+		o.Device = CPU{}
+	}
 	w, err := newBenchWorkload(preset, o)
 	if err != nil {
 		return BenchResult{}, fmt.Errorf("bench %s: %w", preset, err)
 	}
 	cfg := w.model.Config()
 	seqLen := o.PromptLen + o.NewTokens
-	r := BenchResult{Preset: preset, BLAS: BLASInfo(), Threads: runtime.GOMAXPROCS(0), Params: cfg.NumParams(),
+	r := BenchResult{Preset: preset, BLAS: BLASInfo(), Device: o.Device.Info(), Threads: runtime.GOMAXPROCS(0), Params: cfg.NumParams(),
 		Batch: o.Batch, PromptLen: o.PromptLen, NewTokens: o.NewTokens, SeqTokens: o.Batch * seqLen}
 	flops := cfg.FlopsPerToken(seqLen) * float64(r.SeqTokens)
 	if r.LearnerStepSec, err = timeIt(o.MinTime, w.learnerStep); err != nil {

@@ -10,14 +10,22 @@ import (
 // cannot use.
 var ErrNoDevice = errors.New("gpu: device not available")
 
-// Device is the compute device the model runs on: the seam where a CUDA
-// engine goes. Today every kernel runs on the CPU.
+// Device is the compute device a Learner runs on (LearnerConfig.Device).
+// On "cuda" the weight products of the forward and backward passes run as
+// cuBLAS products on the GPU; everything else, and every Model (sampling
+// and scoring), runs on the CPU.
 type Device interface {
 	// Name is "cpu" or "cuda".
 	Name() string
 	// Info describes the device for logs and `mgrpo-node bench`, e.g.
 	// "cpu: 2 threads, BLAS OpenBLAS (SkylakeX kernels, ...)".
 	Info() string
+	// Close releases what the device holds (a CUDA context and its
+	// buffers); learners using it must not step afterwards.
+	Close() error
+	// linear32 returns the engine of a float32 model's weight products;
+	// workers is the model's CPU goroutine count.
+	linear32(workers int) linear[float32]
 }
 
 // CPU is the default device: Go kernels on GOMAXPROCS goroutines and the
@@ -34,8 +42,14 @@ func (CPU) Info() string {
 	return fmt.Sprintf("cpu: %d threads, BLAS %s", runtime.GOMAXPROCS(0), BLASInfo())
 }
 
-// OpenDevice returns the named device: "cpu", or "cuda" in a binary built
-// with -tags cuda.
+// Close does nothing: the CPU holds nothing to release.
+func (CPU) Close() error { return nil }
+
+func (CPU) linear32(workers int) linear[float32] { return cpuLinear[float32]{workers} }
+
+// OpenDevice returns the named device: "cpu", or "cuda" (GPU 0, or the
+// first of CUDA_VISIBLE_DEVICES) in a binary built with -tags cuda. Close
+// it when done.
 func OpenDevice(name string) (Device, error) {
 	switch name {
 	case "cpu", "":

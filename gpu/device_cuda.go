@@ -2,11 +2,42 @@
 
 package gpu
 
-import "fmt"
+import (
+	"fmt"
 
-// openCUDA: the CUDA build links the driver (gpu/cuda), but the policy
-// model's kernels are CPU-only so far, so the device is refused rather than
-// silently running on the CPU.
-func openCUDA() (Device, error) {
-	return nil, fmt.Errorf("device cuda: the model has no CUDA kernels yet; use --device cpu: %w", ErrNoDevice)
+	"github.com/mgrpo/mgrpo/gpu/cuda"
+)
+
+// cudaDevice is GPU 0 with a cuBLAS handle: a Learner on it runs its
+// weight products as cuBLAS Sgemm (operands copied over per product, so it
+// pays off for the larger presets and batches) and the rest of the model
+// on the CPU.
+type cudaDevice struct {
+	gpu  cuda.Device
+	blas *cuda.BLAS
 }
+
+func openCUDA() (Device, error) {
+	devs, err := cuda.Devices()
+	if err != nil {
+		return nil, fmt.Errorf("device cuda: %w (%w)", err, ErrNoDevice)
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("device cuda: no CUDA device found: %w", ErrNoDevice)
+	}
+	b, err := cuda.NewBLAS(devs[0].Ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("device cuda: %w (%w)", err, ErrNoDevice)
+	}
+	return &cudaDevice{gpu: devs[0], blas: b}, nil
+}
+
+func (d *cudaDevice) Name() string { return "cuda" }
+
+func (d *cudaDevice) Info() string {
+	return fmt.Sprintf("cuda: %s, cuBLAS for the weight products; %s for the rest", d.gpu, CPU{}.Info())
+}
+
+func (d *cudaDevice) Close() error { return d.blas.Close() }
+
+func (d *cudaDevice) linear32(int) linear[float32] { return &deviceLinear{dev: d.blas} }

@@ -10,6 +10,9 @@
 // default, OpenBLAS when built with -tags openblas (see blas_openblas.go).
 // The kernels are generic over float32 and float64: the model runs in
 // float32, and the gradient checks run the very same code in float64.
+// The weight products (linear.go) go through one seam per model, so a
+// Learner on a CUDA device (LearnerConfig.Device, OpenDevice("cuda") in a
+// -tags cuda build) runs them as cuBLAS products and the rest on the CPU.
 //
 // # What it provides
 //
@@ -22,11 +25,12 @@
 //	(*Learner).Snapshot()                                   immutable *Model with the policy version
 //	(*Model).MarshalWeights(chunk) / UnmarshalWeights       deterministic chunked wire format
 //	SaveCheckpoint(dir, model, tok) / LoadCheckpoint(dir)   config.json + model.safetensors + tokenizer.json
-//	OpenDevice("cpu"|"cuda"), Bench(preset, opts)
+//	OpenDevice("cpu"|"cuda")                               the learner's device (LearnerConfig.Device)
+//	Bench(preset, opts)                                     `mgrpo-node bench` figures
 //
 // Sub-packages: tokenizer, safetensors, hfconfig, optim (AdamW, schedules),
 // loss (the GRPO-family and MaxEnt objectives as pure slice functions),
-// cuda (device discovery behind the cuda build tag).
+// cuda (device discovery and cuBLAS behind the cuda build tag).
 //
 // It never imports actors, rewards, messages or config: callers hand it
 // token ids and loss closures, and get slices back.

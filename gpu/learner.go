@@ -71,6 +71,9 @@ type LearnerConfig struct {
 	Schedule                           optim.Schedule
 	// MaxGradNorm clips the global gradient norm (0 = no clipping).
 	MaxGradNorm float64
+	// Device runs the learner's weight products (nil: the CPU). The
+	// learner does not close it.
+	Device Device
 }
 
 // DefaultLearnerConfig is AdamW(1e-3, 0.9, 0.999, 1e-8, weight decay 0.01),
@@ -126,6 +129,9 @@ func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 		l.params = append(l.params, optim.Param{Name: s.Name, W: w[s.Offset : s.Offset+s.Size()],
 			G: g[s.Offset : s.Offset+s.Size()], NoDecay: s.Norm})
 	}
+	if lc.Device != nil {
+		l.net.mm = lc.Device.linear32(l.net.workers)
+	}
 	l.version = m.version
 	return l, nil
 }
@@ -180,6 +186,9 @@ func (l *Learner) Score(seqs []Sequence, temperature float64) ([]TokenScores, er
 	out := make([]TokenScores, len(seqs))
 	if len(seqs) > 0 {
 		scoreInto(out, l.net, l.workspace(len(seqs), paddedLen(l.cfg, seqs)), seqs, temperature)
+		if err := l.net.mm.Err(); err != nil {
+			return nil, fmt.Errorf("score: %w", err)
+		}
 	}
 	return out, nil
 }
@@ -196,6 +205,9 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	a := l.workspace(len(b.Seqs), paddedLen(l.cfg, b.Seqs))
 	a.load(b.Seqs)
 	l.net.forward(a, temperature)
+	if err := l.net.mm.Err(); err != nil {
+		return StepStats{}, fmt.Errorf("learner step: forward: %w", err)
+	}
 	lp, ent, st := l.tokenOutputs(a, b)
 	g, err := lossFn(lp, ent)
 	if err != nil {
@@ -206,6 +218,9 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	}
 	clear(l.grad.flat)
 	l.net.backward(a, l.grad, temperature)
+	if err := l.net.mm.Err(); err != nil {
+		return StepStats{}, fmt.Errorf("learner step: backward: %w", err)
+	}
 	st.GradNorm = optim.ClipGlobalNorm(l.params, l.lc.MaxGradNorm)
 	if math.IsNaN(st.GradNorm) || math.IsInf(st.GradNorm, 0) {
 		return StepStats{}, fmt.Errorf("learner step: gradient norm %g: %w", st.GradNorm, ErrNonFinite)

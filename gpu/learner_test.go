@@ -179,7 +179,7 @@ func TestLearnerRejectsBadLoss(t *testing.T) {
 // steps (policy-and-tasks §4: one graph per shape, reused).
 func TestLearnerMemoryFlat(t *testing.T) {
 	steps := 1000
-	if testing.Short() || raceEnabled { // -race makes each step ~40× slower
+	if raceEnabled { // -race makes each step ~40× slower; make test also runs it without
 		steps = 200
 	}
 	_, l := newTinyLearner(t, 1e-3)

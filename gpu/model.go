@@ -8,13 +8,15 @@ package gpu
 type net[F Float] struct {
 	cfg      Config
 	w        params[F]
-	cos, sin []F // RoPE table: [Context, E/2] each
-	workers  int
+	cos, sin []F       // RoPE table: [Context, E/2] each
+	workers  int       // goroutines for the row-wise kernels
+	mm       linear[F] // the weight products: the CPU's BLAS unless a device was set
 }
 
 func newNet[F Float](cfg Config, flat []F, workers int) *net[F] {
 	cos, sin := ropeTable[F](cfg.Context, cfg.HeadDim(), cfg.RopeTheta)
-	return &net[F]{cfg: cfg, w: bindParams(cfg, flat), cos: cos, sin: sin, workers: max(workers, 1)}
+	workers = max(workers, 1)
+	return &net[F]{cfg: cfg, w: bindParams(cfg, flat), cos: cos, sin: sin, workers: workers, mm: cpuLinear[F]{workers}}
 }
 
 func (n *net[F]) attnShape(b, t int) attnShape {
@@ -110,19 +112,19 @@ func (n *net[F]) forward(a *acts[F], temp float64) {
 	for l, lw := range w.layers {
 		x := a.resid[l]
 		rmsnorm(a.xn1[l], a.inv1[l], x, lw.attnNorm, D, c.NormEps, k)
-		matmulNT(a.qkv[l], a.xn1[l], lw.qkv, N, D, qs, false, k)
+		n.mm.NT(a.qkv[l], a.xn1[l], lw.qkv, N, D, qs, false)
 		rope(a.qkv[l], a.pos, qs, as.H+as.G, as.E, n.cos, n.sin, 1, k)
 		attention(a.att[l], a.probs[l], a.qkv[l], as, k)
 		copy(a.mid[l], x)
-		matmulNT(a.mid[l], a.att[l], lw.o, N, he, D, true, k) // mid = x + o_proj(att)
+		n.mm.NT(a.mid[l], a.att[l], lw.o, N, he, D, true) // mid = x + o_proj(att)
 		rmsnorm(a.xn2[l], a.inv2[l], a.mid[l], lw.mlpNorm, D, c.NormEps, k)
-		matmulNT(a.gu[l], a.xn2[l], lw.gateUp, N, D, 2*M, false, k)
+		n.mm.NT(a.gu[l], a.xn2[l], lw.gateUp, N, D, 2*M, false)
 		swiglu(a.act[l], a.sig[l], a.gu[l], M, k)
 		copy(a.resid[l+1], a.mid[l])
-		matmulNT(a.resid[l+1], a.act[l], lw.down, N, M, D, true, k) // x' = mid + down_proj(act)
+		n.mm.NT(a.resid[l+1], a.act[l], lw.down, N, M, D, true) // x' = mid + down_proj(act)
 	}
 	rmsnorm(a.xf, a.invf, a.resid[c.Layers], w.norm, D, c.NormEps, k)
-	matmulNT(a.dlogits, a.xf, w.head, N, D, V, false, k) // logits: [N, V] (dlogits as scratch)
+	n.mm.NT(a.dlogits, a.xf, w.head, N, D, V, false) // logits: [N, V] (dlogits as scratch)
 	logSoftmaxEntropy(a.logp, a.ent, a.dlogits, a.need, V, temp, k)
 }
 
@@ -135,24 +137,24 @@ func (n *net[F]) backward(a *acts[F], g params[F], temp float64) {
 	as := n.attnShape(a.B, a.T)
 	qs, he := as.stride(), as.H*as.E
 	logSoftmaxEntropyBackward(a.dlogits, a.logp, a.ent, a.targets, a.dlp, a.dH, V, temp, k)
-	matmulTNAdd(g.head, a.dlogits, a.xf, N, D, V, k)
-	matmulNN(a.dxn, a.dlogits, w.head, N, D, V, false, k)
+	n.mm.TNAdd(g.head, a.dlogits, a.xf, N, D, V)
+	n.mm.NN(a.dxn, a.dlogits, w.head, N, D, V, false)
 	clear(a.dx)
 	rmsnormBackward(a.dx, g.norm, a.dxn, a.resid[c.Layers], a.invf, w.norm, D, k)
 	for l := c.Layers - 1; l >= 0; l-- { // a.dx holds dLoss/d resid[l+1]
 		lw, lg := w.layers[l], g.layers[l]
-		matmulTNAdd(lg.down, a.dx, a.act[l], N, M, D, k)
-		matmulNN(a.dact, a.dx, lw.down, N, M, D, false, k)
+		n.mm.TNAdd(lg.down, a.dx, a.act[l], N, M, D)
+		n.mm.NN(a.dact, a.dx, lw.down, N, M, D, false)
 		swigluBackward(a.dgu, a.dact, a.gu[l], a.sig[l], M, k)
-		matmulTNAdd(lg.gateUp, a.dgu, a.xn2[l], N, D, 2*M, k)
-		matmulNN(a.dxn, a.dgu, lw.gateUp, N, D, 2*M, false, k)
+		n.mm.TNAdd(lg.gateUp, a.dgu, a.xn2[l], N, D, 2*M)
+		n.mm.NN(a.dxn, a.dgu, lw.gateUp, N, D, 2*M, false)
 		rmsnormBackward(a.dx, lg.mlpNorm, a.dxn, a.mid[l], a.inv2[l], lw.mlpNorm, D, k) // now dLoss/d mid
-		matmulTNAdd(lg.o, a.dx, a.att[l], N, he, D, k)
-		matmulNN(a.datt, a.dx, lw.o, N, he, D, false, k)
+		n.mm.TNAdd(lg.o, a.dx, a.att[l], N, he, D)
+		n.mm.NN(a.datt, a.dx, lw.o, N, he, D, false)
 		attentionBackward(a.dqkv, a.datt, a.qkv[l], a.probs[l], a.dscores, as, k)
 		rope(a.dqkv, a.pos, qs, as.H+as.G, as.E, n.cos, n.sin, -1, k)
-		matmulTNAdd(lg.qkv, a.dqkv, a.xn1[l], N, D, qs, k)
-		matmulNN(a.dxn, a.dqkv, lw.qkv, N, D, qs, false, k)
+		n.mm.TNAdd(lg.qkv, a.dqkv, a.xn1[l], N, D, qs)
+		n.mm.NN(a.dxn, a.dqkv, lw.qkv, N, D, qs, false)
 		rmsnormBackward(a.dx, lg.attnNorm, a.dxn, a.resid[l], a.inv1[l], lw.attnNorm, D, k) // dLoss/d resid[l]
 	}
 	embedBackward(g.embed, a.dx, a.tokens, D)

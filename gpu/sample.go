@@ -275,18 +275,18 @@ func (d *decoder[F]) run(r int) {
 	embed(x, n.w.embed, d.tok[:r], D)
 	for l, lw := range n.w.layers {
 		rmsnorm(xn, inv, x, lw.attnNorm, D, c.NormEps, k)
-		matmulNT(qkv, xn, lw.qkv, r, D, qs, false, k)
+		n.mm.NT(qkv, xn, lw.qkv, r, D, qs, false)
 		rope(qkv, pos, qs, c.Heads+c.KVHeads, E, n.cos, n.sin, 1, k)
 		d.cacheKV(l, r)
 		d.attend(l, r)
-		matmulNT(x, att, lw.o, r, he, D, true, k)
+		n.mm.NT(x, att, lw.o, r, he, D, true)
 		rmsnorm(xn, inv, x, lw.mlpNorm, D, c.NormEps, k)
-		matmulNT(gu, xn, lw.gateUp, r, D, 2*M, false, k)
+		n.mm.NT(gu, xn, lw.gateUp, r, D, 2*M, false)
 		swiglu(act, d.sig[:r*M], gu, M, k)
-		matmulNT(x, act, lw.down, r, M, D, true, k)
+		n.mm.NT(x, act, lw.down, r, M, D, true)
 	}
 	rmsnorm(xn, inv, x, n.w.norm, D, c.NormEps, k)
-	matmulNT(d.logits[:r*V], xn, n.w.head, r, D, V, false, k)
+	n.mm.NT(d.logits[:r*V], xn, n.w.head, r, D, V, false)
 }
 
 // cacheKV copies the rotated keys and the values of rows 0..r-1 into layer

@@ -21,6 +21,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.NewTokens, "new_tokens", 16, "completion tokens (learner, score) and new tokens (sample)")
 	fs.DurationVar(&o.MinTime, "min_time", 0, "measure each figure for at least this long (0: 1s)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
+	device := fs.String("device", "cpu", "device of the learner step: cpu, or cuda in a binary built with -tags cuda")
 	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -33,6 +34,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			o.Batch, o.PromptLen, o.NewTokens, o.MinTime)
 		return exitUsage
 	}
+	dev, err := gpu.OpenDevice(*device)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node bench: --device: %v\n", err)
+		return exitUsage
+	}
+	defer dev.Close()
+	o.Device = dev
 	r, err := gpu.Bench(*preset, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node bench: %v\n", err)

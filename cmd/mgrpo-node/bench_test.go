@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu"
@@ -18,7 +19,8 @@ func TestBenchPrintsJSON(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		t.Fatalf("bench output %q: %v", stdout.String(), err)
 	}
-	if r.Preset != "tiny" || r.SeqTokens != 32 || !(r.LearnerStepSec > 0) || !(r.SampleTokPerS > 0) || !(r.ScoreTokPerS > 0) {
+	if r.Preset != "tiny" || r.SeqTokens != 32 || !(r.LearnerStepSec > 0) || !(r.SampleTokPerS > 0) || !(r.ScoreTokPerS > 0) ||
+		!strings.HasPrefix(r.Device, "cpu: ") {
 		t.Errorf("bench result %+v", r)
 	}
 }
@@ -28,6 +30,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "--preset", "huge"},
 		{"bench", "--preset", "tiny", "--batch", "0"},
 		{"bench", "--preset", "tiny", "--prompt_len", "60", "--new_tokens", "10"}, // exceeds the context of 64
+		{"bench", "--preset", "tiny", "--device", "cuda"},                         // not built with -tags cuda
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != exitUsage {

@@ -58,14 +58,16 @@ func describe(ordinal int) (Device, error) {
 	return Device{Ordinal: ordinal, Name: name, TotalMemory: mem, ComputeMajor: major, ComputeMinor: minor}, nil
 }
 
-// BLAS is a cuBLAS handle with its own CUDA context on one device. Calls
-// are serialised; each runs on a locked OS thread with the context
-// current. After a cuBLAS error the handle is unusable (cu/blas keeps the
-// error): Close it and make a new one.
+// BLAS is a cuBLAS handle with its own CUDA context on one device, and
+// the device buffers its products reuse (grown when a larger product
+// comes, freed by Close). Calls are serialised; each runs on a locked OS
+// thread with the context current. A failed product returns its error and
+// the next one starts on a fresh cuBLAS handle.
 type BLAS struct {
-	mu   sync.Mutex
-	ctx  cu.CUContext
-	impl *cublas.Standard
+	mu      sync.Mutex
+	ctx     cu.CUContext
+	impl    *cublas.Standard
+	a, b, c deviceBuffer
 }
 
 // NewBLAS creates a context on device ordinal and a cuBLAS handle in it.
@@ -90,8 +92,8 @@ func NewBLAS(ordinal int) (*BLAS, error) {
 
 // Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major host
 // matrices (op(A) m×k, op(B) k×n, C m×n, leading dimensions lda, ldb, ldc),
-// like gonum's blas32.Gemm. Operands are copied to the device and C back,
-// so it pays off only for large products.
+// like gonum's blas32.Gemm. Operands are copied to the device (C only when
+// beta ≠ 0) and C back, so it pays off only for large products.
 func (b *BLAS) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 	bm []float32, ldb int, beta float32, c []float32, ldc int) error {
 	na, nb, nc, err := gemmSizes(transA, transB, m, n, k, a, lda, bm, ldb, c, ldc)
@@ -112,37 +114,46 @@ func (b *BLAS) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float3
 	if err := cu.SetCurrentContext(b.ctx); err != nil {
 		return fmt.Errorf("cuda: sgemm: set context: %w", err)
 	}
-	var bufs [3]cu.DevicePtr
-	defer func() {
-		for _, p := range bufs {
-			if p != 0 {
-				cu.MemFree(p)
-			}
-		}
-	}()
-	for i, host := range [][]float32{a[:na], bm[:nb], c[:nc]} {
-		if bufs[i], err = toDevice(host); err != nil {
-			return fmt.Errorf("cuda: sgemm: %w", err)
-		}
+	if err := b.a.upload(a[:na]); err != nil {
+		return fmt.Errorf("cuda: sgemm: A: %w", err)
 	}
-	// Row-major X is column-major Xᵀ, so C = op(A)·op(B) is computed as the
-	// column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ: operands swapped, flags kept.
-	b.impl.Sgemm(transpose(transB), transpose(transA), n, m, k,
-		alpha, devSlice(bufs[1], nb), ldb, devSlice(bufs[0], na), lda,
-		beta, devSlice(bufs[2], nc), ldc)
+	if err := b.b.upload(bm[:nb]); err != nil {
+		return fmt.Errorf("cuda: sgemm: B: %w", err)
+	}
+	if beta == 0 {
+		err = b.c.reserve(nc) // cuBLAS does not read C when beta is 0
+	} else {
+		err = b.c.upload(c[:nc])
+	}
+	if err != nil {
+		return fmt.Errorf("cuda: sgemm: C: %w", err)
+	}
+	p := product{transA: transA, transB: transB, m: m, n: n, k: k, lda: lda, ldb: ldb, ldc: ldc}.columnMajor()
+	b.impl.Sgemm(transpose(p.transA), transpose(p.transB), p.m, p.n, p.k,
+		alpha, b.b.slice(nb), p.lda, b.a.slice(na), p.ldb, beta, b.c.slice(nc), p.ldc)
 	if err := b.impl.Err(); err != nil {
+		b.renewHandle()
 		return fmt.Errorf("cuda: sgemm: %w", err)
 	}
-	if err := cu.Synchronize(); err != nil {
-		return fmt.Errorf("cuda: sgemm: synchronize: %w", err)
-	}
-	if err := cu.MemcpyDtoH(unsafe.Pointer(&c[0]), bufs[2], int64(4*nc)); err != nil {
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&c[0]), b.c.ptr, int64(4*nc)); err != nil {
 		return fmt.Errorf("cuda: sgemm: copy C back: %w", err)
 	}
 	return nil
 }
 
-// Close destroys the cuBLAS handle and the context.
+// renewHandle replaces the cuBLAS handle after an error, which cu/blas
+// keeps for the life of a handle. If a new handle cannot be made, the old
+// one stays and later products keep failing with its error.
+func (b *BLAS) renewHandle() {
+	impl := &cublas.Standard{}
+	if impl.Init() != nil {
+		return
+	}
+	b.impl.Close()
+	b.impl = impl
+}
+
+// Close frees the buffers and destroys the cuBLAS handle and the context.
 func (b *BLAS) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -150,6 +161,9 @@ func (b *BLAS) Close() error {
 	defer runtime.UnlockOSThread()
 	if err := cu.SetCurrentContext(b.ctx); err != nil {
 		return fmt.Errorf("cuda: close: %w", err)
+	}
+	for _, buf := range []*deviceBuffer{&b.a, &b.b, &b.c} {
+		buf.free()
 	}
 	if err := b.impl.Close(); err != nil {
 		return fmt.Errorf("cuda: close cublas: %w", err)
@@ -160,25 +174,51 @@ func (b *BLAS) Close() error {
 	return nil
 }
 
-// toDevice allocates device memory for host and copies it there.
-func toDevice(host []float32) (cu.DevicePtr, error) {
-	bytes := int64(4 * len(host))
-	p, err := cu.MemAlloc(bytes)
-	if err != nil {
-		return 0, fmt.Errorf("allocate %d bytes: %w", bytes, err)
-	}
-	if err := cu.MemcpyHtoD(p, unsafe.Pointer(&host[0]), bytes); err != nil {
-		cu.MemFree(p)
-		return 0, fmt.Errorf("copy %d bytes to device: %w", bytes, err)
-	}
-	return p, nil
+// deviceBuffer is device memory for float32s that grows and is reused.
+type deviceBuffer struct {
+	ptr cu.DevicePtr
+	n   int // capacity in float32s
 }
 
-// devSlice views n float32 of device memory as a slice, the form cu/blas
-// takes (it passes &s[0] to cuBLAS). The slice must never be read or
-// written from Go.
-func devSlice(p cu.DevicePtr, n int) []float32 {
-	ptr := *(*unsafe.Pointer)(unsafe.Pointer(&p)) // device address, not Go memory
+// reserve makes room for n float32s, keeping the memory if it is enough.
+func (d *deviceBuffer) reserve(n int) error {
+	if n <= d.n {
+		return nil
+	}
+	d.free()
+	bytes := int64(4 * n)
+	p, err := cu.MemAlloc(bytes)
+	if err != nil {
+		return fmt.Errorf("allocate %d bytes: %w", bytes, err)
+	}
+	d.ptr, d.n = p, n
+	return nil
+}
+
+// upload copies host to the start of the buffer (synchronous).
+func (d *deviceBuffer) upload(host []float32) error {
+	if err := d.reserve(len(host)); err != nil {
+		return err
+	}
+	bytes := int64(4 * len(host))
+	if err := cu.MemcpyHtoD(d.ptr, unsafe.Pointer(&host[0]), bytes); err != nil {
+		return fmt.Errorf("copy %d bytes to device: %w", bytes, err)
+	}
+	return nil
+}
+
+func (d *deviceBuffer) free() {
+	if d.ptr != 0 {
+		cu.MemFree(d.ptr)
+	}
+	d.ptr, d.n = 0, 0
+}
+
+// slice views the first n float32s of the buffer as a slice, the form
+// cu/blas takes (it passes &s[0] to cuBLAS). The slice holds a device
+// address: it must never be read or written from Go.
+func (d *deviceBuffer) slice(n int) []float32 {
+	ptr := *(*unsafe.Pointer)(unsafe.Pointer(&d.ptr))
 	return unsafe.Slice((*float32)(ptr), n)
 }
 

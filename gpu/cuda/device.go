@@ -78,3 +78,20 @@ func scaleC(m, n int, beta float32, c []float32, ldc int) {
 		}
 	}
 }
+
+// product is the shape of one Sgemm call: op(A) is m×k, op(B) k×n, C m×n,
+// with the operands' leading dimensions.
+type product struct {
+	transA, transB bool
+	m, n, k        int
+	lda, ldb, ldc  int
+}
+
+// columnMajor returns the column-major call (cuBLAS's convention) that
+// computes the row-major product p. Read column-major, a row-major matrix
+// is its own transpose, so C = op(A)·op(B) is computed as
+// Cᵀ = op(B)ᵀ·op(A)ᵀ: B comes first, each operand keeps its flag and its
+// leading dimension, and m and n change places.
+func (p product) columnMajor() product {
+	return product{transA: p.transB, transB: p.transA, m: p.n, n: p.m, k: p.k, lda: p.ldb, ldb: p.lda, ldc: p.ldc}
+}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -87,5 +88,68 @@ func TestDeviceString(t *testing.T) {
 	d := Device{Ordinal: 1, Name: "Test GPU", TotalMemory: 80 << 30, ComputeMajor: 9, ComputeMinor: 0}
 	if got := d.String(); got != "GPU 1: Test GPU (80.0 GiB, sm_90)" {
 		t.Errorf("String = %q", got)
+	}
+}
+
+// sgemmColumnMajor is the obvious column-major C = alpha·op(A)·op(B) +
+// beta·C, the convention of cuBLAS.
+func sgemmColumnMajor(p product, alpha float32, a, b []float32, beta float32, c []float32) {
+	at := func(i, q int) float32 {
+		if p.transA {
+			return a[i*p.lda+q]
+		}
+		return a[q*p.lda+i]
+	}
+	bt := func(q, j int) float32 {
+		if p.transB {
+			return b[q*p.ldb+j]
+		}
+		return b[j*p.ldb+q]
+	}
+	for i := range p.m {
+		for j := range p.n {
+			var s float32
+			for q := range p.k {
+				s += at(i, q) * bt(q, j)
+			}
+			c[j*p.ldc+i] = alpha*s + beta*c[j*p.ldc+i]
+		}
+	}
+}
+
+// TestColumnMajorMapping checks, without a GPU, the call Sgemm makes to
+// cuBLAS: the column-major product of columnMajor, with B passed first,
+// gives the row-major product for every transpose combination and padded
+// leading dimensions.
+func TestColumnMajorMapping(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	fill := func(n int) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(rng.IntN(7) - 3)
+		}
+		return s
+	}
+	const m, n, k, pad = 5, 4, 3, 2
+	for _, tA := range []bool{false, true} {
+		for _, tB := range []bool{false, true} {
+			p := product{transA: tA, transB: tB, m: m, n: n, k: k, lda: k + pad, ldb: n + pad, ldc: n + pad}
+			rowsA, rowsB := m, k
+			if tA {
+				rowsA, p.lda = k, m+pad
+			}
+			if tB {
+				rowsB, p.ldb = n, k+pad
+			}
+			a, b, c := fill(rowsA*p.lda), fill(rowsB*p.ldb), fill(m*p.ldc)
+			want := append([]float32(nil), c...)
+			sgemmNaive(tA, tB, m, n, k, 2, a, p.lda, b, p.ldb, 0.5, want, p.ldc)
+			sgemmColumnMajor(p.columnMajor(), 2, b, a, 0.5, c)
+			for i := range c {
+				if c[i] != want[i] {
+					t.Fatalf("transA=%v transB=%v: c[%d] = %v, row-major product gives %v", tA, tB, i, c[i], want[i])
+				}
+			}
+		}
 	}
 }

@@ -1,6 +1,6 @@
 // Package cuda is mgrpo's optional NVIDIA GPU support: device discovery and
-// a cuBLAS single-precision matrix product (Sgemm) that the model's matmul
-// can call.
+// a cuBLAS single-precision matrix product (Sgemm) that a Learner's weight
+// products run on.
 //
 // The real implementation (cuda.go) is compiled only with the build tag
 // `cuda` and imports gorgonia.org/cu and gorgonia.org/cu/blas (cgo, CUDA
@@ -10,6 +10,9 @@
 // (nocuda.go, the default) the same API compiles with no cgo and no CUDA
 // import: Available reports false, and Devices and NewBLAS return
 // ErrNoCUDA.
+//
+// A Learner uses it through gpu.OpenDevice("cuda"): its weight products
+// become BLAS.Sgemm calls.
 //
 // Matrices are row-major, as in gonum's blas32 and the rest of mgrpo; the
 // cuBLAS wrapper maps them onto cuBLAS's column-major convention.
