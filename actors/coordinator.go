@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -60,11 +61,13 @@ type publishRequest struct {
 // spreads each stage's parts over its pool with a timeout and bounded
 // retries (pool.scatter), and hands weights to the generators.
 type coordinator struct {
-	deps   *Deps
-	models Models
-	ctrl   rewards.ControllerState
-	opt    PipelineOptions
-	pools  map[messages.Stage]*pool
+	deps     *Deps
+	models   Models
+	ctrl     rewards.ControllerState
+	opt      PipelineOptions
+	pools    map[messages.Stage]*pool
+	latest   *gpu.Model // the newest weights published to the generators (nil: none yet)
+	stopping bool       // the run is ending: stopped children stay stopped
 }
 
 // Receive implements actor.Actor.
@@ -72,6 +75,10 @@ func (a *coordinator) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.spawn(c)
+	case *actor.Stopping:
+		a.stopping = true
+	case *actor.Terminated:
+		a.replace(c, m.Who)
 	case *stageRequest:
 		sender := c.Sender()
 		a.pools[m.stage].scatter(c, m.parts, func(replies []any, err error) {
@@ -89,11 +96,12 @@ func (a *coordinator) spawn(c actor.Context) {
 		p := &pool{name: name, stage: stage, timeout: o.RequestTimeout, retries: o.Retries}
 		for i := range n {
 			id := fmt.Sprintf("%s-%d", name, i)
-			pid, err := c.SpawnNamed(props(id), id)
+			pr := props(id)
+			pid, err := c.SpawnNamed(pr, id)
 			if err != nil {
 				panic(fmt.Sprintf("actors: spawn %s: %v", id, err)) // names are unique per coordinator
 			}
-			p.pids = append(p.pids, pid)
+			p.pids, p.props = append(p.pids, pid), append(p.props, pr)
 		}
 		a.pools[stage] = p
 	}
@@ -120,11 +128,42 @@ func (a *coordinator) spawn(c actor.Context) {
 	})
 }
 
+// replace starts a fresh actor in the place of a stage actor that its
+// supervisor stopped after repeated failures (resendStrategy), so the pool
+// keeps its size for the rest of the run; a new generator is sent the
+// newest weights. Requests lost with the old actor time out and are
+// retried on the new one (pool.send).
+func (a *coordinator) replace(c actor.Context, who *actor.PID) {
+	if a.stopping {
+		return
+	}
+	for _, p := range a.pools {
+		i := slices.IndexFunc(p.pids, who.Equal)
+		if i < 0 {
+			continue
+		}
+		p.replaced++
+		id := fmt.Sprintf("%s-%d.%d", p.name, i, p.replaced)
+		pid, err := c.SpawnNamed(p.props[i], id)
+		if err != nil {
+			c.Logger().Error("stage actor stopped and could not be replaced", "actor", who.Id, "err", err)
+			return
+		}
+		p.pids[i] = pid
+		if p.stage == messages.Stage_GENERATE && a.latest != nil { // weights sent while it was down are lost
+			c.Send(pid, &policySnapshot{model: a.latest})
+		}
+		c.Logger().Warn("stage actor stopped after repeated failures: replaced", "actor", who.Id, "by", id)
+		return
+	}
+}
+
 // publish sends the new weights to every generator, as one in-memory
 // snapshot or as chunks. Both are sent by this actor before any later
 // PromptBatch, so a generator always samples a batch with the weights
 // published before it was asked.
 func (a *coordinator) publish(c actor.Context, policy *gpu.Model) error {
+	a.latest = policy
 	var chunks []*messages.PolicyWeights
 	if a.opt.ChunkWeights {
 		var err error

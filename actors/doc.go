@@ -27,7 +27,10 @@
 // stage's parts over the stage's pool (pool.scatter), each request with a
 // timeout and bounded retries on the next pool member, so a step never
 // waits forever. A panicking stage actor is restarted with a backoff and
-// the message it failed on is re-sent (resendStrategy); a stage that
+// the message it failed on is re-sent (resendStrategy); one that fails
+// more than 5 times a minute is stopped and the coordinator starts a fresh
+// one in its place (coordinator.replace), so pools keep their size for the
+// whole run; a stage that
 // returns unusable data answers a SkipNotice and the batch is skipped
 // with that reason (SkipError), as the original's _SkipBatch.
 //

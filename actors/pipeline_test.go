@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -146,6 +147,58 @@ func TestGeneratorPanicRestarts(t *testing.T) {
 	}
 	if !proto.Equal(got, want) {
 		t.Errorf("report after restart\n%v\nwant\n%v", got, want)
+	}
+}
+
+// panicFirst panics on its first n Sample calls.
+type panicFirst struct {
+	Sampler
+	left *atomic.Int32
+}
+
+func (p panicFirst) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]gpu.Sample, error) {
+	if p.left.Add(-1) >= 0 {
+		panic("injected generator fault")
+	}
+	return p.Sampler.Sample(prompts, n, opt)
+}
+
+// TestGeneratorReplacedAfterRepeatedFailures: the only generator panics
+// more often than its supervisor restarts it (5 times a minute), so it is
+// stopped; the coordinator starts a new one, the request lost with the old
+// one is retried on it after its timeout, and the step completes with the
+// report of a run without faults. Without the replacement every later
+// request hits a dead letter and the step skips.
+func TestGeneratorReplacedAfterRepeatedFailures(t *testing.T) {
+	cfg := testConfig(t, nil)
+	d := testDeps(t, cfg)
+	trainer := NewTrainer(d, testModels(t, d), testControl(d))
+	var want []*messages.StepReport
+	for n := range int64(2) {
+		r, err := Step(context.Background(), trainer, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, r)
+	}
+	var left atomic.Int32
+	left.Store(7) // 1 + 5 restarts stop it; the 7th panic is on its replacement
+	opt := pipelineOptionsOf(d)
+	opt.Generators, opt.RequestTimeout = 1, 2*time.Second
+	opt.Wrap = func(_ string, s Sampler) Sampler { return panicFirst{Sampler: s, left: &left} }
+	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	defer p.Stop()
+	for n := range int64(2) {
+		got, err := Step(context.Background(), p.Trainer, n)
+		if err != nil {
+			t.Fatalf("step %d after the generator was stopped: %v", n, err)
+		}
+		if !proto.Equal(got, want[n]) {
+			t.Errorf("step %d report\n%v\nwant\n%v", n, got, want[n])
+		}
+	}
+	if left.Load() >= 0 {
+		t.Fatalf("only %d of 7 faults injected", 7-left.Load())
 	}
 }
 

@@ -12,11 +12,13 @@ import (
 // pool is a set of identical stage actors, children of the coordinator,
 // that the parts of one stage's work are spread over.
 type pool struct {
-	name    string
-	stage   messages.Stage
-	pids    []*actor.PID
-	timeout time.Duration // per request
-	retries int           // extra tries per part after a timeout or dead letter
+	name     string
+	stage    messages.Stage
+	pids     []*actor.PID
+	props    []*actor.Props // how each member was made, to replace it (coordinator.replace)
+	replaced int            // members replaced so far, for fresh names
+	timeout  time.Duration  // per request
+	retries  int            // extra tries per part after a timeout or dead letter
 }
 
 // gather collects the replies of one scatter.
