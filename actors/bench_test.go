@@ -46,7 +46,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			var tokens int64
 			b.ResetTimer()
 			start := time.Now()
-			_, err := drive(context.Background(), p.Trainer, 0, int64(b.N), c.staleness,
+			_, err := drive(context.Background(), p.Trainer, 0, int64(b.N), batchesAhead(c.staleness, 1),
 				func(_ context.Context, _ int64, out *Outcome, err error, _ time.Duration) error {
 					if out != nil {
 						tokens += out.Report.GetTokens()

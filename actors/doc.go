@@ -39,8 +39,10 @@
 // Run produces batches in one goroutine and consumes them in another.
 // With train.max_staleness = 0 a batch is generated only after the
 // previous step's weights reached the generators: on-policy and
-// deterministic for a seed. With max_staleness = s > 0 generators run up
-// to s batches ahead; every sample carries the policy version that drew
+// deterministic for a seed. With max_staleness = s > 0 generators run
+// ahead so that no sample is more than s versions old when the learner
+// takes it (fewer batches ahead when train.sync_every > 1: batchesAhead);
+// every sample carries the policy version that drew
 // it, and the learner corrects stale samples with the truncated
 // importance ratio on their behaviour log-probs. Weights go to the
 // generators as an immutable in-memory snapshot inside one process, or as

@@ -276,7 +276,8 @@ func (r *runner) train(ctx context.Context) error {
 	p := StartPipeline(d, r.models, r.control, pipelineOptionsOf(d), os.Stderr)
 	defer p.Stop()
 	r.trainer = p.Trainer
-	last, err := drive(ctx, p.Trainer, r.firstStep, int64(d.Cfg.Train.Steps), d.Cfg.Train.MaxStaleness, r.record)
+	ahead := batchesAhead(d.Cfg.Train.MaxStaleness, d.Cfg.Train.SyncEvery)
+	last, err := drive(ctx, p.Trainer, r.firstStep, int64(d.Cfg.Train.Steps), ahead, r.record)
 	if err != nil {
 		return err
 	}
@@ -298,23 +299,36 @@ func (r *runner) train(ctx context.Context) error {
 	return nil
 }
 
+// batchesAhead is how many batches may be produced and not yet consumed
+// so that no sample is more than maxStaleness policy versions behind the
+// learner when it is consumed: each batch ahead costs one version, and
+// weights that reach the generators only every syncEvery steps cost up to
+// syncEvery − 1 more. config refuses syncEvery > maxStaleness + 1 in
+// asynchronous mode; synchronous mode (0) publishes every step.
+func batchesAhead(maxStaleness, syncEvery int) int {
+	if maxStaleness == 0 {
+		return 1
+	}
+	return max(maxStaleness+1-(max(syncEvery, 1)-1), 1)
+}
+
 // drive runs steps first..steps-1 of t: a producer goroutine makes
-// batches at most maxStaleness policy versions ahead of the learner (0:
-// each batch waits for the previous step's weights, which is synchronous
-// and deterministic) and this goroutine consumes them in order, calling
-// record after each step with its outcome or skip. It stops early, after
-// the step in flight, when ctx is cancelled, and returns the number of
-// steps done (counting from 0) or record's error.
-func drive(ctx context.Context, t *Trainer, first, steps int64, maxStaleness int,
+// batches while fewer than ahead are waiting to be consumed (1: each batch
+// waits for the previous step's weights, which is synchronous and
+// deterministic; see batchesAhead) and this goroutine consumes them in
+// order, calling record after each step with its outcome or skip. It stops
+// early, after the step in flight, when ctx is cancelled, and returns the
+// number of steps done (counting from 0) or record's error.
+func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 	record func(ctx context.Context, n int64, out *Outcome, err error, took time.Duration) error) (int64, error) {
-	ahead := make(chan struct{}, maxStaleness+1) // batches produced and not yet consumed
-	batches := make(chan batchOrSkip, maxStaleness+1)
+	slots := make(chan struct{}, ahead) // batches produced and not yet consumed
+	batches := make(chan batchOrSkip, ahead)
 	var stopped atomic.Bool
 	go func() {
 		defer close(batches)
 		for n := first; n < steps; n++ {
 			select {
-			case ahead <- struct{}{}:
+			case slots <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
@@ -329,7 +343,7 @@ func drive(ctx context.Context, t *Trainer, first, steps int64, maxStaleness int
 		stopped.Store(true)
 		for range batches {
 			select {
-			case <-ahead:
+			case <-slots:
 			default:
 			}
 		}
@@ -342,7 +356,7 @@ func drive(ctx context.Context, t *Trainer, first, steps int64, maxStaleness int
 		if err == nil {
 			out, err = t.consume(ctx, item.batch)
 		}
-		<-ahead
+		<-slots
 		if err := record(ctx, item.n, out, err, time.Since(start)); err != nil {
 			return last, err
 		}

@@ -64,24 +64,38 @@ func TestRunWritesOutputsAndResumes(t *testing.T) {
 	}
 }
 
-// TestAsyncStalenessBounded: with max_staleness 2, every consumed sample
-// is at most 2 policy versions behind the learner.
+// TestAsyncStalenessBounded: every consumed sample is at most
+// max_staleness policy versions behind the learner, also when weights
+// reach the generators only every sync_every steps.
 func TestAsyncStalenessBounded(t *testing.T) {
-	cfg := runConfig(t, func(c *config.Config) {
-		c.Train.MaxStaleness, c.Train.Steps, c.Train.EvalEvery, c.Train.CheckpointEvery = 2, 8, 0, 0
-		c.Output.SampleEvery = 0
-	})
-	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ staleness, syncEvery int }{{2, 1}, {2, 3}, {1, 2}} {
+		cfg := runConfig(t, func(c *config.Config) {
+			c.Train.MaxStaleness, c.Train.SyncEvery = tc.staleness, tc.syncEvery
+			c.Train.Steps, c.Train.EvalEvery, c.Train.CheckpointEvery = 8, 0, 0
+			c.Output.SampleEvery = 0
+		})
+		if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := runlog.ReadMetrics(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+		if err != nil || len(recs) != 8 {
+			t.Fatalf("%+v: %d records, err %v", tc, len(recs), err)
+		}
+		for _, r := range recs {
+			lag, ok := r.Values["train/staleness_max"]
+			if !ok || lag < 0 || lag > float64(tc.staleness) {
+				t.Errorf("%+v: step %d: staleness %v (present %v), want 0..%d", tc, r.Step, lag, ok, tc.staleness)
+			}
+		}
 	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
-	if err != nil || len(recs) != 8 {
-		t.Fatalf("%d records, err %v", len(recs), err)
-	}
-	for _, r := range recs {
-		lag, ok := r.Values["train/staleness_max"]
-		if !ok || lag < 0 || lag > 2 {
-			t.Errorf("step %d: staleness %v (present %v), want 0..2", r.Step, lag, ok)
+}
+
+func TestBatchesAhead(t *testing.T) {
+	for _, tc := range []struct{ staleness, syncEvery, want int }{
+		{0, 1, 1}, {0, 5, 1}, {1, 1, 2}, {2, 1, 3}, {2, 2, 2}, {2, 3, 1}, {4, 3, 3},
+	} {
+		if got := batchesAhead(tc.staleness, tc.syncEvery); got != tc.want {
+			t.Errorf("batchesAhead(%d, %d) = %d, want %d", tc.staleness, tc.syncEvery, got, tc.want)
 		}
 	}
 }
