@@ -6,9 +6,26 @@ import (
 	"runtime"
 )
 
-// ErrNoDevice is returned (wrapped) by OpenDevice for a device this binary
-// cannot use.
+// ErrNoDevice is what every OpenDevice error is (errors.Is): the device
+// named cannot be used by this binary on this machine.
 var ErrNoDevice = errors.New("gpu: device not available")
+
+// noDevice is an OpenDevice error: "device NAME: why", matching
+// ErrNoDevice, wrapping the cause if there is one.
+type noDevice struct {
+	name, why string
+	cause     error
+}
+
+func (e *noDevice) Error() string {
+	if e.cause != nil {
+		return "device " + e.name + ": " + e.why + ": " + e.cause.Error()
+	}
+	return "device " + e.name + ": " + e.why
+}
+
+func (e *noDevice) Is(target error) bool { return target == ErrNoDevice }
+func (e *noDevice) Unwrap() error        { return e.cause }
 
 // Device is the compute device a Learner runs on (LearnerConfig.Device).
 // On "cuda" the weight products of the forward and backward passes run as
@@ -57,5 +74,5 @@ func OpenDevice(name string) (Device, error) {
 	case "cuda":
 		return openCUDA()
 	}
-	return nil, fmt.Errorf("device %s: %w: want cpu or cuda", name, ErrNoDevice)
+	return nil, &noDevice{name: name, why: "unknown device: want cpu or cuda"}
 }

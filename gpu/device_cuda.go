@@ -20,14 +20,14 @@ type cudaDevice struct {
 func openCUDA() (Device, error) {
 	devs, err := cuda.Devices()
 	if err != nil {
-		return nil, fmt.Errorf("device cuda: %w (%w)", err, ErrNoDevice)
+		return nil, &noDevice{name: "cuda", why: "list devices", cause: err}
 	}
 	if len(devs) == 0 {
-		return nil, fmt.Errorf("device cuda: no CUDA device found: %w", ErrNoDevice)
+		return nil, &noDevice{name: "cuda", why: "no CUDA device found"}
 	}
 	b, err := cuda.NewBLAS(devs[0].Ordinal)
 	if err != nil {
-		return nil, fmt.Errorf("device cuda: %w (%w)", err, ErrNoDevice)
+		return nil, &noDevice{name: "cuda", why: "open " + devs[0].String(), cause: err}
 	}
 	return &cudaDevice{gpu: devs[0], blas: b}, nil
 }

@@ -2,8 +2,6 @@
 
 package gpu
 
-import "fmt"
-
 func openCUDA() (Device, error) {
-	return nil, fmt.Errorf("device cuda: this binary was built without CUDA support (rebuild with -tags cuda): %w", ErrNoDevice)
+	return nil, &noDevice{name: "cuda", why: "this binary was built without CUDA support (build one with make build-cuda, i.e. -tags cuda)"}
 }
