@@ -108,6 +108,9 @@ func Parse(name string, b []byte) (*File, error) {
 			}
 			continue
 		}
+		if key == "" {
+			return nil, bad("", "a tensor has an empty name")
+		}
 		info, err := parseEntry(key, val)
 		if err != nil {
 			return nil, bad(key, "%v", err)

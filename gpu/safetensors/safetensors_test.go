@@ -153,6 +153,7 @@ func TestCorruptFiles(t *testing.T) {
 		{"overlap", raw(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, f32x2), `tensor "b": data_offsets [4 8] overlap`},
 		{"gap", raw(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, f32x2), `tensor "a": data_offsets [4 8] leave a gap after byte 0`},
 		{"trailing data", raw(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, f32x2), "data section is 8 bytes but the tensors cover 4"},
+		{"empty name", raw(`{"":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}}`, f32x2), "a tensor has an empty name"},
 		{"metadata not strings", raw(`{"__metadata__":{"step":3}}`, nil), "__metadata__ is not an object of strings"},
 	}
 	for _, c := range cases {
