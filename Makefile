@@ -95,5 +95,6 @@ cuda-check: ## compile-check the cuda build tag against CUDA headers from Debian
 CUDA_HOME ?= /usr/local/cuda
 CUDA_LIB ?= $(CUDA_HOME)/lib64
 build-cuda: deps ## build bin/mgrpo-node-cuda: OpenBLAS plus cuBLAS (-tags cuda; needs the CUDA toolkit, runs only where a GPU is)
+	@test -f $(CUDA_HOME)/include/cuda.h || { echo "build-cuda: no CUDA toolkit at CUDA_HOME=$(CUDA_HOME) (no include/cuda.h); install it or set CUDA_HOME"; exit 2; }
 	CGO_CFLAGS="-I$(CUDA_HOME)/include -Wno-deprecated-declarations" \
 	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas -o $(BIN)-cuda ./cmd/mgrpo-node
