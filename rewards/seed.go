@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode"
 )
 
 // NoAnswer is the answer string the original uses for a completion with no
@@ -12,9 +13,9 @@ const NoAnswer = "NO_ANSWER_FOUND"
 
 // ExtractAnswer returns the final answer of a completion (spec §1.5 step 1):
 // the payload of the last \boxed{...} or \fbox{...} (braces matched, also the
-// bare form `\boxed x` up to whitespace or one of ,;.!?), else the first
-// <answer>...</answer>, trimmed of surrounding space. ok is false when there
-// is none (an empty payload counts as none).
+// bare form `\boxed x` up to whitespace, Unicode's included, or one of
+// ,;.!?), else the first <answer>...</answer>, trimmed of surrounding space.
+// ok is false when there is none (an empty payload counts as none).
 func ExtractAnswer(text string) (answer string, ok bool) {
 	if a, ok := lastBoxed(text); ok {
 		return a, true
@@ -75,8 +76,8 @@ func boxedPayload(s string) (string, bool) {
 	if !strings.HasPrefix(s, " ") {
 		return "", false // e.g. \boxedsomething: not a command
 	}
-	s = strings.TrimLeft(s, " ")
-	end := strings.IndexAny(s, " \t\n\r\v\f,;.!?")
+	s = strings.TrimLeftFunc(s, unicode.IsSpace)
+	end := strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(",;.!?", r) })
 	if end < 0 {
 		end = len(s)
 	}

@@ -24,6 +24,8 @@ func TestExtractAnswer(t *testing.T) {
 		// bare form up to whitespace or punctuation.
 		{`so \boxed 42, done`, "42", true},
 		{`so \boxed 42.`, "42", true},
+		{"so \\boxed \u00a042\u2004more", "42", true}, // Unicode spaces count as whitespace
+		{"\\boxed \u2004", "", false},
 		// <answer> tags when there is no boxed payload.
 		{"<think>x</think><answer> 12 </answer>", "12", true},
 		{"<answer>1</answer><answer>2</answer>", "1", true},
