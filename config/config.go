@@ -82,9 +82,11 @@ type Generation struct {
 	NumGenerations int `koanf:"num_generations" help:"completions per prompt (group size K)"`
 	// Temperature divides the logits before sampling; must be > 0.
 	Temperature float64 `koanf:"temperature" help:"sampling temperature (> 0)"`
-	// TopK keeps the K most likely tokens; 0 keeps all.
+	// TopK keeps the K most likely tokens and any tied with the K-th; 0
+	// keeps all.
 	TopK int `koanf:"top_k" help:"top-k sampling (0 = off)"`
-	// TopP keeps the smallest set of tokens with mass >= TopP; 1 keeps all.
+	// TopP keeps the smallest set of most likely tokens with mass >= TopP,
+	// measured after TopK (renormalised, as Hugging Face); 1 keeps all.
 	TopP float64 `koanf:"top_p" help:"nucleus sampling mass (1 = off)"`
 	// MaxCompletionLen is the most tokens generated per completion; a
 	// completion that reaches it finishes with reason LENGTH.

@@ -47,7 +47,9 @@
 //   - Sample's log-probs are log_softmax(logits / T) of the drawn token over
 //     the full vocabulary, so they equal Score at the same temperature
 //     (tested to 1e-5 in float64, 1e-4 in float32); top-k/top-p restrict
-//     only which tokens are drawn.
+//     only which tokens are drawn, as Hugging Face generate and vLLM do:
+//     top-k keeps the tokens tied with the k-th, then top-p measures mass
+//     renormalised over the top-k set.
 //   - The learner allocates its activations once per batch shape (B, T)
 //     and reuses them; the heap stays flat across steps.
 //   - Parallel kernels split work by rows or sequences only, so results do

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,10 +14,14 @@ type SampleOptions struct {
 	// Temperature divides the logits before the softmax; must be > 0 unless
 	// Greedy (then 0 means 1). The reported log-probs use it too.
 	Temperature float64
-	// TopK, if > 0, draws only among the K most likely tokens.
+	// TopK, if > 0, draws only among the K most likely tokens and those
+	// tied with the K-th (Hugging Face TopKLogitsWarper, vLLM).
 	TopK int
 	// TopP, if in (0, 1), draws only among the smallest set of most likely
-	// tokens whose probability reaches TopP (nucleus sampling).
+	// tokens whose probability reaches TopP (nucleus sampling), measured
+	// after TopK: renormalised over the TopK tokens, as Hugging Face
+	// generate applies TopPLogitsWarper after TopKLogitsWarper. 0 or 1 is
+	// off.
 	TopP float64
 	// MaxNewTokens caps each completion; it is further capped so that prompt
 	// plus completion fit the context (finish reason "length" either way).
@@ -378,10 +383,37 @@ func newDrawer(v int, opt SampleOptions) *drawer {
 
 // drawToken returns the drawn (or greedy) token of logits row z, its
 // log-prob under log_softmax(z / T) over the full vocabulary, and the exact
-// entropy of that distribution.
+// entropy of that distribution. The draw is among dr.candidates(), in
+// proportion to their probabilities (renormalised over the candidates).
 func drawToken[F Float](dr *drawer, z []F, rng *rand.Rand) (tok int, lp, entropy float64) {
+	best, entropy := softmax(dr, z)
+	if dr.opt.Greedy {
+		return best, dr.lp[best], entropy
+	}
+	cand := dr.candidates()
+	var total float64
+	for _, id := range cand {
+		total += dr.p[id]
+	}
+	u := rng.Float64() * total
+	tok = cand[0]
+	for _, id := range cand {
+		if dr.p[id] == 0 {
+			continue // never drawn, even if rounding leaves u ≥ 0 at the end
+		}
+		tok = id
+		if u -= dr.p[id]; u < 0 {
+			break
+		}
+	}
+	return tok, dr.lp[tok], entropy
+}
+
+// softmax fills dr.lp with log_softmax(z / T) and dr.p with softmax(z / T),
+// and returns the most likely token (lowest id on ties) and the entropy.
+func softmax[F Float](dr *drawer, z []F) (best int, entropy float64) {
 	inv := 1 / dr.opt.Temperature
-	mx, best := math.Inf(-1), 0
+	mx := math.Inf(-1)
 	for i, v := range z {
 		if float64(v) > mx {
 			mx, best = float64(v), i
@@ -399,55 +431,58 @@ func drawToken[F Float](dr *drawer, z []F, rng *rand.Rand) (tok int, lp, entropy
 		dr.p[i] /= sum
 		entropy -= dr.p[i] * dr.lp[i]
 	}
-	if dr.opt.Greedy {
-		return best, dr.lp[best], entropy
-	}
-	cand := dr.candidates()
-	var total float64
-	for _, id := range cand {
-		total += dr.p[id]
-	}
-	u := rng.Float64() * total
-	for _, id := range cand {
-		u -= dr.p[id]
-		if u < 0 {
-			return id, dr.lp[id], entropy
-		}
-	}
-	id := cand[len(cand)-1] // rounding left u ≥ 0: the last candidate
-	return id, dr.lp[id], entropy
+	return best, entropy
 }
 
-// candidates lists the tokens that may be drawn: all of them, or the TopK
-// most likely, cut to the smallest most-likely prefix reaching TopP.
+// candidates lists the tokens that may be drawn, as Hugging Face generate
+// (temperature, then TopKLogitsWarper, then TopPLogitsWarper) and vLLM
+// choose them: all tokens when neither TopK nor TopP filters; otherwise,
+// most likely first (lowest id first among ties), the tokens at least as
+// likely as the TopK-th most likely one (ties with it are kept), then the
+// smallest prefix of those whose probability, renormalised over them,
+// reaches TopP (the token crossing TopP included, always at least one).
 func (dr *drawer) candidates() []int {
 	k, p := dr.opt.TopK, dr.opt.TopP
 	cand := dr.cand[:len(dr.lp)]
 	for i := range cand {
 		cand[i] = i
 	}
-	if (k <= 0 || k >= len(cand)) && (p <= 0 || p >= 1) {
+	filterK, filterP := k > 0 && k < len(cand), p > 0 && p < 1
+	if !filterK && !filterP {
 		return cand
 	}
-	slices.SortStableFunc(cand, func(a, b int) int {
-		switch {
-		case dr.p[a] > dr.p[b]:
-			return -1
-		case dr.p[a] < dr.p[b]:
-			return 1
-		}
-		return 0
-	})
-	if k > 0 && k < len(cand) {
-		cand = cand[:k]
+	slices.SortStableFunc(cand, func(a, b int) int { return cmp.Compare(dr.lp[b], dr.lp[a]) })
+	if filterK {
+		cand = dr.topK(cand, k)
 	}
-	if p > 0 && p < 1 {
-		var cum float64
-		for i, id := range cand {
-			cum += dr.p[id]
-			if cum >= p {
-				return cand[:i+1]
-			}
+	if filterP {
+		cand = dr.topP(cand, p)
+	}
+	return cand
+}
+
+// topK cuts cand (sorted, most likely first) after the k-th token and the
+// tokens tied with it: TopKLogitsWarper removes only scores below the k-th
+// largest.
+func (dr *drawer) topK(cand []int, k int) []int {
+	kth := dr.lp[cand[k-1]]
+	for k < len(cand) && dr.lp[cand[k]] >= kth {
+		k++
+	}
+	return cand[:k]
+}
+
+// topP returns the smallest prefix of cand (sorted, most likely first)
+// whose probability mass, renormalised over cand, reaches p.
+func (dr *drawer) topP(cand []int, p float64) []int {
+	var total, cum float64
+	for _, id := range cand {
+		total += dr.p[id]
+	}
+	for i, id := range cand {
+		cum += dr.p[id]
+		if cum/total >= p {
+			return cand[:i+1]
 		}
 	}
 	return cand

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -47,6 +48,7 @@ func TestSampleLogProbsMatchScoring(t *testing.T) {
 		{"tiny T=1", tiny, SampleOptions{Temperature: 1, MaxNewTokens: 12, Seed: 1}},
 		{"tiny T=0.7 top-k 5", tiny, SampleOptions{Temperature: 0.7, TopK: 5, MaxNewTokens: 10, Seed: 2}},
 		{"tiny top-p 0.9 greedy-off", tiny, SampleOptions{Temperature: 1.3, TopP: 0.9, MaxNewTokens: 10, Seed: 3}},
+		{"tiny T=0.8 top-k 6 top-p 0.7", tiny, SampleOptions{Temperature: 0.8, TopK: 6, TopP: 0.7, MaxNewTokens: 10, Seed: 6}},
 		{"gqa capped by context", gqa, SampleOptions{Temperature: 1, MaxNewTokens: 50, Seed: 4}},
 	} {
 		n := testNet(tc.cfg, 21)
@@ -188,5 +190,102 @@ func TestSampleReusedCache(t *testing.T) {
 	want, _ := sampleNet(m.net, nil, samplePrompts[1:], 2, opt)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("samples with a reused cache differ from a fresh cache")
+	}
+}
+
+// Example distributions of the candidate-set tests: p4 is the top-k then
+// top-p example, tied has two tokens tied at the second-largest value.
+var (
+	p4   = []float64{.4, .3, .2, .1}
+	tied = []float64{.387, .235, .235, .143}
+)
+
+// drawerWith returns a drawer whose current distribution is probs (as the
+// softmax in drawToken would leave it).
+func drawerWith(probs []float64, k int, p float64) *drawer {
+	dr := newDrawer(len(probs), SampleOptions{Temperature: 1, TopK: k, TopP: p})
+	for i, q := range probs {
+		dr.p[i], dr.lp[i] = q, math.Log(q)
+	}
+	return dr
+}
+
+// The candidate set follows Hugging Face generate (TemperatureLogitsWarper,
+// TopKLogitsWarper, TopPLogitsWarper, in that order) and vLLM: top-k keeps
+// every token tied with the k-th largest; top-p measures mass renormalised
+// over the top-k set and keeps the token that crosses top_p.
+func TestDrawerCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		probs []float64
+		k     int
+		p     float64
+		want  []int // most likely first, lowest id first among ties
+	}{
+		{"no filter", p4, 0, 1, []int{0, 1, 2, 3}},
+		{"top_p 0 is off", p4, 0, 0, []int{0, 1, 2, 3}},
+		{"top-k 1", p4, 1, 1, []int{0}},
+		{"top-k 2", p4, 2, 1, []int{0, 1}},
+		{"top-k = vocab", p4, 4, 1, []int{0, 1, 2, 3}},
+		{"top-k > vocab", p4, 10, 1, []int{0, 1, 2, 3}},
+		{"top-p below the first token", p4, 0, .35, []int{0}},
+		{"top-p crossing token kept", p4, 0, .5, []int{0, 1}},
+		{"top-p 0.75", p4, 0, .75, []int{0, 1, 2}},
+		{"top-p 0.95", p4, 0, .95, []int{0, 1, 2, 3}},
+		{"top-k 2 top-p 0.5 renormalised (.4/.7 ≥ .5)", p4, 2, .5, []int{0}},
+		{"top-k 3 top-p 0.75 renormalised (.7/.9 ≥ .75)", p4, 3, .75, []int{0, 1}},
+		{"top-k 2 top-p 0.6 renormalised", p4, 2, .6, []int{0, 1}},
+		{"top-k 2 keeps the tie with the 2nd value", tied, 2, 1, []int{0, 1, 2}},
+		{"top-k 3 drops below the 3rd value", tied, 3, 1, []int{0, 1, 2}},
+		{"top-k 1 no tie", tied, 1, 1, []int{0}},
+		{"top-k 1 tied at the top", []float64{.3, .3, .2, .2}, 1, 1, []int{0, 1}},
+		{"top-k 3 ties extend to the end", []float64{.4, .2, .2, .2}, 3, 1, []int{0, 1, 2, 3}},
+		{"ties then top-p on the tied set (.622/.857 ≥ .5)", tied, 2, .5, []int{0, 1}},
+		{"ties then top-p keeps all tied", tied, 2, .9, []int{0, 1, 2}},
+	} {
+		got := drawerWith(tc.probs, tc.k, tc.p).candidates()
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: probs %v top_k %d top_p %g: candidates %v, want %v", tc.name, tc.probs, tc.k, tc.p, got, tc.want)
+		}
+	}
+}
+
+// Draws follow the candidate set renormalised, excluded tokens are never
+// drawn, and the returned log-prob is still the full-vocabulary one.
+func TestDrawTokenFrequencies(t *testing.T) {
+	const draws = 20000
+	for _, tc := range []struct {
+		name  string
+		probs []float64
+		k     int
+		p     float64
+		want  []float64 // expected frequencies; 0 means never drawn
+	}{
+		{"top-k 2 top-p 0.5: only token 0", p4, 2, .5, []float64{1, 0, 0, 0}},
+		{"top-k 2 alone", p4, 2, 1, []float64{.4 / .7, .3 / .7, 0, 0}},
+		{"top-p 0.75 alone", p4, 0, .75, []float64{.4 / .9, .3 / .9, .2 / .9, 0}},
+		{"top-k 2 with a tie", tied, 2, 1, []float64{.387 / .857, .235 / .857, .235 / .857, 0}},
+		{"no filter", p4, 0, 1, p4},
+	} {
+		z := make([]float64, len(tc.probs))
+		for i, q := range tc.probs {
+			z[i] = math.Log(q)
+		}
+		dr := newDrawer(len(z), SampleOptions{Temperature: 1, TopK: tc.k, TopP: tc.p})
+		rng := rand.New(rand.NewPCG(7, 0))
+		count := make([]int, len(z))
+		for range draws {
+			tok, lp, _ := drawToken(dr, z, rng)
+			count[tok]++
+			if want := math.Log(tc.probs[tok]); math.Abs(lp-want) > 1e-12 {
+				t.Fatalf("%s: token %d log-prob %g, want full-vocabulary %g", tc.name, tok, lp, want)
+			}
+		}
+		for i, c := range count {
+			f := float64(c) / draws
+			if tc.want[i] == 0 && c != 0 || math.Abs(f-tc.want[i]) > .02 {
+				t.Errorf("%s: token %d drawn %d/%d times (%.4f), want frequency %.4f", tc.name, i, c, draws, f, tc.want[i])
+			}
+		}
 	}
 }
