@@ -94,6 +94,12 @@ func (a *coordinator) spawn(c actor.Context) {
 	d, o := a.deps, a.opt
 	newPool := func(stage messages.Stage, name string, n int, props func(id string) *actor.Props) {
 		p := &pool{name: name, stage: stage, timeout: o.RequestTimeout, retries: o.Retries}
+		if stage == messages.Stage_LEARN || stage == messages.Stage_CONTROL {
+			// Stateful: a request that timed out is still in the mailbox and
+			// will run, so a retry would apply the batch twice. No retry, and
+			// a timeout ends the run instead of skipping the step.
+			p.retries, p.stateful = 0, true
+		}
 		for i := range n {
 			id := fmt.Sprintf("%s-%d", name, i)
 			pr := props(id)

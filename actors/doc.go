@@ -26,7 +26,9 @@
 // The coordinator is the parent of every stage actor. It spreads a
 // stage's parts over the stage's pool (pool.scatter), each request with a
 // timeout and bounded retries on the next pool member, so a step never
-// waits forever. A panicking stage actor is restarted with a backoff and
+// waits forever. The learner and the controller get no retries: a request
+// to them that timed out may still run, so it ends the run (ErrNoAnswer)
+// rather than skipping the step or applying a batch twice. A panicking stage actor is restarted with a backoff and
 // the message it failed on is re-sent (resendStrategy); one that fails
 // more than 5 times a minute is stopped and the coordinator starts a fresh
 // one in its place (coordinator.replace), so pools keep their size for the

@@ -19,6 +19,9 @@ type pool struct {
 	replaced int            // members replaced so far, for fresh names
 	timeout  time.Duration  // per request
 	retries  int            // extra tries per part after a timeout or dead letter
+	// stateful members (learner, controller) change state on every request:
+	// a part that gets no answer is an error that ends the run, not a skip.
+	stateful bool
 }
 
 // gather collects the replies of one scatter.
@@ -59,6 +62,10 @@ func (p *pool) send(c actor.Context, g *gather, i int, part any, try int) {
 				return
 			}
 			g.over = true
+			if p.stateful {
+				g.done(nil, fmt.Errorf("%s: %w within %v (cluster.request_timeout): %w", p.name, ErrNoAnswer, p.timeout, err))
+				return
+			}
 			g.done(nil, &SkipError{Stage: p.stage, Reason: messages.SkipReason_TIMEOUT,
 				Err: fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, i, try+1, ErrTimeout, err)})
 			return

@@ -120,7 +120,7 @@ type runner struct {
 	control   rewards.ControllerState // the starting state; the trainer's afterwards
 	trainer   *Trainer
 	firstStep int64
-	tokens    float64 // cumulative completion tokens
+	tokens    float64 // cumulative prompt + completion tokens (train/num_tokens)
 
 	warmAccuracy float64 // greedy accuracy after the warm start (NaN: not measured)
 }
@@ -187,7 +187,7 @@ func (r *runner) resumeModels(ckpt string) (policy, ref *gpu.Model, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
-	r.firstStep = int64(st.Step)
+	r.firstStep, r.tokens = int64(st.Step), st.Tokens
 	if r.control, err = rewards.LoadControllerState(filepath.Join(ckpt, runlog.ControllerStateFile)); err != nil {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
@@ -316,13 +316,16 @@ func batchesAhead(maxStaleness, syncEvery int) int {
 // batches while fewer than ahead are waiting to be consumed (1: each batch
 // waits for the previous step's weights, which is synchronous and
 // deterministic; see batchesAhead) and this goroutine consumes them in
-// order, calling record after each step with its outcome or skip. It stops
-// early, after the step in flight, when ctx is cancelled, and returns the
-// number of steps done (counting from 0) or record's error.
+// order, calling record after each step with its outcome or skip and the
+// wall time since the previous step. When ctx is cancelled it starts no
+// new batch, lets the step in flight finish (the stages run on a context
+// that is not cancelled, under their own timeouts), and returns the number
+// of steps done (counting from 0) or record's error.
 func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 	record func(ctx context.Context, n int64, out *Outcome, err error, took time.Duration) error) (int64, error) {
 	slots := make(chan struct{}, ahead) // batches produced and not yet consumed
 	batches := make(chan batchOrSkip, ahead)
+	work := context.WithoutCancel(ctx) // a cancelled step would be lost: finish it
 	var stopped atomic.Bool
 	go func() {
 		defer close(batches)
@@ -335,7 +338,7 @@ func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 			if ctx.Err() != nil || stopped.Load() {
 				return
 			}
-			b, err := t.produce(ctx, n)
+			b, err := t.produce(work, n)
 			batches <- batchOrSkip{n: n, batch: b, err: err}
 		}
 	}()
@@ -348,19 +351,19 @@ func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 			}
 		}
 	}()
-	last := first
+	last, prev := first, time.Now()
 	for item := range batches {
-		start := time.Now()
 		var out *Outcome
 		err := item.err
 		if err == nil {
-			out, err = t.consume(ctx, item.batch)
+			out, err = t.consume(work, item.batch)
 		}
 		<-slots
-		if err := record(ctx, item.n, out, err, time.Since(start)); err != nil {
+		now := time.Now()
+		if err := record(ctx, item.n, out, err, now.Sub(prev)); err != nil {
 			return last, err
 		}
-		last = item.n + 1
+		last, prev = item.n+1, now
 		if ctx.Err() != nil {
 			break
 		}
@@ -384,7 +387,7 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 		m["train/skipped"], m["train/skip_stage"], m["train/skip_reason"] = 1, float64(skipErr.Stage), float64(skipErr.Reason)
 		fmt.Fprintf(r.out, "step %d skipped: %v\n", step, skipErr)
 	} else {
-		r.tokens += float64(out.Report.GetTokens())
+		r.tokens += batchTokens(out.Scored)
 		maps.Copy(m, stepMetrics(n, out))
 		m["train/num_tokens"] = r.tokens
 		if every := d.Cfg.Output.SampleEvery; every > 0 && step%every == 0 {
@@ -422,6 +425,21 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 	return nil
 }
 
+// batchTokens counts the prompt and completion tokens of a trained batch
+// (train/num_tokens accumulates it, as the original's num_tokens).
+func batchTokens(sc *messages.Scored) float64 {
+	ro := sc.GetRollouts()
+	prompts := ro.GetPrompts()
+	n := 0
+	for _, r := range ro.GetRollouts() {
+		if i := int(r.GetPromptIndex()); i >= 0 && i < len(prompts) {
+			n += len(prompts[i].GetTokenIds())
+		}
+		n += len(r.GetTokenIds())
+	}
+	return float64(n)
+}
+
 // stepMetrics are the metrics of a trained step: the learner's report,
 // the reward-side statistics, stage timings and generation throughput.
 func stepMetrics(n int64, out *Outcome) map[string]float64 {
@@ -445,7 +463,8 @@ func stepMetrics(n int64, out *Outcome) map[string]float64 {
 func (r *runner) checkpoint(step int64) error {
 	l := r.models.Learner
 	control := r.trainer.Control()
-	st := runlog.TrainerState{Step: int(step), PolicyVersion: l.Version(), DataCursor: step, Seed: uint64(r.deps.Cfg.Train.Seed)}
+	st := runlog.TrainerState{Step: int(step), PolicyVersion: l.Version(), DataCursor: step, Seed: uint64(r.deps.Cfg.Train.Seed),
+		Tokens: r.tokens}
 	_, err := r.dir.SaveCheckpoint(st, 0,
 		runlog.Part{Name: "model", Write: func(dir string) error { return gpu.SaveCheckpoint(dir, l.Snapshot(), r.deps.Tokenizer) }},
 		runlog.Part{Name: "optimizer", Write: l.SaveOptimizer},

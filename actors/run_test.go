@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
@@ -286,5 +289,110 @@ func TestRunNameTakenGetsSuffix(t *testing.T) {
 	defer dir.Close()
 	if got, want := dir.Name(), name+"-2"; got != want {
 		t.Errorf("run name = %q, want %q", got, want)
+	}
+}
+
+// cancelOnCall cancels a context on its n-th Sample call, then samples.
+type cancelOnCall struct {
+	Sampler
+	calls  *atomic.Int32
+	n      int32
+	cancel context.CancelFunc
+}
+
+func (c cancelOnCall) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]gpu.Sample, error) {
+	if c.calls.Add(1) == c.n {
+		c.cancel()
+	}
+	return c.Sampler.Sample(prompts, n, opt)
+}
+
+// TestCancelFinishesStepInFlight: a cancel (SIGINT) that comes while the
+// first step is generating lets the step finish and be recorded as
+// trained; drive then stops, having counted exactly the steps the learner
+// took. (A cancelled step used to be recorded as a skip while the run's
+// step count moved on, so a resume never trained it.) The generator's
+// wrapper is replaced by the first published weights, so the cancel comes
+// on its first call.
+func TestCancelFinishesStepInFlight(t *testing.T) {
+	d := testDeps(t, testConfig(t, nil))
+	m := testModels(t, d)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls atomic.Int32
+	opt := pipelineOptionsOf(d)
+	opt.Generators = 1
+	opt.Wrap = func(_ string, s Sampler) Sampler { return cancelOnCall{Sampler: s, calls: &calls, n: 1, cancel: cancel} }
+	p := StartPipeline(d, m, testControl(d), opt, nil)
+	defer p.Stop()
+	v0 := m.Learner.Version()
+	var recorded []int64
+	last, err := drive(ctx, p.Trainer, 0, 6, 1, func(_ context.Context, n int64, out *Outcome, err error, _ time.Duration) error {
+		if err != nil {
+			t.Errorf("step %d recorded with error %v", n+1, err)
+		}
+		recorded = append(recorded, n)
+		return nil
+	})
+	if err != nil || last != 1 || len(recorded) != 1 {
+		t.Fatalf("drive = %d, %v after recording steps %v; want 1 step", last, err, recorded)
+	}
+	if got := m.Learner.Version() - v0; got != 1 {
+		t.Errorf("learner took %d steps, drive counted 1", got)
+	}
+}
+
+// TestLearnerTimeoutStopsRun: a learner that does not answer in time is an
+// error that ends the run (ErrNoAnswer), not a skipped step: the request
+// is still in its mailbox and will run, so the step cannot be retried or
+// recorded as skipped.
+func TestLearnerTimeoutStopsRun(t *testing.T) {
+	d := testDeps(t, testConfig(t, nil))
+	m := testModels(t, d)
+	p := StartPipeline(d, m, testControl(d), pipelineOptionsOf(d), nil)
+	b, err := p.Trainer.produce(context.Background(), 0)
+	p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := pipelineOptionsOf(d)
+	opt.RequestTimeout = time.Microsecond // shorter than any learner step
+	p2 := StartPipeline(d, m, testControl(d), opt, nil)
+	defer p2.Stop()
+	_, err = p2.Trainer.consume(context.Background(), b)
+	var skipped *SkipError
+	if !errors.Is(err, ErrNoAnswer) || errors.As(err, &skipped) {
+		t.Errorf("consume error %v: want ErrNoAnswer, not a skip", err)
+	}
+}
+
+// TestNumTokensSurvivesResume: train/num_tokens (prompt + completion
+// tokens so far) continues across a resume as in a straight run.
+func TestNumTokensSurvivesResume(t *testing.T) {
+	straight := runConfig(t, func(c *config.Config) { c.Train.EvalEvery = 0 })
+	if err := Run(context.Background(), straight, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	split := runConfig(t, func(c *config.Config) { c.Train.EvalEvery, c.Train.Steps = 0, 2 })
+	if err := Run(context.Background(), split, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	split.Train.Steps, split.Train.Resume = 4, filepath.Join(split.Output.Dir, "run")
+	if err := Run(context.Background(), split, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	a, errA := runlog.ReadMetrics(filepath.Join(straight.Output.Dir, "run", "metrics.jsonl"))
+	b, errB := runlog.ReadMetrics(filepath.Join(split.Output.Dir, "run", "metrics.jsonl"))
+	if errA != nil || errB != nil || len(a) != 4 || len(b) != 4 {
+		t.Fatalf("metrics: %d records (%v), %d records (%v); want 4 each", len(a), errA, len(b), errB)
+	}
+	for i := range a {
+		if x, y := a[i].Values["train/num_tokens"], b[i].Values["train/num_tokens"]; x != y || !(x > 0) {
+			t.Errorf("step %d: num_tokens %v straight, %v resumed", a[i].Step, x, y)
+		}
+	}
+	// Every completion (4 prompts × 4 here) has a prompt of at least 4 tokens.
+	if first := a[0].Values["train/num_tokens"]; first < 16*4 {
+		t.Errorf("step 1: num_tokens %v counts no prompt tokens", first)
 	}
 }

@@ -20,6 +20,11 @@ var (
 	ErrZeroVariance = errors.New("actors: every group has equal utilities")
 	// ErrTimeout: a stage did not answer within its retries.
 	ErrTimeout = errors.New("actors: stage timed out")
+	// ErrNoAnswer: the learner or the controller did not answer in time.
+	// Unlike other stages they change state on every request and the
+	// request may still run, so this is not a skip: the run stops, and a
+	// resume continues from the last checkpoint.
+	ErrNoAnswer = errors.New("actors: learner or controller did not answer")
 )
 
 // SkipError is a batch skipped at a stage, as the original's _SkipBatch:
@@ -37,6 +42,15 @@ func (e *SkipError) Error() string {
 
 // Unwrap returns the cause.
 func (e *SkipError) Unwrap() error { return e.Err }
+
+// stateErr is skip for the stages with state (learn, control), except that
+// ErrNoAnswer passes through to end the run.
+func stateErr(stage messages.Stage, err error) error {
+	if errors.Is(err, ErrNoAnswer) {
+		return err
+	}
+	return skip(stage, err)
+}
 
 // skip wraps err as a SkipError at stage, classifying its reason.
 func skip(stage messages.Stage, err error) *SkipError {

@@ -65,12 +65,12 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	}
 	report, policy, err := t.stages.learn(ctx, prepared) // StepReport, new weights
 	if err != nil {
-		return nil, skip(messages.Stage_LEARN, err)
+		return nil, stateErr(messages.Stage_LEARN, err)
 	}
 	learned := time.Since(start)
 	cs, err := t.stages.control(ctx, stepStats(report)) // ControllerState for the next step
 	if err != nil {
-		return nil, skip(messages.Stage_CONTROL, err)
+		return nil, stateErr(messages.Stage_CONTROL, err)
 	}
 	t.control = controllerFromMessage(cs, t.deps.Meta)
 	controlled := time.Since(start)

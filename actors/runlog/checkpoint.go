@@ -40,6 +40,9 @@ type TrainerState struct {
 	DataCursor int64 `json:"data_cursor"`
 	// Seed is the run's base seed.
 	Seed uint64 `json:"seed"`
+	// Tokens is the number of completion tokens trained on so far
+	// (train/num_tokens); 0 in checkpoints written before it was kept.
+	Tokens float64 `json:"num_tokens,omitempty"`
 	// RNG holds opaque generator states by stream name (for example the
 	// output of (*rand.PCG).MarshalBinary), written as base64.
 	RNG map[string][]byte `json:"rng,omitempty"`
