@@ -4,7 +4,8 @@
 //
 // Keys missing from a file get the transformers defaults that matter to the
 // model (num_key_value_heads = num_attention_heads, head_dim = hidden_size /
-// num_attention_heads, rope_theta 10000, rms_norm_eps 1e-6). Token ids that
+// num_attention_heads, rope_theta 10000, rms_norm_eps 1e-6); a theta under
+// transformers 5's rope_parameters is read as rope_theta. Token ids that
 // are null in the file are -1 here; an eos_token_id list keeps its first
 // entry in EOSTokenID and all entries in EOSTokenIDs.
 //

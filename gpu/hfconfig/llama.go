@@ -47,6 +47,10 @@ type LlamaConfig struct {
 	RopeTheta float64 `json:"rope_theta"`
 	// RopeScaling must be null: scaled RoPE variants are not implemented.
 	RopeScaling json.RawMessage `json:"rope_scaling"`
+	// RopeParameters is where transformers 5 writes RoPE's settings
+	// ({"rope_theta": θ, "rope_type": "default"}); when present its theta
+	// is RopeTheta, and a rope_type other than "default" is refused.
+	RopeParameters json.RawMessage `json:"rope_parameters,omitempty"`
 	// TieWordEmbeddings makes lm_head share embed_tokens' weight.
 	TieWordEmbeddings bool `json:"tie_word_embeddings"`
 	// HiddenAct is the MLP activation; only "silu" is supported.
@@ -116,7 +120,37 @@ func (c *LlamaConfig) UnmarshalJSON(b []byte) error {
 	if c.PadTokenID, _, err = decodeID("pad_token_id", ids.Pad); err != nil {
 		return err
 	}
+	if err := c.readRopeParameters(); err != nil {
+		return err
+	}
 	c.fillDefaults()
+	return nil
+}
+
+// readRopeParameters takes rope_theta from rope_parameters when the config
+// has them (transformers 5), so such a checkpoint does not silently get
+// the default θ.
+func (c *LlamaConfig) readRopeParameters() error {
+	if len(c.RopeParameters) == 0 || string(c.RopeParameters) == "null" {
+		return nil
+	}
+	var rp struct {
+		Theta float64 `json:"rope_theta"`
+		Type  string  `json:"rope_type"`
+	}
+	if err := json.Unmarshal(c.RopeParameters, &rp); err != nil {
+		return fmt.Errorf("%w: rope_parameters = %s: %v", ErrInvalid, c.RopeParameters, err)
+	}
+	if rp.Type != "" && rp.Type != "default" {
+		return fmt.Errorf("%w: rope_parameters.rope_type = %q: scaled RoPE is not supported", ErrInvalid, rp.Type)
+	}
+	switch {
+	case rp.Theta == 0:
+	case c.RopeTheta == 0:
+		c.RopeTheta = rp.Theta
+	case c.RopeTheta != rp.Theta:
+		return fmt.Errorf("%w: rope_theta = %g but rope_parameters.rope_theta = %g", ErrInvalid, c.RopeTheta, rp.Theta)
+	}
 	return nil
 }
 

@@ -126,3 +126,38 @@ func TestWriteRefusesInvalid(t *testing.T) {
 		t.Errorf("failed Write left %d files", len(entries))
 	}
 }
+
+// TestRopeParameters: transformers 5 writes RoPE's theta under
+// rope_parameters; it must reach RopeTheta, not fall back to 10000.
+func TestRopeParameters(t *testing.T) {
+	base := `"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 16,
+	  "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 32`
+	for _, tc := range []struct {
+		name, extra string
+		theta       float64
+		err         string
+	}{
+		{"rope_parameters only", `"rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"}`, 500000, ""},
+		{"both, equal", `"rope_theta": 500000, "rope_parameters": {"rope_theta": 500000}`, 500000, ""},
+		{"neither", ``, 10000, ""},
+		{"null", `"rope_parameters": null`, 10000, ""},
+		{"both, different", `"rope_theta": 10000, "rope_parameters": {"rope_theta": 500000}`, 0, "rope_parameters.rope_theta = 500000"},
+		{"scaled", `"rope_parameters": {"rope_theta": 500000, "rope_type": "llama3"}`, 0, `rope_type = "llama3"`},
+		{"not an object", `"rope_parameters": 3`, 0, "rope_parameters = 3"},
+	} {
+		doc := "{" + base
+		if tc.extra != "" {
+			doc += ", " + tc.extra
+		}
+		var c LlamaConfig
+		err := json.Unmarshal([]byte(doc+"}"), &c)
+		switch {
+		case tc.err != "":
+			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want ErrInvalid containing %q", tc.name, err, tc.err)
+			}
+		case err != nil || c.RopeTheta != tc.theta || c.Validate() != nil:
+			t.Errorf("%s: theta %g, error %v, validate %v; want theta %g", tc.name, c.RopeTheta, err, c.Validate(), tc.theta)
+		}
+	}
+}
