@@ -3,6 +3,7 @@ package rewards
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // AdvantageStdEpsilon is added to the group std before dividing (spec §1.4).
@@ -24,7 +25,8 @@ const ZeroStdTolerance = 1e-8
 //
 // u is group-major [P*K]. epsilon must be >= 0 (0 disables the floor) and
 // temperature > 0. The temperature is applied here once and never again
-// (DESIGN §3). Non-finite utilities return ErrNonFinite.
+// (DESIGN §3). Non-finite utilities return ErrNonFinite. Where u/T overflows,
+// the group's logits are formed as (u - max u)/T instead, the same softmax.
 func QDistribution(u []float64, k int, temperature, epsilon float64) ([]float64, error) {
 	p, err := groupCount(len(u), k)
 	if err != nil {
@@ -44,9 +46,7 @@ func QDistribution(u []float64, k int, temperature, epsilon float64) ([]float64,
 	q := make([]float64, len(u))
 	for g := range p {
 		row := q[g*k : (g+1)*k]
-		for j, v := range u[g*k : (g+1)*k] {
-			row[j] = v / t
-		}
+		logitsTo(row, u[g*k:(g+1)*k], t)
 		softmaxInPlace(row)
 		if eps > 0 {
 			s := 0.0
@@ -61,6 +61,24 @@ func QDistribution(u []float64, k int, temperature, epsilon float64) ([]float64,
 		}
 	}
 	return q, nil
+}
+
+// logitsTo writes u/t into dst. If a quotient overflows, it writes
+// (u - max u)/t instead: the same softmax, with logits <= 0 and a maximum of 0,
+// so the softmax has no Inf - Inf.
+func logitsTo(dst, u []float64, t float64) {
+	ok := true
+	for j, v := range u {
+		dst[j] = v / t
+		ok = ok && isFinite(dst[j])
+	}
+	if ok {
+		return
+	}
+	m := slices.Max(u)
+	for j, v := range u {
+		dst[j] = (v - m) / t
+	}
 }
 
 // softmaxInPlace replaces finite logits x by softmax(x), stably.
@@ -85,7 +103,10 @@ func softmaxInPlace(x []float64) {
 //	A_i = (u_i - mean_g) / (stdUnbiased_g + 1e-4)   if scaleRewards
 //	A_i =  u_i - mean_g                             otherwise
 //
-// The std is the unbiased (n-1) one and is 0 for K = 1 (DESIGN §3).
+// The std is the unbiased (n-1) one and is 0 for K = 1 (DESIGN §3). Sums
+// that overflow float64 are redone on utilities scaled by a power of two, so
+// equal utilities always give 0; an advantage that is itself beyond float64
+// (u_i - mean_g, unscaled) returns ErrNonFinite.
 func GroupAdvantages(u []float64, k int, scaleRewards bool) ([]float64, error) {
 	p, err := groupCount(len(u), k)
 	if err != nil {
@@ -96,20 +117,39 @@ func GroupAdvantages(u []float64, k int, scaleRewards bool) ([]float64, error) {
 	}
 	a := make([]float64, len(u))
 	for g := range p {
-		row := u[g*k : (g+1)*k]
-		b := meanFinite(row)
-		std := 0.0
-		if scaleRewards {
-			std = stdUnbiased(row, b)
-		}
-		for j, v := range row {
-			a[g*k+j] = v - b
-			if scaleRewards {
-				a[g*k+j] /= std + AdvantageStdEpsilon
-			}
+		row, dst := u[g*k:(g+1)*k], a[g*k:(g+1)*k]
+		advantagesTo(dst, row, scaleRewards)
+		if checkFinite("advantages", dst) != nil {
+			return nil, fmt.Errorf("group advantages: group %d: non-finite advantage from utilities of magnitude %g: %w",
+				g, maxAbs(row), ErrNonFinite)
 		}
 	}
 	return a, nil
+}
+
+// advantagesTo writes the advantages of one group of finite utilities into
+// dst. When the std overflows, it is computed on the scaled utilities, where
+// the advantage (u - mean)/(std + ε) is the same up to rounding.
+func advantagesTo(dst, row []float64, scaleRewards bool) {
+	b := meanFinite(row)
+	std := 0.0
+	if scaleRewards {
+		std = stdUnbiased(row, b)
+	}
+	if !isFinite(std) {
+		sd, e := stdScaled(row, b, float64(len(row)-1)) // sd·2^e may exceed float64
+		sm, eps := math.Ldexp(b, -e), math.Ldexp(AdvantageStdEpsilon, -e)
+		for j, v := range row {
+			dst[j] = (math.Ldexp(v, -e) - sm) / (sd + eps)
+		}
+		return
+	}
+	for j, v := range row {
+		dst[j] = v - b
+		if scaleRewards {
+			dst[j] /= std + AdvantageStdEpsilon
+		}
+	}
 }
 
 // ZeroVarianceGroups reports, per group, whether all its utilities are equal

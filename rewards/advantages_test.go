@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -135,5 +137,79 @@ func TestScaleGroupsAndEntropies(t *testing.T) {
 	h, err := GroupEntropies([]float64{0.5, 0.5, 1, 0}, 2)
 	if err != nil || !nearSlice(h, []float64{math.Ln2, 0}, 1e-12) {
 		t.Errorf("GroupEntropies = %v, %v; want [ln2 0]", h, err)
+	}
+}
+
+// huge is a finite utility whose sums and squares overflow float64.
+const huge = 1.7e308
+
+func TestGroupAdvantagesOverflow(t *testing.T) {
+	r := 1 / math.Sqrt2
+	tests := []struct {
+		name  string
+		u     []float64
+		k     int
+		scale bool
+		want  []float64 // nil: an ErrNonFinite error naming the magnitude
+		zero  []bool
+	}{
+		{"equal huge, scaled", []float64{huge, huge}, 2, true, []float64{0, 0}, []bool{true}},
+		{"equal huge, unscaled", []float64{huge, huge, huge}, 3, false, []float64{0, 0, 0}, []bool{true}},
+		{"equal huge beside a normal group", []float64{-huge, -huge, 1, 3}, 2, true,
+			[]float64{0, 0, -1 / (math.Sqrt2 + AdvantageStdEpsilon), 1 / (math.Sqrt2 + AdvantageStdEpsilon)}, []bool{true, false}},
+		// the unbiased std (2.4e308) overflows; (u - mean)/std = ±1/√2.
+		{"opposite huge, scaled", []float64{huge, -huge}, 2, true, []float64{r, -r}, []bool{false}},
+		// mean 0: u - mean = ±1.7e308 is still a float64.
+		{"opposite huge, unscaled", []float64{huge, -huge}, 2, false, []float64{huge, -huge}, []bool{false}},
+		// mean -1.7e308/3: u_0 - mean = 2.27e308 is not a float64.
+		{"advantage beyond float64", []float64{huge, -huge, -huge}, 3, false, nil, []bool{false}},
+	}
+	for _, tt := range tests {
+		a, err := GroupAdvantages(tt.u, tt.k, tt.scale)
+		switch {
+		case tt.want == nil:
+			if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "magnitude 1.7e+308") {
+				t.Errorf("%s: err = %v, want ErrNonFinite naming magnitude 1.7e+308", tt.name, err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case !nearSlice(a, tt.want, 1e-12):
+			t.Errorf("%s: advantages = %v, want %v", tt.name, a, tt.want)
+		}
+		if zero, err := ZeroVarianceGroups(tt.u, tt.k); err != nil || !slices.Equal(zero, tt.zero) {
+			t.Errorf("%s: zero std = %v (%v), want %v", tt.name, zero, err, tt.zero)
+		}
+	}
+	// equal utilities give exactly 0, not a rounding residue.
+	if a, _ := GroupAdvantages([]float64{huge, huge}, 2, true); a[0] != 0 || a[1] != 0 {
+		t.Errorf("equal huge advantages = %v, want exactly 0", a)
+	}
+}
+
+func TestQDistributionOverflow(t *testing.T) {
+	tests := []struct {
+		name     string
+		u        []float64
+		temp     float64
+		eps      float64
+		want     []float64
+		exactSum bool
+	}{
+		// u/T overflows to +Inf for both: softmax of equal logits.
+		{"equal huge", []float64{huge, huge}, 0.5, 0, []float64{0.5, 0.5}, true},
+		{"equal huge, floor", []float64{huge, huge}, 0.5, 1e-6, []float64{0.5, 0.5}, true},
+		{"huge over tiny T", []float64{1e301, 0}, 1e-8, 0, []float64{1, 0}, true},
+		{"opposite huge", []float64{-huge, huge}, 0.25, 0, []float64{0, 1}, true},
+		{"opposite huge, floor", []float64{-huge, huge}, 0.25, 0.1, []float64{0.1, 0.9}, false},
+	}
+	for _, tt := range tests {
+		q, err := QDistribution(tt.u, len(tt.u), tt.temp, tt.eps)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if !nearSlice(q, tt.want, 1e-12) || (tt.exactSum && !slices.Equal(q, tt.want)) {
+			t.Errorf("%s: q = %v, want %v", tt.name, q, tt.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package rewards
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // LengthStats summarise completion lengths in tokens (spec §3.1 lengths block).
@@ -54,36 +55,40 @@ func lengthMoments(counts []int, skip []bool) (mean, lo, hi float64) {
 }
 
 // DiversityStats measure how different the completions of a group are
-// (spec §3.1 completions/diversity/*). Macro values average per-group values
-// over groups that have any n-gram (pair); micro values pool the counts of all
-// groups (n-grams for distinct-n, pairs for Jaccard).
+// (spec §3.1 completions/diversity/*, the original's
+// _completion_diversity_metrics). Every value is computed per group and then
+// averaged over all groups; a group without n-grams or pairs counts as 0.
 type DiversityStats struct {
-	// Distinct1 and Distinct2: unique n-grams / total n-grams in a group.
+	// Distinct1 and Distinct2: unique n-grams / total n-grams over the
+	// concatenated tokens of a group's completions (bigrams cross completion
+	// boundaries), averaged over groups.
 	Distinct1, Distinct2 float64
-	// Jaccard: mean pairwise 1 - |A∩B|/|A∪B| of the token sets in a group.
+	// Jaccard: mean pairwise 1 - |A∩B|/|A∪B| of the token sets in a group
+	// (0 for a pair of empty sets and for a group of one), averaged over groups.
 	Jaccard float64
-	// Distinct1Micro, Distinct2Micro and JaccardMicro are the pooled forms.
+	// Distinct1Micro, Distinct2Micro and JaccardMicro are the group-size
+	// weighted means of the same per-group values. Every group has K
+	// completions, so they equal the plain means up to rounding.
 	Distinct1Micro, Distinct2Micro, JaccardMicro float64
 }
 
 // Diversity returns the diversity statistics of completions given as token
 // sequences (token ids, or strings.Fields words as the original's fallback),
-// group-major with K per group. n-grams do not cross completion boundaries.
+// group-major with K per group. n-grams run over the concatenation of a
+// group's completions, as in the original.
 func Diversity[T comparable](completions [][]T, k int) (DiversityStats, error) {
 	p, err := groupCount(len(completions), k)
 	if err != nil {
 		return DiversityStats{}, fmt.Errorf("diversity: %w", err)
 	}
 	var st DiversityStats
-	var d1, d2, jac macroMicro
+	var d1, d2, jac groupAverage
 	for g := range p {
 		grp := completions[g*k : (g+1)*k]
-		u1, n1 := distinct(grp, 1)
-		u2, n2 := distinct(grp, 2)
-		d1.add(float64(u1), float64(n1))
-		d2.add(float64(u2), float64(n2))
-		dist, pairs := jaccardSum(grp)
-		jac.add(dist, float64(pairs))
+		all := slices.Concat(grp...)
+		d1.add(distinctN(all, 1), float64(k))
+		d2.add(distinctN(all, 2), float64(k))
+		jac.add(jaccardDistance(grp), float64(k))
 	}
 	st.Distinct1, st.Distinct1Micro = d1.values()
 	st.Distinct2, st.Distinct2Micro = d2.values()
@@ -91,47 +96,52 @@ func Diversity[T comparable](completions [][]T, k int) (DiversityStats, error) {
 	return st, nil
 }
 
-// macroMicro accumulates ratios num/den per group (macro) and pooled (micro).
-type macroMicro struct{ sumRatio, groups, num, den float64 }
+// groupAverage accumulates per-group values for their plain mean and their
+// group-size weighted (micro) mean, the original's _mean and _weighted_mean.
+type groupAverage struct{ sum, weighted, weight, groups float64 }
 
-func (m *macroMicro) add(num, den float64) {
-	if den <= 0 {
-		return
-	}
-	m.sumRatio += num / den
-	m.groups++
-	m.num += num
-	m.den += den
+func (a *groupAverage) add(v, size float64) {
+	a.sum += v
+	a.weighted += v * size
+	a.weight += size
+	a.groups++
 }
 
-func (m *macroMicro) values() (macro, micro float64) {
-	if m.groups == 0 {
-		return 0, 0
+// values returns the plain and the weighted mean (0 without groups or weight).
+func (a *groupAverage) values() (mean, micro float64) {
+	if a.groups > 0 {
+		mean = a.sum / a.groups
 	}
-	return m.sumRatio / m.groups, m.num / m.den
+	if a.weight > 0 {
+		micro = a.weighted / a.weight
+	}
+	return mean, micro
 }
 
 // ngram is an n-gram key for n <= 2.
 type ngram[T comparable] struct{ a, b T }
 
-// distinct returns the unique and total n-gram counts (n = 1 or 2) of a group.
-func distinct[T comparable](grp [][]T, n int) (unique, total int) {
-	seen := make(map[ngram[T]]struct{})
-	for _, c := range grp {
-		for i := 0; i+n <= len(c); i++ {
-			key := ngram[T]{a: c[i]}
-			if n == 2 {
-				key.b = c[i+1]
-			}
-			seen[key] = struct{}{}
-			total++
-		}
+// distinctN returns unique n-grams / total n-grams of tokens (n = 1 or 2),
+// 0 when there is no n-gram.
+func distinctN[T comparable](tokens []T, n int) float64 {
+	total := len(tokens) - n + 1
+	if total <= 0 {
+		return 0
 	}
-	return len(seen), total
+	seen := make(map[ngram[T]]struct{}, total)
+	for i := range total {
+		key := ngram[T]{a: tokens[i]}
+		if n == 2 {
+			key.b = tokens[i+1]
+		}
+		seen[key] = struct{}{}
+	}
+	return float64(len(seen)) / float64(total)
 }
 
-// jaccardSum returns Σ over pairs of 1 - |A∩B|/|A∪B| and the pair count.
-func jaccardSum[T comparable](grp [][]T) (sum float64, pairs int) {
+// jaccardDistance returns the mean over pairs of 1 - |A∩B|/|A∪B| of the token
+// sets of grp; a pair with an empty union counts 0, fewer than 2 sets give 0.
+func jaccardDistance[T comparable](grp [][]T) float64 {
 	sets := make([]map[T]struct{}, len(grp))
 	for i, c := range grp {
 		sets[i] = make(map[T]struct{}, len(c))
@@ -139,6 +149,7 @@ func jaccardSum[T comparable](grp [][]T) (sum float64, pairs int) {
 			sets[i][t] = struct{}{}
 		}
 	}
+	sum, pairs := 0.0, 0
 	for i := range sets {
 		for j := i + 1; j < len(sets); j++ {
 			inter := 0
@@ -153,5 +164,8 @@ func jaccardSum[T comparable](grp [][]T) (sum float64, pairs int) {
 			pairs++
 		}
 	}
-	return sum, pairs
+	if pairs == 0 {
+		return 0
+	}
+	return sum / float64(pairs)
 }

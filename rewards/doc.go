@@ -23,7 +23,10 @@
 //     invalid settings return errors wrapping ErrShape, ErrEmptyGroup,
 //     ErrEmptyBatch, ErrNonFinite, ErrParam or ErrState.
 //   - NaN/Inf rewards count as 0 in the utility (nan-sum, spec §1.2); no
-//     returned value is NaN. Documented fallbacks: moments of nothing are 0,
+//     returned value is NaN. Means, stds, advantages and q whose plain sums
+//     overflow are recomputed on power-of-two-scaled values (equal utilities
+//     still give advantage 0); a result beyond float64 is an ErrNonFinite
+//     error naming the stage. Documented fallbacks: moments of nothing are 0,
 //     K = 1 gives q = w = 1 and advantages 0, non-finite SEED scales are 1,
 //     uniform weights only for flat-q groups (SkipZeroVarianceGroups) or with
 //     AllowEmptyWeightFallback.
@@ -148,12 +151,12 @@
 //	`completions/mean_terminated_length`      TRL alias of `mean_length_terminated` [T]
 //	`completions/min_terminated_length`       TRL alias of `min_length_terminated` [T]
 //	`completions/max_terminated_length`       TRL alias of `max_length_terminated` [T]
-//	`completions/diversity/distinct_1`        mean over groups of unique unigrams / unigrams [L, T]
-//	`completions/diversity/distinct_2`        same for bigrams (not across completions) [L, T]
-//	`completions/diversity/jaccard`           mean over groups of mean pairwise 1 − |A∩B|/|A∪B| of token sets [L, T]
-//	`completions/diversity/distinct_1_micro`  pooled: Σ unique / Σ total over groups [L, T]
-//	`completions/diversity/distinct_2_micro`  pooled bigram form [L, T]
-//	`completions/diversity/jaccard_micro`     pooled over all pairs [L, T]
+//	`completions/diversity/distinct_1`        mean over groups of unique / total unigrams of the concatenated group tokens (no tokens: 0) [L, T]
+//	`completions/diversity/distinct_2`        same for bigrams, which cross completion boundaries [L, T]
+//	`completions/diversity/jaccard`           mean over groups of mean pairwise 1 − |A∩B|/|A∪B| of token sets (empty union, K = 1: 0) [L, T]
+//	`completions/diversity/distinct_1_micro`  group-size weighted mean of per-group distinct_1 (= distinct_1: every group has K) [L, T]
+//	`completions/diversity/distinct_2_micro`  group-size weighted mean of per-group distinct_2 [L, T]
+//	`completions/diversity/jaccard_micro`     group-size weighted mean of per-group jaccard [L, T]
 //
 //	# Controllers (from `ControllerMetrics`)
 //	`tau`                                     τ after this step's update [L, T]

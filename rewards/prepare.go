@@ -167,7 +167,10 @@ type PrepareStats struct {
 
 // Prepare runs the reward-statistics → q → advantages → weights path of one
 // step (spec §1.2–1.8) and returns its results and statistics. tau and beta
-// are the current controller values. The inputs are not modified.
+// are the current controller values. The inputs are not modified. A value
+// beyond float64 (utilities, advantages, weights) returns an error wrapping
+// ErrNonFinite that names the stage, so no returned utility, advantage, q or
+// weight is NaN or ±Inf.
 func Prepare(in PrepareInput, cfg PrepareConfig, tau, beta float64) (*Prepared, error) {
 	if len(in.Rewards) == 0 || len(in.Rewards[0]) == 0 {
 		return nil, fmt.Errorf("prepare: %w", ErrEmptyBatch)
@@ -199,6 +202,9 @@ func Prepare(in PrepareInput, cfg PrepareConfig, tau, beta float64) (*Prepared, 
 		for i := range u {
 			u[i] += b.Bonus[i]
 		}
+		if err := checkFinite("utilities with bonus", u); err != nil {
+			return nil, fmt.Errorf("prepare: entropy bonus: %w", err)
+		}
 		st.Bonus = &b
 	}
 	out.Utilities = u
@@ -212,6 +218,9 @@ func Prepare(in PrepareInput, cfg PrepareConfig, tau, beta float64) (*Prepared, 
 		}
 		if out.Advantages, err = ScaleGroups(out.Advantages, in.K, s.Scale); err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		if err := checkFinite("scaled advantages", out.Advantages); err != nil {
+			return nil, fmt.Errorf("prepare: seed-grpo: %w", err)
 		}
 		st.Seed = &s
 	}
@@ -298,8 +307,13 @@ func (out *Prepared) weights(in PrepareInput, cfg PrepareConfig, tau, beta float
 			return err
 		}
 	}
-	out.Weights, err = ListwiseWeights(out.Q, out.RefLogp, in.TokenCounts, in.K, tau, beta, cfg.Weights)
-	return err
+	if out.Weights, err = ListwiseWeights(out.Q, out.RefLogp, in.TokenCounts, in.K, tau, beta, cfg.Weights); err != nil {
+		return err
+	}
+	if err := checkFinite("weights", out.Weights); err != nil {
+		return fmt.Errorf("listwise weights (tau %v, beta %v): %w", tau, beta, err)
+	}
+	return nil
 }
 
 // summarize fills the statistics for metrics.

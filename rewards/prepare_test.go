@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -269,5 +271,73 @@ func BenchmarkPrepare(b *testing.B) {
 				sinkPrepared = out
 			}
 		})
+	}
+}
+
+func TestPrepareOverflow(t *testing.T) {
+	tests := []struct {
+		name    string
+		rewards [][]float64
+		k       int
+		weights []float64
+		scale   bool
+		errStr  string // "" for success
+	}{
+		{"equal huge utilities", [][]float64{{huge, huge, 1, 2}}, 2, nil, true, ""},
+		{"opposite huge utilities", [][]float64{{huge, -huge, 1, 2}}, 2, nil, true, ""},
+		{"opposite huge, unscaled", [][]float64{{huge, -huge, 1, 2}}, 2, nil, false, ""},
+		// group mean -1.7e308/4: u_0 - mean = 2.1e308.
+		{"advantage beyond float64", [][]float64{{huge, -huge, -huge, 1}}, 4, nil, false,
+			"prepare: group advantages: group 0: non-finite advantage from utilities of magnitude 1.7e+308"},
+		{"weighted sum overflows", [][]float64{{huge, 0, 1, 2}, {huge, 0, 0, 0}}, 2, []float64{1, 1}, true,
+			"prepare: utilities: completion 0: weighted reward sum is +Inf"},
+	}
+	for _, tt := range tests {
+		for _, obj := range []Objective{ObjectiveGRPO, ObjectiveMaxEntEntropy, ObjectiveMaxEntListwise} {
+			cfg := DefaultPrepareConfig()
+			cfg.Objective, cfg.ScaleRewards, cfg.RewardWeights = obj, tt.scale, tt.weights
+			cfg.QTemperature = 0.5 // u/T overflows too
+			in := PrepareInput{K: tt.k, Rewards: tt.rewards, TokenCounts: []int{1, 2, 3, 4}, RefLogpSums: []float64{-1, -2, -3, -4}}
+			out, err := Prepare(in, cfg, 0.5, 0.1)
+			name := tt.name + "/" + string(obj)
+			if tt.errStr != "" {
+				if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), tt.errStr) {
+					t.Errorf("%s: err = %v, want ErrNonFinite with %q", name, err, tt.errStr)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			for field, x := range map[string][]float64{"utilities": out.Utilities, "advantages": out.Advantages, "q": out.Q, "weights": out.Weights} {
+				assertNoNaN(t, name+"/"+field, x)
+			}
+			st := out.Stats
+			assertNoNaN(t, name+"/stats", append([]float64{st.Reward.Mean, st.Reward.Std, st.BaseReward, st.QEntropy.Mean,
+				st.QEntropy.Std, st.WeightMean, st.WeightStd, st.Weight.Mean}, st.Reward.Quantiles[:]...))
+			if tt.rewards[0][1] == huge && (out.Advantages[0] != 0 || out.Advantages[1] != 0 || !out.ZeroStd[0] || out.Q[0] != 0.5) {
+				t.Errorf("%s: equal huge group: A %v, zero std %v, q %v; want 0, true, 0.5", name, out.Advantages[:2], out.ZeroStd[0], out.Q[:2])
+			}
+		}
+	}
+}
+
+func TestPrepareNonFiniteWeights(t *testing.T) {
+	// beta·ref = 10·(-1e308) is -Inf for every completion: softmax NaN.
+	in := PrepareInput{K: 2, Rewards: [][]float64{{1, 1, 0, 1}}, TokenCounts: []int{1, 1, 1, 1},
+		RefLogpSums: []float64{-1e308, -1e308, -1e308, -1e308}}
+	cfg := listwiseConfig()
+	cfg.RewardWeights = nil
+	if _, err := Prepare(in, cfg, 0.5, 10); !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "prepare: listwise weights") {
+		t.Errorf("err = %v, want ErrNonFinite naming listwise weights", err)
+	}
+	cfg.AllowEmptyWeightFallback = true
+	out, err := Prepare(in, cfg, 0.5, 10)
+	if err != nil {
+		t.Fatalf("fallback: %v", err)
+	}
+	if !out.Stats.WeightFallback || !slices.Equal(out.Weights, []float64{0.5, 0.5, 0.5, 0.5}) {
+		t.Errorf("fallback: weights %v, want uniform fallback", out.Weights)
 	}
 }

@@ -46,7 +46,8 @@ func isFinite(v float64) bool { return v-v == 0 }
 //
 // perFunc is [F][P*K]; weights has length F, or 0 for weight 1 each. Weights
 // must be finite. The original's TRL path treats only NaN as missing; counting
-// ±Inf as missing too keeps every utility finite.
+// ±Inf as missing too keeps every utility finite; a weighted sum beyond
+// float64 returns ErrNonFinite.
 func Utilities(perFunc [][]float64, weights []float64) ([]float64, error) {
 	if len(perFunc) == 0 {
 		return nil, fmt.Errorf("utilities: no reward functions: %w", ErrShape)
@@ -71,6 +72,11 @@ func Utilities(perFunc [][]float64, weights []float64) ([]float64, error) {
 			if isFinite(v) {
 				u[i] += w * v
 			}
+		}
+	}
+	for i, v := range u {
+		if !isFinite(v) {
+			return nil, fmt.Errorf("utilities: completion %d: weighted reward sum is %v (beyond float64): %w", i, v, ErrNonFinite)
 		}
 	}
 	return u, nil
@@ -128,7 +134,66 @@ func meanFinite(x []float64) float64 {
 	if n == 0 {
 		return 0
 	}
+	if !isFinite(s) {
+		return meanScaled(x)
+	}
 	return s / float64(n)
+}
+
+// meanScaled is the mean of the finite entries of x (at least one) computed
+// without overflow, for when the plain sum overflows: a running mean of
+// x·2^-e, with 2^e > max |x|, scaled back. Equal values give their value
+// exactly.
+func meanScaled(x []float64) float64 {
+	e := maxExponent(x)
+	m, n := 0.0, 0
+	for _, v := range x {
+		if isFinite(v) {
+			n++
+			m += (math.Ldexp(v, -e) - m) / float64(n)
+		}
+	}
+	return math.Ldexp(m, e)
+}
+
+// maxExponent returns the smallest e >= 0 with |v| < 2^e for every finite
+// entry v of x.
+func maxExponent(x []float64) int {
+	e := 0
+	for _, v := range x {
+		if isFinite(v) {
+			_, ev := math.Frexp(v)
+			e = max(e, ev)
+		}
+	}
+	return e
+}
+
+// maxAbs returns the largest |v| over the finite entries of x (0 if none).
+func maxAbs(x []float64) float64 {
+	m := 0.0
+	for _, v := range x {
+		if isFinite(v) {
+			m = max(m, math.Abs(v))
+		}
+	}
+	return m
+}
+
+// stdScaled returns sqrt(Σ (x - mean)² / div) over the finite entries of x
+// as std·2^e: it is computed on x·2^-e, with 2^e > max |x| >= |mean|, so
+// neither the differences nor their squares overflow.
+func stdScaled(x []float64, mean, div float64) (std float64, e int) {
+	e = maxExponent(x)
+	sm := math.Ldexp(mean, -e)
+	s := 0.0
+	for _, v := range x {
+		if isFinite(v) {
+			d := math.Ldexp(v, -e) - sm
+			s += d * d
+		}
+	}
+	return math.Sqrt(s / div), e
 }
 
 // stdPop is the population standard deviation over the finite entries of x:
@@ -145,6 +210,10 @@ func stdPop(x []float64) float64 {
 	}
 	if n <= 1 {
 		return 0
+	}
+	if !isFinite(s) {
+		sd, e := stdScaled(x, m, float64(n)) // <= half the range: finite
+		return math.Ldexp(sd, e)
 	}
 	return math.Sqrt(s / float64(n))
 }
@@ -192,7 +261,11 @@ func Quantiles(x []float64) [7]float64 {
 		pos := q * float64(len(s)-1)
 		lo := int(math.Floor(pos))
 		hi := min(lo+1, len(s)-1)
-		out[i] = s[lo] + (pos-float64(lo))*(s[hi]-s[lo])
+		f := pos - float64(lo)
+		out[i] = s[lo] + f*(s[hi]-s[lo])
+		if !isFinite(out[i]) { // s[hi]-s[lo] overflowed
+			out[i] = s[lo]*(1-f) + s[hi]*f
+		}
 	}
 	return out
 }

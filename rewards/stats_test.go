@@ -72,10 +72,14 @@ func TestMoments(t *testing.T) {
 		// population std (DESIGN §3): [1,3] -> mean 2, std 1 (unbiased would be √2).
 		{name: "population", u: []float64{1, 3}, mean: 2, std: 1},
 		{name: "nan skipped", u: []float64{1, math.NaN(), 3}, mean: 2, std: 1},
+		// sums and squares overflow: the scaled fallback, exact for equal values.
+		{name: "equal huge", u: []float64{huge, huge, huge}, mean: huge, std: 0},
+		{name: "opposite huge", u: []float64{huge, -huge}, mean: 0, std: huge},
+		{name: "huge mean", u: []float64{huge, huge, 0, 0}, mean: huge / 2, std: huge / 2},
 	}
 	for _, tc := range tests {
 		m, s := Moments(tc.u)
-		if !near(m, tc.mean, 1e-12) || !near(s, tc.std, 1e-12) {
+		if !near(m, tc.mean, 1e-12*max(1, math.Abs(tc.mean))) || !near(s, tc.std, 1e-12*max(1, tc.std)) {
 			t.Errorf("%s: moments = (%v, %v), want (%v, %v)", tc.name, m, s, tc.mean, tc.std)
 		}
 	}
@@ -95,5 +99,13 @@ func TestQuantiles(t *testing.T) {
 	}
 	if got := Quantiles([]float64{5}); got != [7]float64{5, 5, 5, 5, 5, 5, 5} {
 		t.Errorf("single quantiles = %v, want all 5", got)
+	}
+	// x[hi] - x[lo] overflows: p00 was -huge + 0·Inf = NaN.
+	got = Quantiles([]float64{huge, -huge})
+	want = [7]float64{-huge, -0.9 * huge, -0.5 * huge, 0, 0.5 * huge, 0.9 * huge, huge}
+	for i := range want {
+		if !near(got[i], want[i], 1e-12*huge) {
+			t.Errorf("huge quantile %v = %v, want %v", quantileLevels[i], got[i], want[i])
+		}
 	}
 }
