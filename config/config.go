@@ -80,8 +80,9 @@ type Task struct {
 type Generation struct {
 	// NumGenerations is K, the completions per prompt (the group size).
 	NumGenerations int `koanf:"num_generations" help:"completions per prompt (group size K)"`
-	// Temperature divides the logits before sampling; must be > 0.
-	Temperature float64 `koanf:"temperature" help:"sampling temperature (> 0)"`
+	// Temperature divides the logits before sampling; at least
+	// MinTemperature.
+	Temperature float64 `koanf:"temperature" help:"sampling temperature (>= 0.001)"`
 	// TopK keeps the K most likely tokens and any tied with the K-th; 0
 	// keeps all.
 	TopK int `koanf:"top_k" help:"top-k sampling (0 = off)"`

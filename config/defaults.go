@@ -34,7 +34,7 @@ func Default() *Config {
 		},
 		Rewards: Rewards{
 			Funcs:        []string{"accuracy"},
-			Weights:      []float64{1.0},
+			Weights:      nil,  // 1 for each function, however many rewards.funcs lists
 			ScaleRewards: true, // spec §1.4 (TRL default)
 		},
 		MaxEnt: MaxEnt{

@@ -13,6 +13,12 @@
 // the user set. Lists are YAML/TOML lists or comma-separated text in env
 // and flags; durations are Go durations ("10s").
 //
+// A resume (train.resume set by env or flags) replaces the first two
+// layers with the run's own config.yaml (RunConfigFile) and refuses
+// --config; env and flags may then change only what CheckResume allows
+// (train.steps, checkpoint/eval/log cadence, model.device, cluster.*,
+// trace.*), so a checkpoint keeps its meaning.
+//
 // # Errors
 //
 // Load refuses unknown keys in every layer, values of the wrong type,

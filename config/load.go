@@ -40,10 +40,35 @@ type Sources struct {
 
 // Load layers defaults < file < env < flags, then validates. Every error
 // is an *Error whose message is one line naming the key.
+//
+// When the layers set train.resume, the run directory's config.yaml
+// (RunConfigFile) takes the place of the defaults and the file: env and
+// flags go over it and may change only what CheckResume allows, and a
+// File is refused.
 func Load(src Sources) (*Config, error) {
 	t := keys()
+	k, err := layer(t, t.values(Default()), src)
+	if err != nil {
+		return nil, err
+	}
+	if resume := k.String("train.resume"); resume != "" {
+		return loadResume(t, src, resume)
+	}
+	c, err := decode(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// layer puts src's file, env and flags, in that order, over base (flat
+// dotted keys).
+func layer(t *keyTable, base map[string]any, src Sources) (*koanf.Koanf, error) {
 	k := koanf.New(".")
-	if err := k.Load(mapProvider(t.values(Default())), nil); err != nil {
+	if err := k.Load(mapProvider(base), nil); err != nil {
 		return nil, fmt.Errorf("config: load defaults: %w", err)
 	}
 	layers := []func(*keyTable) (map[string]any, error){
@@ -64,12 +89,14 @@ func Load(src Sources) (*Config, error) {
 			return nil, err
 		}
 	}
+	return k, nil
+}
+
+// decode turns layered values into a Config (not yet validated).
+func decode(k *koanf.Koanf) (*Config, error) {
 	c := &Config{}
 	if err := k.UnmarshalWithConf("", c, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return nil, fmt.Errorf("config: decode: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
 	}
 	return c, nil
 }

@@ -10,6 +10,13 @@ import (
 	"strings"
 )
 
+// MinTemperature is the smallest sampling or scoring temperature: the
+// policy computes in float32, and logits divided by a smaller temperature
+// can overflow it (1/1e-300 is +Inf), which makes every log-prob NaN and
+// every training step a NON_FINITE_LOSS skip. Sampling at 0.001 is already
+// greedy in all but exact ties.
+const MinTemperature = 1e-3
+
 // Validate checks every value's range and every combination; it returns
 // the first problem as an *Error (ErrRange or ErrConflict), in section
 // order, so the same config always gives the same line.
@@ -127,7 +134,8 @@ func validateTask(v *validator, c *Config) {
 func validateGeneration(v *validator, c *Config) {
 	g := c.Generation
 	v.atLeast("generation.num_generations", g.NumGenerations, 2)
-	v.positive("generation.temperature", g.Temperature)
+	v.need(g.Temperature >= MinTemperature, "generation.temperature", g.Temperature,
+		fmt.Sprintf("must be at least %s (smaller temperatures overflow float32 logits and make every loss NaN)", formatValue(MinTemperature)))
 	v.atLeast("generation.top_k", g.TopK, 0)
 	v.need(g.TopP > 0 && g.TopP <= 1, "generation.top_p", g.TopP, "must be in (0, 1]")
 	v.atLeast("generation.max_completion_len", g.MaxCompletionLen, 1)

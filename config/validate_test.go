@@ -43,6 +43,8 @@ func TestValidate(t *testing.T) {
 		// generation
 		{"group of one", func(c *Config) { c.Generation.NumGenerations = 1 }, "generation.num_generations", ErrRange},
 		{"temperature", func(c *Config) { c.Generation.Temperature = 0 }, "generation.temperature", ErrRange},
+		{"temperature below the floor", func(c *Config) { c.Generation.Temperature = 1e-300 }, "generation.temperature", ErrRange},
+		{"temperature just below the floor", func(c *Config) { c.Generation.Temperature = 0.000999 }, "generation.temperature", ErrRange},
 		{"top k", func(c *Config) { c.Generation.TopK = -1 }, "generation.top_k", ErrRange},
 		{"top p", func(c *Config) { c.Generation.TopP = 0 }, "generation.top_p", ErrRange},
 		{"completion len", func(c *Config) { c.Generation.MaxCompletionLen = 0 }, "generation.max_completion_len", ErrRange},
@@ -207,6 +209,8 @@ func TestValidateAccepts(t *testing.T) {
 		}},
 		{"otlp", func(c *Config) { c.Trace.OTLPEndpoint = "127.0.0.1:4317" }},
 		{"no reward weights", func(c *Config) { c.Rewards.Weights = nil }},
+		{"temperature at the floor", func(c *Config) { c.Generation.Temperature = MinTemperature }},
+		{"two reward funcs, default weights", func(c *Config) { c.Rewards.Funcs = []string{"accuracy", "format"} }},
 	}
 	for _, tc := range cases {
 		c := Default()

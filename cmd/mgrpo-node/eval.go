@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -101,7 +100,7 @@ func parseEvalArgs(args []string, stdout, stderr io.Writer) (evalArgs, int) {
 	fs.StringVar(&a.dataset, "dataset", "", "JSONL file of {\"prompt\",\"answer\"} verified by --task (\"\" = generate)")
 	fs.IntVar(&a.opts.N, "n", 200, "number of evaluation problems")
 	fs.IntVar(&a.opts.K, "k", 8, "samples per problem for pass@k, mean@k and coverage")
-	fs.Float64Var(&a.opts.Temperature, "temperature", 1, "sampling temperature of the k samples (> 0)")
+	fs.Float64Var(&a.opts.Temperature, "temperature", 1, fmt.Sprintf("sampling temperature of the k samples (at least %g)", config.MinTemperature))
 	fs.Uint64Var(&a.opts.Seed, "seed", 1, "seed of the evaluation problems and samples")
 	fs.IntVar(&a.opts.BatchSize, "batch", evaluate.DefaultBatchSize, "prompts per sampling call")
 	fs.IntVar(&a.maxNewTokens, "max_new_tokens", 0, "cap on generated tokens (0 = the model's context)")
@@ -145,7 +144,6 @@ func checkEvalArgs(a evalArgs) error {
 	}{
 		{a.opts.N >= 1, "n", a.opts.N, "1 or more"},
 		{a.opts.K >= 1, "k", a.opts.K, "1 or more"},
-		{a.opts.Temperature > 0 && !math.IsInf(a.opts.Temperature, 0), "temperature", a.opts.Temperature, "a positive number"},
 		{a.opts.BatchSize >= 1, "batch", a.opts.BatchSize, "1 or more"},
 		{a.maxNewTokens >= 0, "max_new_tokens", a.maxNewTokens, "0 or more"},
 	}
@@ -154,7 +152,7 @@ func checkEvalArgs(a evalArgs) error {
 			return fmt.Errorf("--%s = %v: must be %s", c.flag, c.val, c.want)
 		}
 	}
-	return nil
+	return checkTemperature(a.opts.Temperature)
 }
 
 // withRunDefaults fills the task flags not given on the command line from
@@ -203,8 +201,15 @@ func evalTask(a evalArgs) (tasks.Task, error) {
 // resolveEvalCheckpoint accepts a complete runlog checkpoint, a run or
 // checkpoints directory (its newest complete checkpoint), or a bare model
 // directory (config.json), and returns it with its trainer step (-1 when
-// there is none).
+// there is none). A path that does not exist is said so.
 func resolveEvalCheckpoint(path string) (string, int, error) {
+	if _, err := os.Stat(path); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", 0, fmt.Errorf("%s: %w", path, err)
+	}
 	dir, err := runlog.Resolve(path)
 	if errors.Is(err, runlog.ErrNoCheckpoint) {
 		if _, serr := os.Stat(filepath.Join(path, "config.json")); serr == nil {

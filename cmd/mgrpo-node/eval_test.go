@@ -140,13 +140,15 @@ func TestEvalBadInputExit2(t *testing.T) {
 		want string // in the one error line
 	}{
 		{"no checkpoint flag", []string{"--task", "addition"}, "--checkpoint"},
-		{"missing checkpoint", []string{"--checkpoint", "/nonexistent/run"}, "/nonexistent/run"},
+		{"missing checkpoint", []string{"--checkpoint", "/nonexistent/run"}, "mgrpo-node eval: --checkpoint: /nonexistent/run: no such file or directory\n"},
 		{"incomplete checkpoint", []string{"--checkpoint", partial}, "COMPLETE"},
 		{"unknown task", []string{"--checkpoint", run, "--task", "chess"}, "chess"},
 		{"unknown flag", []string{"--checkpoint", run, "--kk", "3"}, "kk"},
 		{"bad n", []string{"--checkpoint", run, "--n", "0"}, "--n"},
 		{"bad k", []string{"--checkpoint", run, "--k", "-1"}, "--k"},
 		{"bad temperature", []string{"--checkpoint", run, "--temperature", "0"}, "--temperature"},
+		{"tiny temperature", []string{"--checkpoint", run, "--temperature", "1e-45"}, "--temperature 1e-45: must be a finite number of at least 0.001"},
+		{"infinite temperature", []string{"--checkpoint", run, "--temperature", "inf"}, "--temperature +Inf: must be a finite number"},
 		{"not a number", []string{"--checkpoint", run, "--n", "many"}, "many"},
 		{"stray argument", []string{"--checkpoint", run, "extra"}, "extra"},
 		{"bad task option", []string{"--checkpoint", run, "--digits", "99"}, "digits"},

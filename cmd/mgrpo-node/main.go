@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/mgrpo/mgrpo/config"
@@ -21,6 +22,8 @@ const (
 	exitOK     = 0
 	exitFailed = 1 // the run or subcommand failed
 	exitUsage  = 2 // bad flags or configuration
+
+	exitInterrupted = 130 // a second interrupt: 128 + SIGINT, as shells report it
 )
 
 func main() {
@@ -85,9 +88,44 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(stderr, os.Exit)
 	defer stop()
 	return runRole(ctx, cfg, stdout, stderr)
+}
+
+// interruptible returns a context that the first SIGINT or SIGTERM
+// cancels: the run finishes the step in flight, writes a checkpoint and
+// exits as usual. The next one, for a run stuck in a long step or
+// allocation, prints one line and calls exit(exitInterrupted) at once,
+// without a checkpoint. stop releases the signals.
+func interruptible(stderr io.Writer, exit func(code int)) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "mgrpo-node: interrupted: stopping after the step in flight (interrupt again to exit at once, without a checkpoint)")
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "mgrpo-node: interrupted again: exiting without a checkpoint")
+			exit(exitInterrupted)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel()
+		})
+	}
 }
 
 // nodeFlags is the flag set of a node: --help plus every config flag.

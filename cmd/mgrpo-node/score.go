@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 
+	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/tokenizer"
 	"github.com/spf13/pflag"
@@ -41,7 +43,7 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("mgrpo-node score", pflag.ContinueOnError)
 	ckpt := fs.String("checkpoint", "", "checkpoint directory (required)")
 	input := fs.String("input", "", "JSONL file of prompt/completion pairs (required; - for stdin)")
-	temp := fs.Float64("temperature", 1, "divide the logits by this before the softmax (> 0)")
+	temp := fs.Float64("temperature", 1, fmt.Sprintf("divide the logits by this before the softmax (at least %g)", config.MinTemperature))
 	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -49,8 +51,9 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	case *ckpt == "" || *input == "":
 		fmt.Fprintln(stderr, "mgrpo-node score: --checkpoint and --input are required")
 		return exitUsage
-	case !(*temp > 0):
-		fmt.Fprintf(stderr, "mgrpo-node score: --temperature %g: must be > 0\n", *temp)
+	}
+	if err := checkTemperature(*temp); err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
 		return exitUsage
 	}
 	m, tok, err := gpu.LoadCheckpoint(*ckpt)
@@ -65,6 +68,10 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	}
 	scores, err := m.Score(seqs, *temp)
 	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
+		return exitFailed
+	}
+	if err := checkFiniteScores(scores, lines); err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
 		return exitFailed
 	}
@@ -86,6 +93,41 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+// checkTemperature refuses a scoring (or sampling) temperature that is not
+// a finite number of at least config.MinTemperature: logits divided by a
+// smaller one overflow float32 and every log-prob comes out NaN.
+func checkTemperature(t float64) error {
+	switch {
+	case math.IsNaN(t) || math.IsInf(t, 0):
+		return fmt.Errorf("--temperature %g: must be a finite number of at least %g", t, config.MinTemperature)
+	case t < config.MinTemperature:
+		return fmt.Errorf("--temperature %g: must be a finite number of at least %g (smaller temperatures overflow the float32 logits)", t, config.MinTemperature)
+	}
+	return nil
+}
+
+// checkFiniteScores names the first input line whose log-probs, entropies
+// or their sum are not finite (a checkpoint with NaN or huge weights).
+func checkFiniteScores(scores []gpu.TokenScores, lines []int) error {
+	for i, s := range scores {
+		sum := 0.0
+		ok := true
+		for j := range s.LogProbs {
+			sum += s.LogProbs[j]
+			ok = ok && finite(s.LogProbs[j])
+		}
+		for _, h := range s.Entropies {
+			ok = ok && finite(h)
+		}
+		if !ok || !finite(sum) {
+			return fmt.Errorf("line %d: log-prob/entropy is not finite (are the checkpoint's weights finite?)", lines[i])
+		}
+	}
+	return nil
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // readScoreInput parses the JSONL input into sequences, with the 1-based
 // line number of each; the first bad line gives an error "FILE:LINE: ...".
@@ -127,6 +169,9 @@ func parseScoreLine(text []byte, cfg gpu.Config, tok tokenizer.Tokenizer) (gpu.S
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
 		return gpu.Sequence{}, fmt.Errorf("not a JSON object with prompt/completion or prompt_ids/completion_ids: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return gpu.Sequence{}, fmt.Errorf("more than one JSON value on the line (one object per line)")
 	}
 	var s gpu.Sequence
 	switch {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -98,6 +99,8 @@ func TestScoreBadInput(t *testing.T) {
 		{"token id out of range", `{"prompt_ids": [1, 200], "completion_ids": [20]}`, "token id 200"},
 		{"too long", long, "exceed the model's context of 64"},
 		{"empty prompt", `{"prompt_ids": [], "completion_ids": [20]}`, "empty prompt_ids"},
+		{"two objects on a line", good + " " + good, "more than one JSON value on the line"},
+		{"trailing text", good + " x", "more than one JSON value on the line"},
 	} {
 		in := writeInput(t, good, tc.line)
 		var stdout, stderr bytes.Buffer
@@ -108,14 +111,81 @@ func TestScoreBadInput(t *testing.T) {
 		}
 	}
 	for name, args := range map[string][]string{
-		"no checkpoint":    {"score", "--input", writeInput(t, good)},
-		"missing dir":      {"score", "--checkpoint", filepath.Join(dir, "nope"), "--input", writeInput(t, good)},
-		"zero temperature": {"score", "--checkpoint", dir, "--input", writeInput(t, good), "--temperature", "0"},
-		"missing input":    {"score", "--checkpoint", dir, "--input", filepath.Join(dir, "nope.jsonl")},
+		"no checkpoint":        {"score", "--input", writeInput(t, good)},
+		"missing dir":          {"score", "--checkpoint", filepath.Join(dir, "nope"), "--input", writeInput(t, good)},
+		"zero temperature":     {"score", "--checkpoint", dir, "--input", writeInput(t, good), "--temperature", "0"},
+		"tiny temperature":     {"score", "--checkpoint", dir, "--input", writeInput(t, good), "--temperature", "1e-45"},
+		"below the floor":      {"score", "--checkpoint", dir, "--input", writeInput(t, good), "--temperature", "0.0009"},
+		"infinite temperature": {"score", "--checkpoint", dir, "--input", writeInput(t, good), "--temperature", "inf"},
+		"NaN temperature":      {"score", "--checkpoint", dir, "--input", writeInput(t, good), "--temperature", "NaN"},
+		"missing input":        {"score", "--checkpoint", dir, "--input", filepath.Join(dir, "nope.jsonl")},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != exitUsage || strings.Count(stderr.String(), "\n") != 1 {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line", name, code, stderr.String())
 		}
+	}
+}
+
+// TestScoreTemperatureFloor: the smallest allowed temperature scores to
+// finite numbers, so the floor leaves no NaN to report.
+func TestScoreTemperatureFloor(t *testing.T) {
+	dir, _ := scoreCheckpoint(t)
+	in := writeInput(t, `{"prompt": "12+34=", "completion": "46"}`)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"score", "--checkpoint", dir, "--input", in, "--temperature", "0.001"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	var got scoreOutput
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil || len(got.LogProbs) != 2 || !finite(got.SumLogProb) {
+		t.Errorf("output %s (%v), want two finite log-probs", stdout.String(), err)
+	}
+}
+
+// TestCheckFiniteScores names the input line of the first non-finite
+// log-prob, entropy or sum.
+func TestCheckFiniteScores(t *testing.T) {
+	ok := gpu.TokenScores{LogProbs: []float64{-1, -2}, Entropies: []float64{0.5, 0.1}}
+	cases := []struct {
+		name string
+		bad  gpu.TokenScores
+		want string
+	}{
+		{"all finite", ok, ""},
+		{"NaN log-prob", gpu.TokenScores{LogProbs: []float64{-1, math.NaN()}, Entropies: []float64{0, 0}}, "line 7: log-prob/entropy is not finite (are the checkpoint's weights finite?)"},
+		{"-Inf log-prob", gpu.TokenScores{LogProbs: []float64{math.Inf(-1)}, Entropies: []float64{0}}, "line 7: log-prob/entropy is not finite (are the checkpoint's weights finite?)"},
+		{"NaN entropy", gpu.TokenScores{LogProbs: []float64{-1}, Entropies: []float64{math.NaN()}}, "line 7: log-prob/entropy is not finite (are the checkpoint's weights finite?)"},
+		{"sum overflows", gpu.TokenScores{LogProbs: []float64{-math.MaxFloat64, -math.MaxFloat64}, Entropies: []float64{0, 0}}, "line 7: log-prob/entropy is not finite (are the checkpoint's weights finite?)"},
+	}
+	for _, tc := range cases {
+		err := checkFiniteScores([]gpu.TokenScores{ok, tc.bad}, []int{2, 7})
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("%s: checkFiniteScores = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestScoreNaNCheckpoint: a checkpoint whose weights are NaN ends with one
+// line, not a JSON encoding error.
+func TestScoreNaNCheckpoint(t *testing.T) {
+	cfg, _ := gpu.Preset("tiny")
+	w := make([]float32, cfg.NumParams())
+	for i := range w {
+		w[i] = float32(math.NaN())
+	}
+	m, err := gpu.NewModelFromWeights(cfg, w, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := gpu.SaveCheckpoint(dir, m, tokenizer.NewChar()); err != nil {
+		t.Fatal(err)
+	}
+	in := writeInput(t, `{"prompt": "12+34=", "completion": "46"}`)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"score", "--checkpoint", dir, "--input", in}, &stdout, &stderr)
+	msg := stderr.String()
+	if code == exitOK || strings.Count(msg, "\n") != 1 || strings.Contains(msg, "json:") || stdout.Len() != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want a failure with one line and no JSON error", code, stdout.String(), msg)
 	}
 }

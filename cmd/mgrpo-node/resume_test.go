@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/actors/runlog"
+	"github.com/mgrpo/mgrpo/config"
+)
+
+// TestRunConfigFileMatchesRunlog: config reads the file runlog writes.
+func TestRunConfigFileMatchesRunlog(t *testing.T) {
+	if config.RunConfigFile != runlog.ConfigFile {
+		t.Fatalf("config.RunConfigFile = %q, runlog.ConfigFile = %q", config.RunConfigFile, runlog.ConfigFile)
+	}
+}
+
+// TestResumeUsesTheRunsConfig trains a two-step tiny run, then resumes it
+// with no flags but --resume and --train.steps: the run's own settings
+// (tiny preset, 2 prompts × 2 completions) come from its config.yaml, not
+// the defaults. A resume that changes the objective is refused with one
+// line before anything runs.
+func TestResumeUsesTheRunsConfig(t *testing.T) {
+	out := t.TempDir()
+	start := []string{"--model.preset", "tiny", "--train.warm_start_steps", "2", "--train.warm_start_batch", "8",
+		"--train.steps", "2", "--train.prompts_per_step", "2", "--generation.num_generations", "2",
+		"--train.eval_every", "0", "--train.eval_prompts", "4", "--output.dir", out, "--output.name", "r"}
+	var stdout, stderr bytes.Buffer
+	if code := runEnv(start, nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("start: exit %d, stderr %q", code, stderr.String())
+	}
+	run := filepath.Join(out, "r")
+	saved, err := os.ReadFile(filepath.Join(run, runlog.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	code := runEnv([]string{"--resume", run, "--maxent.objective", "maxent_listwise"}, nil, &stdout, &stderr)
+	want := `config: maxent.objective = "maxent_listwise": cannot change on resume (the run was saved with "grpo"; start a new run to change it)` + "\n"
+	if code != exitUsage || stderr.String() != want || stdout.Len() != 0 {
+		t.Fatalf("changed objective: exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout.String(), stderr.String(), exitUsage, want)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := runEnv([]string{"--resume", run, "--train.steps", "3"}, nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("extend: exit %d, stderr %q", code, stderr.String())
+	}
+	for _, w := range []string{"at step 2\n", "done: 3 steps"} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("extend: stdout %q lacks %q", stdout.String(), w)
+		}
+	}
+	if strings.Contains(stdout.String(), "warm start") {
+		t.Errorf("extend: stdout %q shows a warm start", stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(run, runlog.CheckpointsDir, "step-3")); err != nil {
+		t.Errorf("extend: no step-3 checkpoint: %v", err)
+	}
+	if now, _ := os.ReadFile(filepath.Join(run, runlog.ConfigFile)); !bytes.Equal(now, saved) {
+		t.Errorf("extend rewrote the run's config.yaml")
+	}
+}

@@ -1,0 +1,127 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+)
+
+// RunConfigFile is the file in a run directory that holds the run's
+// effective configuration, written when the run starts (the trainer's
+// runlog.ConfigFile). A resume takes it as the base layer.
+const RunConfigFile = "config.yaml"
+
+// resumeMayChange reports whether key may differ between a run's saved
+// configuration and the one resuming it: how long the run goes on and how
+// often it checkpoints, evaluates and logs, where it runs (model.device,
+// cluster.*) and how it is traced. model.checkpoint is the run's starting
+// point, replaced on resume by its own checkpoint (Validate refuses setting
+// it together with train.resume). Every other key changes what the
+// checkpoint means (model, task, rewards, objective, loss, generation,
+// controllers, optimiser, batch shape, seeds, output location).
+func resumeMayChange(key string) bool {
+	switch key {
+	case "train.steps", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
+		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint":
+		return true
+	}
+	return strings.HasPrefix(key, "cluster.") || strings.HasPrefix(key, "trace.")
+}
+
+// CheckResume compares a run's saved configuration with the effective
+// configuration resuming it and returns the first key, in section order,
+// whose change resume refuses, as a one-line *Error (ErrConflict) naming
+// the key, its new and its saved value; nil when every difference is
+// allowed. Allowed: train.steps (to extend the run),
+// train.checkpoint_every, train.eval_every, train.eval_prompts,
+// output.log_every, output.sample_every, output.sample_rows, model.device,
+// cluster.* and trace.* (and train.resume and model.checkpoint, which a
+// resume sets itself).
+func CheckResume(saved, effective *Config) error {
+	t := keys()
+	was, now := t.values(saved), t.values(effective)
+	for _, l := range t.leaves {
+		if resumeMayChange(l.key) || sameValue(was[l.key], now[l.key]) {
+			continue
+		}
+		return &Error{Key: l.key, Value: formatValue(now[l.key]),
+			Reason: fmt.Sprintf("cannot change on resume (the run was saved with %s; start a new run to change it)", formatValue(was[l.key])),
+			Err:    ErrConflict}
+	}
+	return nil
+}
+
+// sameValue compares two values of one key; nil and empty lists are equal.
+func sameValue(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Kind() == reflect.Slice && vb.Kind() == reflect.Slice && va.Len() == 0 && vb.Len() == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// loadResume loads the configuration that resumes run directory dir: the
+// run's config.yaml (over the defaults, for keys it lacks) as the base,
+// then env and flags, which may change only what CheckResume allows.
+// model.checkpoint is cleared: the run continues from its own checkpoint.
+func loadResume(t *keyTable, src Sources, dir string) (*Config, error) {
+	file := filepath.Join(dir, RunConfigFile)
+	if src.File != "" {
+		return nil, &Error{Key: "config", Value: fmt.Sprintf("%q", src.File),
+			Reason: fmt.Sprintf("cannot be combined with train.resume (a resumed run takes its configuration from %s)", file), Err: ErrConflict}
+	}
+	if err := checkRunDir(dir, file); err != nil {
+		return nil, err
+	}
+	k, err := layer(t, t.values(Default()), Sources{File: file})
+	if err != nil {
+		return nil, err
+	}
+	saved, err := decode(k)
+	if err != nil {
+		return nil, err
+	}
+	base := t.values(saved)
+	base["model.checkpoint"] = ""
+	if k, err = layer(t, base, Sources{Env: src.Env, Flags: src.Flags}); err != nil {
+		return nil, err
+	}
+	c, err := decode(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckResume(saved, c); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkRunDir refuses a resume directory that is missing or has no saved
+// configuration, in one line.
+func checkRunDir(dir, file string) error {
+	fail := func(reason string) error {
+		return &Error{Key: "train.resume", Value: fmt.Sprintf("%q", dir), Reason: reason, Err: ErrSource}
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fail("no such directory")
+	case err != nil:
+		return fail("cannot read: " + oneLine(unwrapPath(err)))
+	case !st.IsDir():
+		return fail("is not a directory")
+	}
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+		return fail(fmt.Sprintf("has no %s (not a run directory)", RunConfigFile))
+	} else if err != nil {
+		return fail(fmt.Sprintf("cannot read %s: %s", RunConfigFile, oneLine(unwrapPath(err))))
+	}
+	return nil
+}
