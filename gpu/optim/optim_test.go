@@ -136,6 +136,12 @@ func TestSchedule(t *testing.T) {
 		{"cosine end", Schedule{Kind: Cosine, Warmup: 10, Total: 110, Base: 1, Min: 0.1}, 110, 0.1},
 		{"cosine after end", Schedule{Kind: Cosine, Warmup: 10, Total: 110, Base: 1, Min: 0.1}, 500, 0.1},
 		{"cosine no warmup", Schedule{Kind: Cosine, Total: 100, Base: 2}, 0, 2},
+		{"linear warmup", Schedule{Kind: LinearDecay, Warmup: 10, Total: 110, Base: 1}, 4, 0.5},
+		{"linear start", Schedule{Kind: LinearDecay, Warmup: 10, Total: 110, Base: 1}, 10, 1},
+		{"linear quarter", Schedule{Kind: LinearDecay, Warmup: 10, Total: 110, Base: 1}, 35, 0.75},
+		{"linear to min", Schedule{Kind: LinearDecay, Total: 100, Base: 1, Min: 0.2}, 50, 0.6},
+		{"linear end", Schedule{Kind: LinearDecay, Total: 100, Base: 1}, 100, 0},
+		{"linear after end", Schedule{Kind: LinearDecay, Total: 100, Base: 1}, 300, 0},
 	}
 	for _, c := range cases {
 		if err := c.s.Validate(); err != nil {
@@ -152,7 +158,8 @@ func TestValidation(t *testing.T) {
 		err  error
 		want string
 	}{
-		{Schedule{Kind: "linear", Base: 1}.Validate(), `schedule kind = "linear"`},
+		{Schedule{Kind: "step", Base: 1}.Validate(), `schedule kind = "step"`},
+		{Schedule{Kind: LinearDecay, Warmup: 5, Total: 5, Base: 1}.Validate(), "linear needs total > warmup 5"},
 		{Schedule{Kind: Constant, Warmup: 3, Base: 1}.Validate(), "warmup = 3"},
 		{Schedule{Kind: Cosine, Warmup: 3, Total: 3, Base: 1}.Validate(), "total = 3"},
 		{Schedule{Kind: Cosine, Total: 9, Base: 1, Min: 2}.Validate(), "min lr = 2"},
