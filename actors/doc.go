@@ -70,6 +70,13 @@
 //     from a stream shared by stages, so results do not depend on which
 //     actor answered first.
 //
+// Run checks what it can before creating the run directory (a
+// model.checkpoint's config.json, dataset prompts against the context,
+// the memory the run needs: gpu.Config.LearnerBytes and SampleBytes
+// against MemAvailable), and removes a directory it created when the run
+// ends before its first metrics line or checkpoint; a resumed run's
+// directory is never removed.
+//
 // It imports gpu, rewards, messages and config, and its own runlog and
 // evaluate sub-packages; nothing below it imports actors.
 //

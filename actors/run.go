@@ -30,19 +30,33 @@ const ReferenceDir = "reference"
 // actor pipeline, writing runs/<name>/ (config.yaml, metrics.jsonl,
 // samples/, checkpoints/, report.html) and a progress line to out. When
 // ctx is cancelled (SIGINT) it finishes the step in flight, writes a final
-// checkpoint and the report, and returns nil.
-func Run(ctx context.Context, cfg *config.Config, out io.Writer) error {
+// checkpoint and the report, and returns nil. A new run directory that
+// ends (with an error or an interrupt) before its first metrics line or
+// checkpoint is removed again, so the name can be reused; a resumed one
+// is never removed.
+func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	name := runName(cfg)
 	d, err := NewDeps(cfg, name) // bad input stops the run before it writes anything
 	if err != nil {
 		return err
 	}
 	defer d.Device.Close()
-	dir, resume, err := openRun(cfg, name)
+	if err := preflight(d); err != nil {
+		return err
+	}
+	dir, resume, discard, err := openRun(cfg, name)
 	if err != nil {
 		return err
 	}
-	defer dir.Close()
+	interrupted := false
+	defer func() {
+		dir.Close()
+		if (err != nil || interrupted) && discard != nil && !wroteAnything(dir) {
+			if rmErr := discard(); rmErr == nil {
+				fmt.Fprintf(out, "removed %s: the run ended before writing any step\n", dir.Path())
+			}
+		}
+	}()
 	d.RunID = dir.Name()
 	fmt.Fprintf(out, "run %s\n", dir.Path())
 	if d.Device.Name() != "cpu" {
@@ -54,9 +68,17 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(out, "interrupted during the warm start: no checkpoint written")
+		interrupted = true
 		return nil
 	}
 	return r.train(ctx)
+}
+
+// wroteAnything reports whether the run has a metrics line or a complete
+// checkpoint (or its checkpoints cannot be listed: keep it then).
+func wroteAnything(dir *runlog.Dir) bool {
+	steps, err := runlog.CompleteSteps(dir.CheckpointsPath())
+	return dir.LastStep() >= 0 || len(steps) > 0 || err != nil
 }
 
 // runName is the run's name: output.name, the resumed run's directory, or
@@ -74,39 +96,77 @@ func runName(cfg *config.Config) string {
 // openRun creates the run directory, or opens the one to resume and
 // returns its latest complete checkpoint ("" when starting fresh). A
 // generated name already taken (two runs in one second) gets a -2, -3, …
-// suffix; a name the user chose is never reused.
-func openRun(cfg *config.Config, name string) (*runlog.Dir, string, error) {
+// suffix; a name the user chose is never reused. For a directory it
+// created, discard undoes the creation (see createRun); it is nil for a
+// resumed run.
+func openRun(cfg *config.Config, name string) (dir *runlog.Dir, ckpt string, discard func() error, err error) {
 	if cfg.Train.Resume != "" {
-		dir, err := runlog.Open(cfg.Train.Resume)
-		if err != nil {
-			return nil, "", fmt.Errorf("resume: %w", err)
-		}
-		ckpt, st, err := dir.LatestCheckpoint()
-		if err != nil {
-			dir.Close()
-			return nil, "", fmt.Errorf("resume %s: %w", cfg.Train.Resume, err)
-		}
-		if err := dir.Resume(st.Step); err != nil {
-			dir.Close()
-			return nil, "", fmt.Errorf("resume %s: %w", cfg.Train.Resume, err)
-		}
-		return dir, ckpt, nil
+		dir, ckpt, err := resumeRun(cfg.Train.Resume)
+		return dir, ckpt, nil, err
 	}
-	dir, err := runlog.Create(cfg.Output.Dir, name)
+	dir, discard, err = createRun(cfg.Output.Dir, name)
 	for n := 2; errors.Is(err, runlog.ErrRunExists) && cfg.Output.Name == "" && n <= 100; n++ {
-		dir, err = runlog.Create(cfg.Output.Dir, fmt.Sprintf("%s-%d", name, n))
+		dir, discard, err = createRun(cfg.Output.Dir, fmt.Sprintf("%s-%d", name, n))
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if text, err := cfg.YAML(); err == nil {
-		err = dir.WriteConfig(text)
-		if err != nil {
+		if err := dir.WriteConfig(text); err != nil {
 			dir.Close()
-			return nil, "", err
+			discard()
+			return nil, "", nil, err
 		}
 	}
-	return dir, "", nil
+	return dir, "", discard, nil
+}
+
+// resumeRun opens the run directory path and prepares it to continue
+// from its latest complete checkpoint.
+func resumeRun(path string) (*runlog.Dir, string, error) {
+	dir, err := runlog.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("resume: %w", err)
+	}
+	ckpt, st, err := dir.LatestCheckpoint()
+	if err != nil {
+		dir.Close()
+		return nil, "", fmt.Errorf("resume %s: %w", path, err)
+	}
+	if err := dir.Resume(st.Step); err != nil {
+		dir.Close()
+		return nil, "", fmt.Errorf("resume %s: %w", path, err)
+	}
+	return dir, ckpt, nil
+}
+
+// createRun creates the run directory root/name and returns with it the
+// function that undoes that: it removes the directory, or, when an empty
+// directory of that name existed before, only what the run put in it.
+func createRun(root, name string) (*runlog.Dir, func() error, error) {
+	path := filepath.Join(root, name)
+	_, statErr := os.Stat(path)
+	existed := statErr == nil
+	dir, err := runlog.Create(root, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	discard := func() error {
+		if !existed {
+			return os.RemoveAll(path)
+		}
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(path, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return dir, discard, nil
 }
 
 // runner is one run's state between the steps of Run.

@@ -282,7 +282,7 @@ func TestRunNameTakenGetsSuffix(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(taken, "x"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir, _, err := openRun(cfg, name)
+	dir, _, _, err := openRun(cfg, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,9 @@ func TestCancelFinishesStepInFlight(t *testing.T) {
 	var calls atomic.Int32
 	opt := pipelineOptionsOf(d)
 	opt.Generators = 1
-	opt.Wrap = func(_ string, s Sampler) Sampler { return cancelOnCall{Sampler: s, calls: &calls, n: 1, cancel: cancel} }
+	opt.Wrap = func(_ string, s Sampler) Sampler {
+		return cancelOnCall{Sampler: s, calls: &calls, n: 1, cancel: cancel}
+	}
 	p := StartPipeline(d, m, testControl(d), opt, nil)
 	defer p.Stop()
 	v0 := m.Learner.Version()
@@ -394,5 +396,79 @@ func TestNumTokensSurvivesResume(t *testing.T) {
 	// Every completion (4 prompts × 4 here) has a prompt of at least 4 tokens.
 	if first := a[0].Values["train/num_tokens"]; first < 16*4 {
 		t.Errorf("step 1: num_tokens %v counts no prompt tokens", first)
+	}
+}
+
+// TestRunRemovesDirectoryItCreatedOnEarlyFailure: a run that fails or is
+// interrupted after creating its directory but before any metrics line
+// or checkpoint removes the directory, so the same name can be used
+// again; inputs checkable up front (a bad model.checkpoint config, a
+// dataset prompt longer than the context, a run too large for memory)
+// are refused before the directory exists.
+func TestRunRemovesDirectoryItCreatedOnEarlyFailure(t *testing.T) {
+	tiny, _ := gpu.Preset("tiny")
+	m, _ := gpu.NewModel(tiny, 1)
+	corrupt := t.TempDir()
+	if err := gpu.SaveCheckpoint(corrupt, m, nil); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(corrupt, gpu.WeightsFileName), []byte("not safetensors"), 0o644)
+	badConfig := t.TempDir()
+	os.WriteFile(filepath.Join(badConfig, "config.json"), []byte(`{"model_type": "llama", "vocab_size": 2000000000}`), 0o644)
+	long := filepath.Join(t.TempDir(), "long.jsonl")
+	os.WriteFile(long, []byte(`{"prompt":"`+string(bytes.Repeat([]byte("1"), 80))+`=","answer":"2"}`+"\n"), 0o644)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		mutate func(*config.Config)
+		want   string // "" for no error
+		output string
+	}{
+		{"corrupt weights", context.Background(), func(c *config.Config) { c.Model.Checkpoint = corrupt }, "safetensors", "removed "},
+		{"interrupted warm start", cancelled, func(c *config.Config) { c.Train.WarmStartSteps = 50 }, "", "removed "},
+		{"bad checkpoint config", context.Background(), func(c *config.Config) { c.Model.Checkpoint = badConfig }, "model.checkpoint: load checkpoint", ""},
+		{"prompt too long", context.Background(), func(c *config.Config) { c.Task.Dataset = long }, "problem 1: prompt of 82 tokens (BOS included) leaves no room", ""},
+		{"too large for memory", context.Background(), func(c *config.Config) { c.Train.PromptsPerStep = 1 << 30 }, "gpu: not enough memory: training", ""},
+	} {
+		cfg := runConfig(t, tc.mutate)
+		for attempt := 1; attempt <= 2; attempt++ { // the second run is not refused for an existing directory
+			var out bytes.Buffer
+			err := Run(tc.ctx, cfg, &out)
+			if (tc.want == "") != (err == nil) || (err != nil && !bytes.Contains([]byte(err.Error()), []byte(tc.want))) {
+				t.Errorf("%s, run %d: err = %v, want %q", tc.name, attempt, err, tc.want)
+			}
+			if !bytes.Contains(out.Bytes(), []byte(tc.output)) {
+				t.Errorf("%s: output %q lacks %q", tc.name, out.String(), tc.output)
+			}
+			if _, statErr := os.Stat(filepath.Join(cfg.Output.Dir, "run")); !errors.Is(statErr, os.ErrNotExist) {
+				t.Errorf("%s, run %d: run directory left behind (%v)", tc.name, attempt, statErr)
+			}
+		}
+	}
+}
+
+// TestRunKeepsDirectoryOnFailedResume: a resume that fails (here on a
+// trainer_state.json with a negative step) leaves the run as it was.
+func TestRunKeepsDirectoryOnFailedResume(t *testing.T) {
+	cfg := runConfig(t, func(c *config.Config) { c.Train.Steps, c.Train.EvalEvery = 2, 0 })
+	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(cfg.Output.Dir, "run")
+	state := filepath.Join(run, "checkpoints", "step-2", runlog.TrainerStateFile)
+	if err := os.WriteFile(state, []byte(`{"format_version": 1, "step": -5}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Train.Resume, cfg.Train.Steps = run, 4
+	err := Run(context.Background(), cfg, &bytes.Buffer{})
+	if !errors.Is(err, runlog.ErrBadCheckpoint) || !bytes.Contains([]byte(err.Error()), []byte("step = -5: must be ≥ 0")) {
+		t.Fatalf("resume: err = %v, want the bad step named", err)
+	}
+	for _, f := range []string{"config.yaml", "metrics.jsonl", "checkpoints/step-2/model.safetensors", "reference/model.safetensors"} {
+		if _, err := os.Stat(filepath.Join(run, f)); err != nil {
+			t.Errorf("%s gone after a failed resume: %v", f, err)
+		}
 	}
 }

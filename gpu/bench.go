@@ -74,6 +74,9 @@ func newBenchWorkload(preset string, o BenchOptions) (*benchWorkload, error) {
 	if o.PromptLen < 1 || o.NewTokens < 1 || o.Batch < 1 || o.PromptLen+o.NewTokens > cfg.Context {
 		return nil, fmt.Errorf("%w: bench batch %d, prompt %d + new %d tokens (context %d)", ErrBadInput, o.Batch, o.PromptLen, o.NewTokens, cfg.Context)
 	}
+	if err := CheckMemory(fmt.Sprintf("the benchmark (batch %d)", o.Batch), benchBytes(cfg, o)); err != nil {
+		return nil, err
+	}
 	m, err := NewModel(cfg, o.Seed)
 	if err != nil {
 		return nil, err
@@ -99,6 +102,18 @@ func newBenchWorkload(preset string, o BenchOptions) (*benchWorkload, error) {
 		w.seqs = append(w.seqs, Sequence{Prompt: p, Completion: c})
 	}
 	return w, nil
+}
+
+// benchBytes estimates the memory of a benchmark: the model, the learner
+// with its batch workspace, the sampler, the scoring workspace and the
+// batch's token slices.
+func benchBytes(cfg Config, o BenchOptions) int64 {
+	seqLen := o.PromptLen + o.NewTokens
+	t := min((seqLen+7)/8*8, cfg.Context)
+	tokens := 16 * float64(o.Batch) * float64(seqLen)
+	sum := float64(cfg.ModelBytes()) + float64(cfg.LearnerBytes(o.Batch, t)) + float64(cfg.ScoreBytes(o.Batch, t)) +
+		float64(cfg.SampleBytes(o.Batch, 1, o.PromptLen, o.NewTokens)) + tokens
+	return toBytes(sum)
 }
 
 func (w *benchWorkload) learnerStep() error {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/mgrpo/mgrpo/gpu/hfconfig"
 	"github.com/mgrpo/mgrpo/gpu/safetensors"
@@ -103,20 +104,27 @@ func LoadCheckpoint(dir string) (*Model, tokenizer.Tokenizer, error) {
 }
 
 // LoadModel reads config.json and model.safetensors of a checkpoint. A
-// missing tensor, a shape mismatch or a corrupt file gives one error naming
-// the tensor.
+// missing tensor, a shape mismatch, a tensor config.json does not describe
+// (say a third layer when num_hidden_layers is 2), a corrupt file, or a
+// model larger than the memory available gives one error naming it.
 func LoadModel(dir string) (*Model, error) {
 	wrap := func(err error) error { return fmt.Errorf("load checkpoint %s: %w", dir, err) }
-	h, err := hfconfig.Read(dir)
+	cfg, err := ReadCheckpointConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, WeightsFileName)
+	if fi, err := os.Stat(path); err == nil {
+		need := toBytes(float64(fi.Size()) + cfg.modelBytes())
+		if err := CheckMemory("loading "+WeightsFileName+" and the model", need); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	f, err := safetensors.Read(path)
 	if err != nil {
 		return nil, wrap(err)
 	}
-	cfg, err := ConfigFromHF(h)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	f, err := safetensors.Read(filepath.Join(dir, WeightsFileName))
-	if err != nil {
+	if err := checkExtraTensors(f, cfg); err != nil {
 		return nil, wrap(err)
 	}
 	w := make([]float32, cfg.NumParams())
@@ -141,4 +149,48 @@ func LoadModel(dir string) (*Model, error) {
 		}
 	}
 	return newModel(cfg, w, version), nil
+}
+
+// ReadCheckpointConfig reads and validates the config.json of a
+// checkpoint directory as a Config, without reading the weights.
+func ReadCheckpointConfig(dir string) (Config, error) {
+	h, err := hfconfig.Read(dir)
+	if err != nil {
+		return Config{}, fmt.Errorf("load checkpoint %s: %w", dir, err)
+	}
+	cfg, err := ConfigFromHF(h)
+	if err != nil {
+		return Config{}, fmt.Errorf("load checkpoint %s: %w", dir, err)
+	}
+	return cfg, nil
+}
+
+// checkExtraTensors refuses a weights file holding a tensor that the
+// config does not describe (the first in name order), so that a config.json
+// with too few layers cannot load a model silently cut short. RoPE
+// inverse-frequency buffers of older Hugging Face checkpoints are ignored,
+// as is an lm_head equal to the embeddings of a tied model.
+func checkExtraTensors(f *safetensors.File, cfg Config) error {
+	l := newLayout(cfg)
+	names := f.Tensors()
+	slices.Sort(names)
+	for _, name := range names {
+		if _, ok := l.index[name]; ok || strings.HasSuffix(name, "rotary_emb.inv_freq") {
+			continue
+		}
+		if name == "lm_head.weight" && cfg.TieEmbeddings && sameTensor(f, name, "model.embed_tokens.weight") {
+			continue
+		}
+		return fmt.Errorf("%w: tensor %q in %s is not described by config.json (%d layers, tie_word_embeddings %t)",
+			ErrCheckpoint, name, WeightsFileName, cfg.Layers, cfg.TieEmbeddings)
+	}
+	return nil
+}
+
+// sameTensor reports whether tensors a and b of f have equal shapes and
+// values.
+func sameTensor(f *safetensors.File, a, b string) bool {
+	va, sa, errA := f.Float32(a)
+	vb, sb, errB := f.Float32(b)
+	return errA == nil && errB == nil && slices.Equal(sa, sb) && slices.Equal(va, vb)
 }

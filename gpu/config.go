@@ -3,6 +3,8 @@ package gpu
 import (
 	"errors"
 	"fmt"
+
+	"github.com/mgrpo/mgrpo/gpu/hfconfig"
 )
 
 // ErrBadConfig is returned (wrapped) for a model configuration that cannot
@@ -69,6 +71,17 @@ func Preset(name string) (Config, error) {
 	return c, nil
 }
 
+// Upper bounds of Validate: those of hfconfig (far above any released
+// Llama), and at most MaxParams weights, so that every buffer size is an
+// int and no allocation asks for an impossible length.
+const (
+	MaxVocab   = hfconfig.MaxVocabSize // vocab
+	MaxDim     = hfconfig.MaxDim       // hidden, heads, kv_heads, mlp
+	MaxLayers  = hfconfig.MaxLayers    // layers
+	MaxContext = hfconfig.MaxPositions // context
+	MaxParams  = 1 << 38               // scalar weights: 1 TiB of float32
+)
+
 // HeadDim is the per-head width E = Hidden/Heads.
 func (c Config) HeadDim() int { return c.Hidden / c.Heads }
 
@@ -83,6 +96,11 @@ func (c Config) Validate() error {
 	case c.Hidden < 1, c.Layers < 1, c.Heads < 1, c.KVHeads < 1, c.MLP < 1, c.Context < 2:
 		return bad("hidden %d, layers %d, heads %d, kv_heads %d, mlp %d must be ≥ 1 and context %d ≥ 2",
 			c.Hidden, c.Layers, c.Heads, c.KVHeads, c.MLP, c.Context)
+	}
+	if err := c.checkBounds(); err != nil {
+		return bad("%v", err)
+	}
+	switch {
 	case c.Hidden%c.Heads != 0:
 		return bad("hidden = %d is not a multiple of heads = %d", c.Hidden, c.Heads)
 	case c.Heads%c.KVHeads != 0:
@@ -95,6 +113,39 @@ func (c Config) Validate() error {
 		return bad("norm_eps = %g: must be > 0", c.NormEps)
 	}
 	return nil
+}
+
+// checkBounds reports the first size above its upper bound, then a weight
+// count above MaxParams (counted in float64: no overflow).
+func (c Config) checkBounds() error {
+	for _, b := range []struct {
+		key      string
+		val, max int
+	}{
+		{"vocab", c.Vocab, MaxVocab}, {"hidden", c.Hidden, MaxDim}, {"layers", c.Layers, MaxLayers},
+		{"heads", c.Heads, MaxDim}, {"kv_heads", c.KVHeads, MaxDim}, {"mlp", c.MLP, MaxDim},
+		{"context", c.Context, MaxContext},
+	} {
+		if b.val > b.max {
+			return fmt.Errorf("%s = %d: must be at most %d", b.key, b.val, b.max)
+		}
+	}
+	if p := c.params(); p > MaxParams {
+		return fmt.Errorf("%.4g weights (%s of float32) exceed the limit of %d (%s)", p, formatBytes(4*p), int64(MaxParams), formatBytes(4*MaxParams))
+	}
+	return nil
+}
+
+// params is NumParams in float64, safe for any dimensions.
+func (c Config) params() float64 {
+	d, m, v := float64(c.Hidden), float64(c.MLP), float64(c.Vocab)
+	e := float64(c.Hidden / max(c.Heads, 1))
+	perLayer := 2*d + d*float64(c.Heads+2*c.KVHeads)*e + float64(c.Heads)*e*d + 3*d*m
+	p := v*d + float64(c.Layers)*perLayer + d
+	if !c.TieEmbeddings {
+		p += v * d
+	}
+	return p
 }
 
 // NumParams is the number of scalar weights (a tied head counted once).

@@ -55,6 +55,13 @@
 //   - Parallel kernels split work by rows or sequences only, so results do
 //     not depend on goroutine scheduling.
 //
+// Config.Validate bounds every size (hfconfig.MaxDim and friends, at most
+// MaxParams weights). Models, learners, samplers and scoring workspaces
+// estimate their memory (WeightBytes, LearnerBytes, SampleBytes,
+// ScoreBytes) and refuse with ErrMemory, before allocating, what exceeds
+// MemAvailable of /proc/meminfo. LoadModel also refuses a weights file
+// holding tensors config.json does not describe.
+//
 // Example:
 //
 //	cfg, _ := gpu.Preset("small")

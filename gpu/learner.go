@@ -122,6 +122,9 @@ func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 	if lc.MaxGradNorm < 0 || math.IsNaN(lc.MaxGradNorm) {
 		return nil, fmt.Errorf("new learner: max grad norm %g must be ≥ 0", lc.MaxGradNorm)
 	}
+	if err := CheckMemory("the learner (weights, gradients and AdamW state)", toBytes(16*m.cfg.params())); err != nil {
+		return nil, fmt.Errorf("new learner: %w", err)
+	}
 	w, g := m.Weights(), make([]float32, m.NumParams())
 	l := &Learner{cfg: m.cfg, lc: lc, net: newNet(m.cfg, w, m.net.workers), grad: bindParams(m.cfg, g), opt: opt,
 		ws: map[[2]int]*acts[float32]{}}
@@ -161,18 +164,22 @@ func (l *Learner) SetWeights(m *Model) error {
 }
 
 // workspace returns the workspace of shape (b, t), keeping at most two
-// shapes alive.
-func (l *Learner) workspace(b, t int) *acts[float32] {
+// shapes alive; a new one must fit in the memory available.
+func (l *Learner) workspace(b, t int) (*acts[float32], error) {
 	key := [2]int{b, t}
 	if a, ok := l.ws[key]; ok {
-		return a
+		return a, nil
 	}
 	if len(l.ws) >= 2 {
 		clear(l.ws)
 	}
+	need := toBytes(actsBytes(l.cfg, b, t, l.net.workers, true))
+	if err := CheckMemory(fmt.Sprintf("a learner batch of %d sequences × %d tokens", b, t), need); err != nil {
+		return nil, err
+	}
 	a := newActs[float32](l.cfg, b, t, l.net.workers, true)
 	l.ws[key] = a
-	return a
+	return a, nil
 }
 
 // Score is Model.Score on the learner's current weights.
@@ -185,7 +192,11 @@ func (l *Learner) Score(seqs []Sequence, temperature float64) ([]TokenScores, er
 	}
 	out := make([]TokenScores, len(seqs))
 	if len(seqs) > 0 {
-		scoreInto(out, l.net, l.workspace(len(seqs), paddedLen(l.cfg, seqs)), seqs, temperature)
+		a, err := l.workspace(len(seqs), paddedLen(l.cfg, seqs))
+		if err != nil {
+			return nil, fmt.Errorf("score: %w", err)
+		}
+		scoreInto(out, l.net, a, seqs, temperature)
 		if err := l.net.mm.Err(); err != nil {
 			return nil, fmt.Errorf("score: %w", err)
 		}
@@ -202,7 +213,10 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	if err := l.checkBatch(b, temperature); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
-	a := l.workspace(len(b.Seqs), paddedLen(l.cfg, b.Seqs))
+	a, err := l.workspace(len(b.Seqs), paddedLen(l.cfg, b.Seqs))
+	if err != nil {
+		return StepStats{}, fmt.Errorf("learner step: %w", err)
+	}
 	a.load(b.Seqs)
 	l.net.forward(a, temperature)
 	if err := l.net.mm.Err(); err != nil {

@@ -32,6 +32,9 @@ func NewModel(cfg Config, seed uint64) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := CheckMemory("the model's weights", cfg.ModelBytes()); err != nil {
+		return nil, err
+	}
 	w := make([]float32, cfg.NumParams())
 	initWeights(w, cfg, seed)
 	return newModel(cfg, w, 0), nil
@@ -45,6 +48,9 @@ func NewModelFromWeights(cfg Config, w []float32, version int64) (*Model, error)
 	}
 	if len(w) != cfg.NumParams() {
 		return nil, fmt.Errorf("%w: %d weights, config needs %d", ErrBadInput, len(w), cfg.NumParams())
+	}
+	if err := CheckMemory("a copy of the model's weights", cfg.ModelBytes()); err != nil {
+		return nil, err
 	}
 	return newModel(cfg, append([]float32(nil), w...), version), nil
 }
@@ -88,16 +94,20 @@ func (m *Model) Tensor(name string) ([]float32, []int, error) {
 	return append([]float32(nil), m.net.w.flat[s.Offset:s.Offset+s.Size()]...), append([]int(nil), s.Shape...), nil
 }
 
-// workspace takes an idle workspace of shape (b, t) or makes one; give it
-// back with release.
-func (m *Model) workspace(b, t int) *acts[float32] {
+// workspace takes an idle workspace of shape (b, t) or makes one (if it
+// fits in memory); give it back with release.
+func (m *Model) workspace(b, t int) (*acts[float32], error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if a, ok := m.spare[[2]int{b, t}]; ok {
 		delete(m.spare, [2]int{b, t})
-		return a
+		return a, nil
 	}
-	return newActs[float32](m.cfg, b, t, m.net.workers, false)
+	need := toBytes(actsBytes(m.cfg, b, t, m.net.workers, false))
+	if err := CheckMemory(fmt.Sprintf("scoring %d sequences × %d tokens", b, t), need); err != nil {
+		return nil, err
+	}
+	return newActs[float32](m.cfg, b, t, m.net.workers, false), nil
 }
 
 func (m *Model) release(a *acts[float32]) {

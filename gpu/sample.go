@@ -120,7 +120,10 @@ func sampleNet[F Float](n *net[F], pool *decoderPool[F], prompts [][]int, num in
 			promptRows += len(p)
 		}
 	}
-	d := pool.get(n, S, tmax, max(promptRows, S))
+	d, err := pool.get(n, S, tmax, max(promptRows, S), opt.MaxNewTokens)
+	if err != nil {
+		return nil, fmt.Errorf("sample: %w", err)
+	}
 	defer pool.put(d)
 	rowOf := d.prefill(prompts, num) // logits row of each sequence's next token
 	drawers := make([]*drawer, n.workers)
@@ -176,19 +179,25 @@ type decoderPool[F Float] struct {
 
 // get returns a decoder with room for slots sequences of tmax positions and
 // rows rows per step. A reused one needs no clearing: every cache entry a
-// row reads is written earlier in the same Sample call.
-func (p *decoderPool[F]) get(n *net[F], slots, tmax, rows int) *decoder[F] {
+// row reads is written earlier in the same Sample call. A new one, with the
+// outputs of up to newTokens tokens per sequence, must fit in the memory
+// available.
+func (p *decoderPool[F]) get(n *net[F], slots, tmax, rows, newTokens int) (*decoder[F], error) {
 	if p != nil {
 		p.mu.Lock()
 		d := p.spare
 		if d != nil && d.slots >= slots && d.tmax >= tmax && len(d.tok) >= rows {
 			p.spare = nil
 			p.mu.Unlock()
-			return d
+			return d, nil
 		}
 		p.mu.Unlock()
 	}
-	return newDecoder(n, slots, tmax, rows)
+	need := toBytes(sampleBytes(n.cfg, float64(slots), float64(tmax), float64(rows), float64(newTokens), n.workers))
+	if err := CheckMemory(fmt.Sprintf("sampling %d sequences of up to %d tokens", slots, tmax), need); err != nil {
+		return nil, err
+	}
+	return newDecoder(n, slots, tmax, rows), nil
 }
 
 func (p *decoderPool[F]) put(d *decoder[F]) {

@@ -88,7 +88,10 @@ func (m *Model) Score(seqs []Sequence, temperature float64) ([]TokenScores, erro
 	out := make([]TokenScores, len(seqs))
 	for lo := 0; lo < len(seqs); lo += scoreChunk {
 		chunk := seqs[lo:min(lo+scoreChunk, len(seqs))]
-		a := m.workspace(len(chunk), paddedLen(m.cfg, chunk))
+		a, err := m.workspace(len(chunk), paddedLen(m.cfg, chunk))
+		if err != nil {
+			return nil, fmt.Errorf("score: %w", err)
+		}
 		scoreInto(out[lo:], m.net, a, chunk, temperature)
 		m.release(a)
 	}

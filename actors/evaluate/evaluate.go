@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
 
@@ -119,6 +120,9 @@ func Run(ctx context.Context, s Sampler, task tasks.Task, opts Options) (Result,
 	for i, p := range problems {
 		prompts[i] = p.Prompt
 	}
+	if err := checkMemory(s, prompts, opts); err != nil {
+		return Result{}, fmt.Errorf("evaluate %s: %w", task.Name(), err)
+	}
 	greedy, err := sampleChunked(ctx, s, prompts, 1, 0, opts)
 	if err != nil {
 		return Result{}, fmt.Errorf("evaluate %s: greedy: %w", task.Name(), err)
@@ -155,6 +159,34 @@ func (o Options) check() error {
 		return fmt.Errorf("%w: temperature = %v: must be a positive number", ErrOptions, o.Temperature)
 	}
 	return nil
+}
+
+// MemoryChecker is implemented by samplers that can tell, before an
+// evaluation starts, that one Sample call of prompts × n completions would
+// not fit in memory (ModelSampler does).
+type MemoryChecker interface {
+	CheckMemory(prompts []string, n int) error
+}
+
+// checkMemory refuses an evaluation whose largest Sample call (one chunk
+// of prompts × K) does not fit, or whose N × K completions do not.
+func checkMemory(s Sampler, prompts []string, opts Options) error {
+	k := 1
+	if !opts.GreedyOnly {
+		k = max(opts.K, 1)
+	}
+	if mc, ok := s.(MemoryChecker); ok {
+		bs := opts.BatchSize
+		if bs == 0 {
+			bs = DefaultBatchSize
+		}
+		if err := mc.CheckMemory(prompts[:min(bs, len(prompts))], k); err != nil {
+			return fmt.Errorf("k=%d: %w", k, err)
+		}
+	}
+	const completionBytes = 64 // a Completion and a short text
+	need := float64(len(prompts)) * float64(k) * completionBytes
+	return gpu.CheckMemory(fmt.Sprintf("%d × %d completions", len(prompts), k), int64(min(need, 1<<62)))
 }
 
 // sampleChunked calls s on chunks of BatchSize prompts and concatenates

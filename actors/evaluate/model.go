@@ -22,6 +22,30 @@ type ModelSampler struct {
 }
 
 var _ Sampler = ModelSampler{}
+var _ MemoryChecker = ModelSampler{}
+
+// CheckMemory implements MemoryChecker: it refuses when sampling n
+// completions of each prompt, and scoring them, would need more memory
+// than the machine has available (gpu.Config.SampleBytes, ScoreBytes).
+func (s ModelSampler) CheckMemory(prompts []string, n int) error {
+	promptLen := 1
+	for _, p := range prompts {
+		ids, err := s.Tokenizer.Encode(p)
+		if err == nil {
+			promptLen = max(promptLen, len(ids)+1)
+		}
+	}
+	c := s.Model.Config()
+	maxNew := s.MaxNewTokens
+	if maxNew <= 0 {
+		maxNew = c.Context
+	}
+	maxNew = max(min(maxNew, c.Context-promptLen), 1)
+	need := float64(c.SampleBytes(len(prompts), n, promptLen, maxNew)) +
+		float64(c.ScoreBytes(len(prompts)*n, min(promptLen+maxNew, c.Context)))
+	what := fmt.Sprintf("sampling %d prompts × %d completions", len(prompts), n)
+	return gpu.CheckMemory(what, int64(min(need, 1<<62)))
+}
 
 // Sample implements Sampler.
 func (s ModelSampler) Sample(ctx context.Context, prompts []string, n int, temperature float64, seed uint64) ([]Completion, error) {

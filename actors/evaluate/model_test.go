@@ -2,7 +2,9 @@ package evaluate
 
 import (
 	"context"
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu"
@@ -74,5 +76,22 @@ func TestRunWithTinyModelDeterministic(t *testing.T) {
 	}
 	if a.PassAtK < a.MeanAtK || a.MeanAtK < 0 || a.PassAtK > 1 || a.EntropyPerToken <= 0 {
 		t.Errorf("inconsistent result %+v (need 0 <= mean@k <= pass@k <= 1, entropy > 0)", a)
+	}
+}
+
+// TestRunRefusesEvaluationTooLargeForMemory: k = 10^9 samples per problem
+// are refused with one line before anything is sampled.
+func TestRunRefusesEvaluationTooLargeForMemory(t *testing.T) {
+	if _, ok := gpu.AvailableMemory(); !ok {
+		t.Skip("no /proc/meminfo")
+	}
+	cfg, _ := gpu.Preset("tiny")
+	m, _ := gpu.NewModel(cfg, 1)
+	task, _ := tasks.New("addition", tasks.Options{})
+	s := ModelSampler{Model: m, Tokenizer: tokenizer.NewChar()}
+	_, err := Run(context.Background(), s, task, Options{N: 200, K: 1_000_000_000, Temperature: 1, Seed: 1})
+	want := "evaluate addition: k=1000000000: gpu: not enough memory: sampling 64 prompts × 1000000000 completions needs"
+	if !errors.Is(err, gpu.ErrMemory) || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v, want one line starting %q", err, want)
 	}
 }

@@ -279,7 +279,9 @@ func Resolve(path string) (string, error) {
 	return p, err
 }
 
-// LoadTrainerState reads trainer_state.json of the checkpoint dir.
+// LoadTrainerState reads and validates trainer_state.json of the
+// checkpoint dir: step, policy_version, data_cursor and num_tokens must be
+// ≥ 0, and step must be N when dir is named step-N.
 func LoadTrainerState(dir string) (TrainerState, error) {
 	path := filepath.Join(dir, TrainerStateFile)
 	data, err := os.ReadFile(path)
@@ -294,7 +296,29 @@ func LoadTrainerState(dir string) (TrainerState, error) {
 		return TrainerState{}, fmt.Errorf("load trainer state %s: format_version %d, want %d: %w",
 			path, st.FormatVersion, TrainerStateVersion, ErrBadCheckpoint)
 	}
+	if err := st.check(filepath.Base(filepath.Clean(dir))); err != nil {
+		return TrainerState{}, fmt.Errorf("load trainer state %s: %w", path, err)
+	}
 	return st, nil
+}
+
+// check reports the first field of a loaded trainer state that no
+// checkpoint of the checkpoint directory named dirName can hold.
+func (st TrainerState) check(dirName string) error {
+	switch {
+	case st.Step < 0:
+		return fmt.Errorf("step = %d: must be ≥ 0: %w", st.Step, ErrBadCheckpoint)
+	case st.PolicyVersion < 0:
+		return fmt.Errorf("policy_version = %d: must be ≥ 0: %w", st.PolicyVersion, ErrBadCheckpoint)
+	case st.DataCursor < 0:
+		return fmt.Errorf("data_cursor = %d: must be ≥ 0: %w", st.DataCursor, ErrBadCheckpoint)
+	case !(st.Tokens >= 0):
+		return fmt.Errorf("num_tokens = %g: must be ≥ 0: %w", st.Tokens, ErrBadCheckpoint)
+	}
+	if n, ok := parseCheckpointName(dirName); ok && n != st.Step {
+		return fmt.Errorf("step = %d but the checkpoint directory is %s: %w", st.Step, dirName, ErrBadCheckpoint)
+	}
+	return nil
 }
 
 // Prune removes all but the newest keep complete checkpoints of

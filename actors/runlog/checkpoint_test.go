@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -196,5 +197,28 @@ func TestLoadTrainerStateErrors(t *testing.T) {
 	}
 	if _, err := LoadTrainerState(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing: err = %v, want not exist", err)
+	}
+}
+
+func TestLoadTrainerStateRefusesImpossibleValues(t *testing.T) {
+	for _, tc := range []struct{ name, dirName, content, want string }{
+		{"negative step", "step-3", `{"format_version": 1, "step": -5}`, `trainer_state.json: step = -5: must be ≥ 0`},
+		{"negative version", "step-3", `{"format_version": 1, "step": 3, "policy_version": -1}`, `trainer_state.json: policy_version = -1: must be ≥ 0`},
+		{"negative cursor", "step-3", `{"format_version": 1, "step": 3, "data_cursor": -2}`, `trainer_state.json: data_cursor = -2: must be ≥ 0`},
+		{"negative tokens", "step-3", `{"format_version": 1, "step": 3, "num_tokens": -1}`, `trainer_state.json: num_tokens = -1: must be ≥ 0`},
+		{"step not the dir's", "step-3", `{"format_version": 1, "step": 7}`, `trainer_state.json: step = 7 but the checkpoint directory is step-3`},
+		{"consistent", "step-3", `{"format_version": 1, "step": 3, "policy_version": 3}`, ""},
+		{"other dir name", "best", `{"format_version": 1, "step": 7}`, ""},
+	} {
+		dir := filepath.Join(t.TempDir(), tc.dirName)
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, TrainerStateFile), []byte(tc.content), 0o644)
+		_, err := LoadTrainerState(dir)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want it to load", tc.name, err)
+		case tc.want != "" && (!errors.Is(err, ErrBadCheckpoint) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want ErrBadCheckpoint containing %q", tc.name, err, tc.want)
+		}
 	}
 }

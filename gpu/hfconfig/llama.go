@@ -17,6 +17,22 @@ const FileName = "config.json"
 // ErrInvalid is wrapped by every validation error.
 var ErrInvalid = errors.New("hfconfig: invalid Llama config")
 
+// Upper bounds Validate puts on the sizes, far above any Llama released
+// (Llama 3.1 405B: vocabulary 128256, hidden 16384, MLP 53248, 126 layers,
+// 128 heads, context 131072) and low enough that the products sizing the
+// model's buffers cannot overflow.
+const (
+	// MaxVocabSize bounds vocab_size.
+	MaxVocabSize = 1 << 22
+	// MaxDim bounds hidden_size, intermediate_size, the head counts and
+	// head_dim.
+	MaxDim = 1 << 20
+	// MaxLayers bounds num_hidden_layers.
+	MaxLayers = 1024
+	// MaxPositions bounds max_position_embeddings.
+	MaxPositions = 1 << 17
+)
+
 // LlamaConfig is the transformers LlamaConfig, with the JSON keys of
 // config.json.
 type LlamaConfig struct {
@@ -221,18 +237,21 @@ func (c LlamaConfig) Validate() error {
 	bad := func(key string, val any, why string) error {
 		return fmt.Errorf("%w: %s = %v: %s", ErrInvalid, key, val, why)
 	}
-	positive := []struct {
-		key string
-		val int
+	sizes := []struct {
+		key      string
+		val, max int
 	}{
-		{"vocab_size", c.VocabSize}, {"hidden_size", c.HiddenSize},
-		{"intermediate_size", c.IntermediateSize}, {"num_hidden_layers", c.NumHiddenLayers},
-		{"num_attention_heads", c.NumAttentionHeads}, {"num_key_value_heads", c.NumKeyValueHeads},
-		{"head_dim", c.HeadDim}, {"max_position_embeddings", c.MaxPositionEmbeddings},
+		{"vocab_size", c.VocabSize, MaxVocabSize}, {"hidden_size", c.HiddenSize, MaxDim},
+		{"intermediate_size", c.IntermediateSize, MaxDim}, {"num_hidden_layers", c.NumHiddenLayers, MaxLayers},
+		{"num_attention_heads", c.NumAttentionHeads, MaxDim}, {"num_key_value_heads", c.NumKeyValueHeads, MaxDim},
+		{"head_dim", c.HeadDim, MaxDim}, {"max_position_embeddings", c.MaxPositionEmbeddings, MaxPositions},
 	}
-	for _, p := range positive {
+	for _, p := range sizes {
 		if p.val <= 0 {
 			return bad(p.key, p.val, "must be positive")
+		}
+		if p.val > p.max {
+			return bad(p.key, p.val, fmt.Sprintf("must be at most %d", p.max))
 		}
 	}
 	switch {

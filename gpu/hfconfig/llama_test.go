@@ -91,6 +91,12 @@ func TestValidate(t *testing.T) {
 	}{
 		{"ok", func(*LlamaConfig) {}, ""},
 		{"zero vocab", func(c *LlamaConfig) { c.VocabSize = 0 }, "vocab_size = 0: must be positive"},
+		{"huge vocab", func(c *LlamaConfig) { c.VocabSize = 2000000000 }, "vocab_size = 2000000000: must be at most 4194304"},
+		{"huge context", func(c *LlamaConfig) { c.MaxPositionEmbeddings = 100000000000 }, "max_position_embeddings = 100000000000: must be at most 131072"},
+		{"huge hidden", func(c *LlamaConfig) { c.HiddenSize, c.HeadDim = 1<<24, 1<<22 }, "hidden_size = 16777216: must be at most 1048576"},
+		{"huge mlp", func(c *LlamaConfig) { c.IntermediateSize = 1 << 21 }, "intermediate_size = 2097152: must be at most 1048576"},
+		{"many layers", func(c *LlamaConfig) { c.NumHiddenLayers = 100000000 }, "num_hidden_layers = 100000000: must be at most 1024"},
+		{"largest", func(c *LlamaConfig) { c.MaxPositionEmbeddings, c.NumHiddenLayers = 1<<17, 1024 }, ""},
 		{"heads", func(c *LlamaConfig) { c.NumAttentionHeads, c.NumKeyValueHeads = 3, 3; c.HeadDim = 21 }, "hidden_size = 64: not divisible by num_attention_heads 3"},
 		{"kv heads", func(c *LlamaConfig) { c.NumKeyValueHeads = 3 }, "num_attention_heads = 4: not divisible by num_key_value_heads 3"},
 		{"head dim", func(c *LlamaConfig) { c.HeadDim = 32 }, "head_dim = 32"},
