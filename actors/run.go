@@ -16,6 +16,7 @@ import (
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/gpu/optim"
 	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
 )
@@ -310,7 +311,23 @@ func (r *runner) warmStart(ctx context.Context) (*gpu.Model, error) {
 func learnerConfig(d *Deps) gpu.LearnerConfig {
 	o := d.Cfg.Optim
 	return gpu.LearnerConfig{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
-		MaxGradNorm: o.GradClip, Device: d.Device}
+		MaxGradNorm: o.GradClip, Device: d.Device, Schedule: schedule(o, d.Cfg.Train.Steps)}
+}
+
+// schedule is optim.schedule over the run's train.steps: constant (with a
+// linear warm-up when optim.warmup_steps > 0), or a cosine or linear decay
+// to 0 at the last step after the warm-up.
+func schedule(o config.Optim, steps int) optim.Schedule {
+	s := optim.Schedule{Kind: optim.Constant, Warmup: o.WarmupSteps, Total: steps, Base: o.LR}
+	switch {
+	case o.Schedule == config.ScheduleCosine:
+		s.Kind = optim.Cosine
+	case o.Schedule == config.ScheduleLinear:
+		s.Kind = optim.LinearDecay
+	case o.WarmupSteps > 0:
+		s.Kind = optim.LinearWarmup
+	}
+	return s
 }
 
 // evaluate is the greedy accuracy on train.eval_prompts held-out problems.

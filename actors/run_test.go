@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -469,6 +470,40 @@ func TestRunKeepsDirectoryOnFailedResume(t *testing.T) {
 	for _, f := range []string{"config.yaml", "metrics.jsonl", "checkpoints/step-2/model.safetensors", "reference/model.safetensors"} {
 		if _, err := os.Stat(filepath.Join(run, f)); err != nil {
 			t.Errorf("%s gone after a failed resume: %v", f, err)
+		}
+	}
+}
+
+// TestLearningRateSchedule: optim.schedule and optim.warmup_steps reach the
+// learner (they were ignored: every run used a constant rate). The rate of
+// each step is logged as train/learning_rate.
+func TestLearningRateSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		schedule string
+		warmup   int
+		want     []float64 // × optim.lr, steps 1..4
+	}{
+		{config.ScheduleConstant, 0, []float64{1, 1, 1, 1}},
+		{config.ScheduleConstant, 2, []float64{0.5, 1, 1, 1}},
+		{config.ScheduleLinear, 0, []float64{1, 0.75, 0.5, 0.25}},
+		{config.ScheduleLinear, 2, []float64{0.5, 1, 1, 0.5}},
+		{config.ScheduleCosine, 0, []float64{1, 0.5 + 0.5*math.Sqrt2/2, 0.5, 0.5 - 0.5*math.Sqrt2/2}},
+	} {
+		cfg := runConfig(t, func(c *config.Config) {
+			c.Optim.Schedule, c.Optim.WarmupSteps = tc.schedule, tc.warmup
+			c.Train.EvalEvery, c.Train.CheckpointEvery, c.Output.SampleEvery = 0, 0, 0
+		})
+		if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := runlog.ReadMetrics(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+		if err != nil || len(recs) != len(tc.want) {
+			t.Fatalf("%s: %d records, err %v", tc.schedule, len(recs), err)
+		}
+		for i, r := range recs {
+			if got, want := r.Values["train/learning_rate"], tc.want[i]*cfg.Optim.LR; math.Abs(got-want) > 1e-12 {
+				t.Errorf("%s warmup %d: step %d learning rate %g, want %g", tc.schedule, tc.warmup, r.Step, got, want)
+			}
 		}
 	}
 }

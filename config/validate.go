@@ -242,6 +242,10 @@ func validateOptim(v *validator, c *Config) {
 	v.nonNegative("optim.grad_clip", o.GradClip)
 	v.oneOf("optim.schedule", o.Schedule, ScheduleConstant, ScheduleCosine, ScheduleLinear)
 	v.atLeast("optim.warmup_steps", o.WarmupSteps, 0)
+	if o.Schedule != ScheduleConstant && c.Train.Steps > 0 {
+		v.conflict(o.WarmupSteps < c.Train.Steps, "optim.warmup_steps", o.WarmupSteps,
+			fmt.Sprintf("must be less than train.steps (%d) for the %s schedule to decay", c.Train.Steps, o.Schedule))
+	}
 }
 
 func validateTrain(v *validator, c *Config) {

@@ -123,6 +123,7 @@ func TestValidate(t *testing.T) {
 		{"schedule", func(c *Config) { c.Optim.Schedule = "step" }, "optim.schedule", ErrRange},
 		{"warmup", func(c *Config) { c.Optim.WarmupSteps = -1 }, "optim.warmup_steps", ErrRange},
 		{"warmup longer than run", func(c *Config) { c.Optim.WarmupSteps = 201 }, "optim.warmup_steps", ErrConflict},
+		{"cosine without decay", func(c *Config) { c.Optim.Schedule, c.Optim.WarmupSteps = ScheduleCosine, 200 }, "optim.warmup_steps", ErrConflict},
 		// train
 		{"steps", func(c *Config) { c.Train.Steps = -1 }, "train.steps", ErrRange},
 		{"prompts per step", func(c *Config) { c.Train.PromptsPerStep = 0 }, "train.prompts_per_step", ErrRange},
