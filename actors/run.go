@@ -146,14 +146,12 @@ func resumeRun(path string) (*runlog.Dir, string, error) {
 // directory of that name existed before, only what the run put in it.
 func createRun(root, name string) (*runlog.Dir, func() error, error) {
 	path := filepath.Join(root, name)
-	_, statErr := os.Stat(path)
-	existed := statErr == nil
 	dir, err := runlog.Create(root, name)
 	if err != nil {
 		return nil, nil, err
 	}
 	discard := func() error {
-		if !existed {
+		if dir.Created() {
 			return os.RemoveAll(path)
 		}
 		entries, err := os.ReadDir(path)

@@ -36,7 +36,8 @@ func resumeMayChange(key string) bool {
 // configuration resuming it and returns the first key, in section order,
 // whose change resume refuses, as a one-line *Error (ErrConflict) naming
 // the key, its new and its saved value; nil when every difference is
-// allowed. Allowed: train.steps (to extend the run),
+// allowed. Allowed: train.steps (to extend the run; not with a cosine or
+// linear optim.schedule, whose decay is laid out over train.steps),
 // train.checkpoint_every, train.eval_every, train.eval_prompts,
 // output.log_every, output.sample_every, output.sample_rows, model.device,
 // cluster.* and trace.* (and train.resume and model.checkpoint, which a
@@ -45,7 +46,15 @@ func CheckResume(saved, effective *Config) error {
 	t := keys()
 	was, now := t.values(saved), t.values(effective)
 	for _, l := range t.leaves {
-		if resumeMayChange(l.key) || sameValue(was[l.key], now[l.key]) {
+		if sameValue(was[l.key], now[l.key]) {
+			continue
+		}
+		if l.key == "train.steps" && saved.Optim.Schedule != ScheduleConstant {
+			return &Error{Key: l.key, Value: formatValue(now[l.key]),
+				Reason: fmt.Sprintf("cannot change on resume with optim.schedule %s: its decay spans the saved %s steps", saved.Optim.Schedule, formatValue(was[l.key])),
+				Err:    ErrConflict}
+		}
+		if resumeMayChange(l.key) {
 			continue
 		}
 		return &Error{Key: l.key, Value: formatValue(now[l.key]),

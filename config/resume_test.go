@@ -192,3 +192,18 @@ func TestREADMEFlagsExample(t *testing.T) {
 		t.Errorf("rewards funcs, weights = %v, %v; want [accuracy format], []", c.Rewards.Funcs, c.Rewards.Weights)
 	}
 }
+
+// TestCheckResumeDecayingSchedule: a cosine or linear learning-rate decay
+// is laid out over train.steps, so extending such a run would jump the
+// rate back up; resume refuses it and still allows a constant run's.
+func TestCheckResumeDecayingSchedule(t *testing.T) {
+	for _, schedule := range []string{ScheduleCosine, ScheduleLinear} {
+		saved, eff := Default(), Default()
+		saved.Optim.Schedule, eff.Optim.Schedule = schedule, schedule
+		eff.Train.Steps = saved.Train.Steps * 2
+		want := `config: train.steps = 400: cannot change on resume with optim.schedule ` + schedule + `: its decay spans the saved 200 steps`
+		if err := CheckResume(saved, eff); err == nil || err.Error() != want {
+			t.Errorf("%s: CheckResume = %v, want %s", schedule, err, want)
+		}
+	}
+}

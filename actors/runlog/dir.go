@@ -27,34 +27,118 @@ type Dir struct {
 	mu       sync.Mutex
 	metrics  *os.File // opened O_APPEND; nil after Close
 	lastStep int      // step of the last metrics line, -1 when none
+	created  bool     // Create made the directory (see Created)
 }
 
-// Create makes a new run directory root/name with its samples/ and
-// checkpoints/ sub-directories and an empty metrics.jsonl. It refuses
-// (ErrRunExists) a directory that exists and is not empty: continue such a
-// run with Open and Resume.
+// Create makes the run directory root/name for a new run, with its
+// samples/ and checkpoints/ sub-directories and an empty metrics.jsonl. A
+// directory of that name may already exist only if it is empty or a dead
+// start — a run stopped (killed, or interrupted twice) before it wrote a
+// metrics line or a checkpoint, holding at most config.yaml, an empty
+// metrics.jsonl and empty samples/ and checkpoints/ — whose contents are
+// cleared. Anything else is ErrRunExists: continue such a run with Open and
+// Resume. Every Dir holds an exclusive lock on its metrics.jsonl until
+// Close, and Create takes it before clearing anything, so a directory a
+// running process has open is ErrInUse, and of two runs creating one name
+// at once exactly one gets it.
 func Create(root, name string) (*Dir, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(root, name)
-	entries, err := os.ReadDir(path)
-	switch {
-	case err == nil && len(entries) > 0:
-		return nil, fmt.Errorf("create run %s: %w", path, ErrRunExists)
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
+	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("create run %s: %w", path, err)
 	}
-	for _, sub := range []string{SamplesDir, CheckpointsDir} {
-		if err := os.MkdirAll(filepath.Join(path, sub), 0o755); err != nil {
+	created := true
+	if err := os.Mkdir(path, 0o755); err != nil {
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create run %s: %w", path, err)
+		}
+		created = false
+		if err := checkDeadStart(path); err != nil { // before open adds a metrics.jsonl
 			return nil, fmt.Errorf("create run %s: %w", path, err)
 		}
 	}
-	if err := syncDir(root); err != nil {
+	d, err := open(path) // the lock: from here on no other process clears or claims it
+	if err != nil {
+		return nil, err
+	}
+	if err := d.claim(created); err != nil {
+		d.Close()
 		return nil, fmt.Errorf("create run %s: %w", path, err)
 	}
-	return open(path)
+	if err := syncDir(root); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("create run %s: %w", path, err)
+	}
+	return d, nil
 }
+
+// claim makes a locked directory a fresh run: a dead start that existed is
+// checked again under the lock and cleared (all but the locked, empty
+// metrics.jsonl), then the sub-directories are made.
+func (d *Dir) claim(created bool) error {
+	d.created = created
+	if !created {
+		if err := checkDeadStart(d.path); err != nil {
+			return err
+		}
+		entries, err := os.ReadDir(d.path)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.Name() == MetricsFile {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(d.path, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	for _, sub := range []string{SamplesDir, CheckpointsDir} {
+		if err := os.MkdirAll(filepath.Join(d.path, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDeadStart returns ErrRunExists unless the directory at path is
+// empty or a dead start (see Create).
+func checkDeadStart(path string) error {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !deadStartEntry(path, e) {
+			return fmt.Errorf("%w (it holds %s)", ErrRunExists, e.Name())
+		}
+	}
+	return nil
+}
+
+// deadStartEntry reports whether e may be in a run directory that never
+// got to its first metrics line or checkpoint.
+func deadStartEntry(path string, e fs.DirEntry) bool {
+	full := filepath.Join(path, e.Name())
+	switch e.Name() {
+	case ConfigFile:
+		return e.Type().IsRegular()
+	case MetricsFile:
+		info, err := e.Info()
+		return err == nil && e.Type().IsRegular() && info.Size() == 0
+	case SamplesDir, CheckpointsDir:
+		sub, err := os.ReadDir(full)
+		return err == nil && e.IsDir() && len(sub) == 0
+	}
+	return false
+}
+
+// Created reports whether Create made the directory itself, rather than
+// taking over an empty directory or a dead start that already existed.
+func (d *Dir) Created() bool { return d.created }
 
 // Open opens an existing run directory for appending, for example to
 // resume it. A metrics line cut short by a crash, and anything after an
@@ -79,6 +163,10 @@ func Open(path string) (*Dir, error) {
 func open(path string) (*Dir, error) {
 	f, err := os.OpenFile(filepath.Join(path, MetricsFile), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
+		return nil, fmt.Errorf("open run %s: %w", path, err)
+	}
+	if err := lockFile(f); err != nil { // held until Close: one process per run
+		f.Close()
 		return nil, fmt.Errorf("open run %s: %w", path, err)
 	}
 	last, err := truncateMetrics(f, -1)

@@ -8,6 +8,8 @@ var (
 	// ErrRunExists reports that Create found a non-empty run directory
 	// (resume it with Open instead).
 	ErrRunExists = errors.New("runlog: run directory already exists and is not empty")
+	// ErrInUse reports a run directory that a running process has open.
+	ErrInUse = errors.New("runlog: run directory is in use by a running process")
 	// ErrNotRun reports that Open was given a path that is not a run directory.
 	ErrNotRun = errors.New("runlog: not a run directory")
 	// ErrBadName reports an empty run name or one that is not a single path element.

@@ -2,10 +2,13 @@ package runlog
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -145,9 +148,18 @@ func TestCreateRefusesExistingRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := Create(root, "r1"); !errors.Is(err, ErrInUse) {
+		t.Errorf("Create over an open run: err = %v, want ErrInUse", err)
+	}
+	if _, err := Open(filepath.Join(root, "r1")); !errors.Is(err, ErrInUse) {
+		t.Errorf("Open of an open run: err = %v, want ErrInUse", err)
+	}
+	if err := d.WriteMetrics(1, map[string]float64{"train/reward": 1}); err != nil {
+		t.Fatal(err)
+	}
 	d.Close()
 	if _, err := Create(root, "r1"); !errors.Is(err, ErrRunExists) {
-		t.Errorf("Create twice: err = %v, want ErrRunExists", err)
+		t.Errorf("Create over a run with a metrics line: err = %v, want ErrRunExists", err)
 	}
 	for _, name := range []string{"", ".", "..", "a/b", `a\b`, ".hidden"} {
 		if _, err := Create(root, name); !errors.Is(err, ErrBadName) {
@@ -185,5 +197,79 @@ func TestReadMetricsBadLine(t *testing.T) {
 	os.WriteFile(path, []byte("{\"step\":1}\nnot json\n"), 0o644)
 	if _, err := ReadMetrics(path); !errors.Is(err, ErrBadMetrics) || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("ReadMetrics: err = %v, want ErrBadMetrics at line 2", err)
+	}
+}
+
+// TestCreateReclaimsDeadStart: a directory left by a run that never wrote a
+// metrics line or checkpoint (killed, or interrupted twice) is taken over
+// and cleared; one holding anything else is refused and left as it is.
+func TestCreateReclaimsDeadStart(t *testing.T) {
+	root := t.TempDir()
+	dead := filepath.Join(root, "dead")
+	for _, sub := range []string{SamplesDir, CheckpointsDir} {
+		if err := os.MkdirAll(filepath.Join(dead, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, text := range map[string]string{ConfigFile: "task: {}\n", MetricsFile: ""} {
+		if err := os.WriteFile(filepath.Join(dead, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Create(root, "dead")
+	if err != nil || d.Created() {
+		t.Fatalf("Create over a dead start: %v (created %v), want it taken over", err, d != nil && d.Created())
+	}
+	if _, err := os.Stat(filepath.Join(dead, ConfigFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dead start's config.yaml is still there: %v", err)
+	}
+	d.Close()
+
+	kept := filepath.Join(root, "kept")
+	if err := os.MkdirAll(filepath.Join(kept, CheckpointsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(kept, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(root, "kept"); !errors.Is(err, ErrRunExists) {
+		t.Errorf("Create over a directory with notes.txt: %v, want ErrRunExists", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(kept, "notes.txt")); err != nil || string(b) != "mine" {
+		t.Errorf("notes.txt after the refused Create: %q, %v", b, err)
+	}
+}
+
+// TestCreateConcurrent: of runs creating one name at once, exactly one
+// gets the directory (the others: ErrRunExists, or ErrInUse when they find
+// it already open).
+func TestCreateConcurrent(t *testing.T) {
+	root := t.TempDir()
+	for i := range 50 {
+		name := fmt.Sprintf("r%d", i)
+		var wg sync.WaitGroup
+		dirs := make([]*Dir, 3)
+		for j := range dirs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, err := Create(root, name)
+				if err != nil && !errors.Is(err, ErrRunExists) && !errors.Is(err, ErrInUse) {
+					t.Errorf("Create %s: %v", name, err)
+				}
+				dirs[j] = d
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for _, d := range dirs {
+			if d != nil {
+				won++
+				d.Close()
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%s: %d runs got the directory, want 1", name, won)
+		}
 	}
 }
