@@ -18,7 +18,8 @@ goblas = if test -e $(OPENBLAS_DIR)/libopenblas.so; then \
 # name:package of every fuzz target; `make fuzz` runs each for FUZZTIME.
 FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards/tasks \
 	FuzzWordProblemsVerify:./rewards/tasks FuzzLoadJSONL:./rewards/tasks \
-	FuzzExtractAnswer:./rewards FuzzPrepare:./rewards FuzzRead:./gpu/safetensors
+	FuzzExtractAnswer:./rewards FuzzPrepare:./rewards FuzzRead:./gpu/safetensors \
+	FuzzAssembler:./messages
 
 .DEFAULT_GOAL := help
 .PHONY: help deps build build-cuda run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check
@@ -46,7 +47,7 @@ test: deps lint ## lint, race tests (-short), the OpenBLAS build's gpu tests, th
 test-long: deps ## only the long tests (TestLong*, skipped under -short), without -race
 	$(call goblas,test,-count=1 -run '^TestLong' ./...)
 
-fuzz: ## run every fuzz target for FUZZTIME (200000x: 200k inputs, ~3-6 s each)
+fuzz: ## run every fuzz target for FUZZTIME (200000x: 200k inputs, ~3-15 s each)
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t%%:*} ($(FUZZTIME))"; \
 	  log=$$(mktemp); \

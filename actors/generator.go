@@ -146,7 +146,7 @@ func (a *generatorActor) Receive(c actor.Context) {
 // addChunk assembles chunked weights and installs the model once complete.
 func (a *generatorActor) addChunk(m *messages.PolicyWeights) error {
 	if a.assembler == nil {
-		a.assembler = &messages.Assembler{}
+		a.assembler = &messages.Assembler{MaxBytes: a.deps.Model.WeightBytes()} // no more than the model holds
 	}
 	model, err := addWeightChunk(a.assembler, a.deps.Model, m)
 	if err != nil || model == nil {

@@ -23,6 +23,12 @@
 //     verify the lengths; a mismatch is ErrShape and the stage skips the
 //     batch with SkipReason SHAPE_MISMATCH.
 //   - Helpers copy the slices they are given and never modify their inputs.
+//   - Assembler treats every PolicyWeights chunk as untrusted: a chunk
+//     whose header, shapes, total_bytes (must be 4·numel), byte ranges
+//     (in bounds, never overlapping) or size (Assembler.MaxBytes per
+//     version, DefaultMaxBytes = 16 GiB) do not fit is an ErrChunk and
+//     leaves the Assembler unchanged; buffers are allocated only after a
+//     chunk has been checked, and Done means every tensor is complete.
 //
 // # Example
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 )
 
 // Tensor is a named float32 tensor as Go values.
@@ -66,68 +67,261 @@ func encodeFloats(x []float32) []byte {
 	return b
 }
 
+// DefaultMaxBytes is the Assembler's limit on the declared bytes of all
+// tensors of one version when its MaxBytes is not positive (16 GiB).
+const DefaultMaxBytes int64 = 1 << 34
+
+// elemBytes is the size of one tensor element: a little-endian float32.
+const elemBytes = 4
+
 // Assembler rebuilds a snapshot from PolicyWeights chunks arriving in any
-// order. It is not safe for concurrent use; an actor owns one.
+// order. Chunks are untrusted: one that does not fit the snapshot (bad
+// header, a shape or total_bytes that disagrees with the tensor's other
+// pieces or with numel·4, a byte range outside the tensor or overlapping
+// one already received, a version over MaxBytes, or a last chunk that
+// leaves a tensor incomplete) is an ErrChunk and leaves the Assembler
+// exactly as it was. Tensor buffers are allocated only after their chunk
+// has been checked. It is not safe for concurrent use; an actor owns one.
 type Assembler struct {
-	version  int64
-	count    int32
-	seen     map[int32]bool
-	tensors  map[string]*Tensor
-	order    []string
-	first    map[string][2]int // (chunk index, position) of a tensor's first piece
-	received map[string]int64  // bytes received per tensor
+	// MaxBytes caps the declared bytes of all tensors of one version;
+	// zero or negative means DefaultMaxBytes.
+	MaxBytes int64
+
+	version int64
+	count   int32
+	seen    map[int32]bool
+	tensors map[string]*partial
+	bytes   int64 // declared bytes of all tensors in tensors
+}
+
+// partial is one tensor being assembled.
+type partial struct {
+	t        Tensor
+	total    int64
+	first    [2]int // (chunk index, position) of its first piece
+	spans    []span // byte ranges received, sorted, disjoint, adjacent ones merged
+	received int64  // bytes received
+}
+
+// span is the byte range [lo, hi) of a tensor.
+type span struct{ lo, hi int64 }
+
+// pending is what a checked chunk adds to one tensor.
+type pending struct {
+	shape []int64
+	total int64
+	isNew bool
+	first [2]int
+	spans []span
+	bytes int64
 }
 
 // Add takes one chunk (only read, never kept). It returns true once every
-// chunk of the version has arrived. A chunk of a newer version discards a
-// partial older snapshot; one of an older version is an ErrChunk.
+// chunk of the version has arrived. A valid chunk of a newer version
+// discards a partial older snapshot; one of an older version is an
+// ErrChunk.
 func (a *Assembler) Add(w *PolicyWeights) (bool, error) {
+	base := a
 	if a.seen == nil || w.GetVersion() > a.version {
-		*a = Assembler{version: w.GetVersion(), count: w.GetChunkCount(), seen: map[int32]bool{}, tensors: map[string]*Tensor{}, first: map[string][2]int{}, received: map[string]int64{}}
+		base = &Assembler{MaxBytes: a.MaxBytes, version: w.GetVersion(), count: w.GetChunkCount(),
+			seen: map[int32]bool{}, tensors: map[string]*partial{}}
 	}
-	switch {
-	case w.GetVersion() < a.version:
-		return false, fmt.Errorf("%w: version %d while assembling %d", ErrChunk, w.GetVersion(), a.version)
-	case w.GetChunkCount() != a.count || w.GetChunkIndex() < 0 || w.GetChunkIndex() >= a.count:
-		return false, fmt.Errorf("%w: chunk %d of %d, want of %d", ErrChunk, w.GetChunkIndex(), w.GetChunkCount(), a.count)
-	case a.seen[w.GetChunkIndex()]:
-		return false, fmt.Errorf("%w: chunk %d of version %d twice", ErrChunk, w.GetChunkIndex(), a.version)
+	adds, err := base.check(w)
+	if err != nil {
+		return false, fmt.Errorf("version %d chunk %d: %w", w.GetVersion(), w.GetChunkIndex(), err)
 	}
-	for i, c := range w.GetTensors() {
-		if err := a.addTensor(c); err != nil {
-			return false, err
-		}
-		pos := [2]int{int(w.GetChunkIndex()), i}
-		if f, ok := a.first[c.GetName()]; !ok || pos[0] < f[0] || (pos[0] == f[0] && pos[1] < f[1]) {
-			a.first[c.GetName()] = pos
-		}
-	}
-	a.seen[w.GetChunkIndex()] = true
+	base.apply(w, adds)
+	*a = *base
 	return a.Done(), nil
 }
 
-func (a *Assembler) addTensor(c *TensorChunk) error {
-	t, ok := a.tensors[c.GetName()]
-	if !ok {
-		if c.GetTotalBytes()%4 != 0 || c.GetTotalBytes() < 0 {
-			return fmt.Errorf("%w: tensor %s has %d bytes", ErrChunk, c.GetName(), c.GetTotalBytes())
+// check validates w against a without changing a and returns what w adds
+// to each tensor it names.
+func (a *Assembler) check(w *PolicyWeights) (map[string]*pending, error) {
+	idx := w.GetChunkIndex()
+	switch {
+	case w.GetVersion() < a.version:
+		return nil, fmt.Errorf("%w: version %d while assembling %d", ErrChunk, w.GetVersion(), a.version)
+	case a.count < 1 || w.GetChunkCount() != a.count || idx < 0 || idx >= a.count:
+		return nil, fmt.Errorf("%w: chunk %d of %d, want one of the version's %d (at least 1)", ErrChunk, idx, w.GetChunkCount(), a.count)
+	case a.seen[idx]:
+		return nil, fmt.Errorf("%w: chunk %d of version %d twice", ErrChunk, idx, a.version)
+	}
+	adds := map[string]*pending{}
+	bytes := a.bytes
+	for i, c := range w.GetTensors() {
+		p, err := a.pendingFor(adds, c, &bytes)
+		if err != nil {
+			return nil, err
 		}
-		t = &Tensor{Name: c.GetName(), Shape: append([]int64(nil), c.GetShape()...), Data: make([]float32, c.GetTotalBytes()/4)}
-		a.tensors[c.GetName()] = t
-		a.order = append(a.order, c.GetName())
+		if err := p.addPiece(a.tensors[c.GetName()], c, [2]int{int(idx), i}); err != nil {
+			return nil, err
+		}
 	}
-	off, data := c.GetOffset(), c.GetData()
-	if off%4 != 0 || len(data)%4 != 0 || off < 0 || off+int64(len(data)) > int64(4*len(t.Data)) {
-		return fmt.Errorf("%w: tensor %s bytes [%d, %d) outside [0, %d)", ErrChunk, c.GetName(), off, off+int64(len(data)), 4*len(t.Data))
+	if int32(len(a.seen))+1 == a.count {
+		if err := a.checkComplete(adds); err != nil {
+			return nil, err
+		}
 	}
-	for i := 0; i < len(data); i += 4 {
-		t.Data[(off+int64(i))/4] = math.Float32frombits(binary.LittleEndian.Uint32(data[i:]))
+	return adds, nil
+}
+
+// pendingFor returns the pending additions to c's tensor, creating them
+// after checking c's shape and total_bytes against the tensor's other
+// pieces, or for a new tensor against numel·4 and the byte limit (bytes
+// holds the declared bytes so far and grows by a new tensor's).
+func (a *Assembler) pendingFor(adds map[string]*pending, c *TensorChunk, bytes *int64) (*pending, error) {
+	name := c.GetName()
+	if p, ok := adds[name]; ok {
+		return p, sameHeader(name, p.shape, p.total, c)
 	}
-	a.received[c.GetName()] += int64(len(data))
+	if t, ok := a.tensors[name]; ok {
+		p := &pending{shape: t.t.Shape, total: t.total, first: t.first}
+		adds[name] = p
+		return p, sameHeader(name, p.shape, p.total, c)
+	}
+	total, err := tensorBytes(c.GetShape(), a.maxBytes())
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	if c.GetTotalBytes() != total {
+		return nil, fmt.Errorf("%w: tensor %s of shape %v has total_bytes %d, want %d", ErrChunk, name, c.GetShape(), c.GetTotalBytes(), total)
+	}
+	if total > a.maxBytes()-*bytes {
+		return nil, fmt.Errorf("%w: tensor %s of %d bytes takes version %d past %d bytes", ErrChunk, name, total, a.version, a.maxBytes())
+	}
+	*bytes += total
+	p := &pending{shape: c.GetShape(), total: total, isNew: true, first: [2]int{math.MaxInt, 0}}
+	adds[name] = p
+	return p, nil
+}
+
+// sameHeader checks that c repeats its tensor's shape and total_bytes.
+func sameHeader(name string, shape []int64, total int64, c *TensorChunk) error {
+	if !slices.Equal(c.GetShape(), shape) || c.GetTotalBytes() != total {
+		return fmt.Errorf("%w: tensor %s piece of shape %v and %d bytes, earlier pieces %v and %d", ErrChunk, name, c.GetShape(), c.GetTotalBytes(), shape, total)
+	}
 	return nil
 }
 
-// Done reports whether every chunk of the current version has arrived.
+// tensorBytes is 4·numel for shape (a nil shape is a scalar), or an
+// ErrChunk for a negative dimension or a size over max.
+func tensorBytes(shape []int64, max int64) (int64, error) {
+	n := int64(elemBytes)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("%w: shape %v has a negative dimension", ErrChunk, shape)
+		}
+		if d > 0 && n > max/d {
+			return 0, fmt.Errorf("%w: shape %v is over %d bytes", ErrChunk, shape, max)
+		}
+		n *= d
+	}
+	if n > max || n/elemBytes > math.MaxInt {
+		return 0, fmt.Errorf("%w: shape %v is over %d bytes", ErrChunk, shape, max)
+	}
+	return n, nil
+}
+
+// addPiece checks c's byte range (overflow-safe) against the tensor's
+// received ranges in t (nil for a new tensor) and those already pending,
+// then records it.
+func (p *pending) addPiece(t *partial, c *TensorChunk, pos [2]int) error {
+	off, n := c.GetOffset(), int64(len(c.GetData()))
+	if off < 0 || off%elemBytes != 0 || n%elemBytes != 0 || off > p.total || n > p.total-off {
+		return fmt.Errorf("%w: tensor %s piece at offset %d with %d bytes outside [0, %d) or not whole float32s", ErrChunk, c.GetName(), off, n, p.total)
+	}
+	s := span{off, off + n}
+	if t != nil && overlaps(t.spans, s) || overlaps(p.spans, s) {
+		return fmt.Errorf("%w: tensor %s bytes [%d, %d) overlap bytes already received", ErrChunk, c.GetName(), s.lo, s.hi)
+	}
+	p.spans = insertSpan(p.spans, s)
+	p.bytes += n
+	if pos[0] < p.first[0] || (pos[0] == p.first[0] && pos[1] < p.first[1]) {
+		p.first = pos
+	}
+	return nil
+}
+
+// checkComplete checks that, with adds applied by the version's last
+// chunk, every tensor has all its bytes.
+func (a *Assembler) checkComplete(adds map[string]*pending) error {
+	for name, t := range a.tensors {
+		if p := adds[name]; p == nil && t.received != t.total {
+			return fmt.Errorf("%w: last chunk leaves tensor %s with %d of %d bytes", ErrChunk, name, t.received, t.total)
+		}
+	}
+	for name, p := range adds {
+		got := p.bytes
+		if t := a.tensors[name]; t != nil {
+			got += t.received
+		}
+		if got != p.total {
+			return fmt.Errorf("%w: last chunk leaves tensor %s with %d of %d bytes", ErrChunk, name, got, p.total)
+		}
+	}
+	return nil
+}
+
+// apply adds the checked chunk w to a.
+func (a *Assembler) apply(w *PolicyWeights, adds map[string]*pending) {
+	for name, p := range adds {
+		t := a.tensors[name]
+		if p.isNew {
+			t = &partial{t: Tensor{Name: name, Shape: slices.Clone(p.shape), Data: make([]float32, p.total/elemBytes)}, total: p.total}
+			a.tensors[name] = t
+			a.bytes += p.total
+		}
+		for _, s := range p.spans {
+			t.spans = insertSpan(t.spans, s)
+		}
+		t.received += p.bytes
+		t.first = p.first
+	}
+	for _, c := range w.GetTensors() {
+		data, t := c.GetData(), a.tensors[c.GetName()].t.Data[c.GetOffset()/elemBytes:]
+		for i := range len(data) / elemBytes {
+			t[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[elemBytes*i:]))
+		}
+	}
+	a.seen[w.GetChunkIndex()] = true
+}
+
+// overlaps reports whether s shares a byte with one of the sorted,
+// disjoint spans. An empty s overlaps nothing.
+func overlaps(spans []span, s span) bool {
+	i := sort.Search(len(spans), func(i int) bool { return spans[i].hi > s.lo })
+	return s.lo < s.hi && i < len(spans) && spans[i].lo < s.hi
+}
+
+// insertSpan inserts s, which overlaps none of spans, keeping them sorted
+// and merging adjacent ones. Empty spans are dropped.
+func insertSpan(spans []span, s span) []span {
+	if s.lo == s.hi {
+		return spans
+	}
+	i := sort.Search(len(spans), func(i int) bool { return spans[i].lo >= s.hi })
+	if i > 0 && spans[i-1].hi == s.lo {
+		s.lo = spans[i-1].lo
+		i--
+		spans = slices.Delete(spans, i, i+1)
+	}
+	if i < len(spans) && spans[i].lo == s.hi {
+		s.hi = spans[i].hi
+		spans = slices.Delete(spans, i, i+1)
+	}
+	return slices.Insert(spans, i, s)
+}
+
+func (a *Assembler) maxBytes() int64 {
+	if a.MaxBytes > 0 {
+		return a.MaxBytes
+	}
+	return DefaultMaxBytes
+}
+
+// Done reports whether every chunk of the current version has arrived;
+// then every tensor is complete.
 func (a *Assembler) Done() bool {
 	return a.seen != nil && int32(len(a.seen)) == a.count
 }
@@ -141,18 +335,19 @@ func (a *Assembler) Tensors() ([]Tensor, error) {
 	if !a.Done() {
 		return nil, fmt.Errorf("%w: %d of %d chunks of version %d", ErrChunk, len(a.seen), a.count, a.version)
 	}
-	order := slices.Clone(a.order)
-	slices.SortFunc(order, func(x, y string) int {
-		fx, fy := a.first[x], a.first[y]
-		return cmp.Or(cmp.Compare(fx[0], fy[0]), cmp.Compare(fx[1], fy[1]))
+	order := make([]*partial, 0, len(a.tensors))
+	for _, t := range a.tensors {
+		order = append(order, t)
+	}
+	slices.SortFunc(order, func(x, y *partial) int {
+		return cmp.Or(cmp.Compare(x.first[0], y.first[0]), cmp.Compare(x.first[1], y.first[1]))
 	})
 	out := make([]Tensor, 0, len(order))
-	for _, name := range order {
-		t := a.tensors[name]
-		if a.received[name] != int64(4*len(t.Data)) {
-			return nil, fmt.Errorf("%w: tensor %s has %d of %d bytes", ErrChunk, name, a.received[name], 4*len(t.Data))
+	for _, t := range order {
+		if t.received != t.total {
+			return nil, fmt.Errorf("%w: tensor %s has %d of %d bytes", ErrChunk, t.t.Name, t.received, t.total)
 		}
-		out = append(out, *t)
+		out = append(out, t.t)
 	}
 	return out, nil
 }

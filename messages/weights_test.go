@@ -1,0 +1,252 @@
+package messages
+
+import (
+	"errors"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// refTensors is the snapshot the Assembler tests send: 28 bytes in 4
+// chunks of 8 bytes (a[0,8) a[8,16) b[0,8) b[8,12)).
+func refTensors() []Tensor {
+	return []Tensor{
+		{Name: "a", Shape: []int64{2, 2}, Data: []float32{1, 2, 3, 4}},
+		{Name: "b", Shape: []int64{3}, Data: []float32{5, 6, 7}},
+	}
+}
+
+func chunk(v int64, idx, cnt int32, pieces ...*TensorChunk) *PolicyWeights {
+	return &PolicyWeights{Version: v, ChunkIndex: idx, ChunkCount: cnt, Tensors: pieces}
+}
+
+func piece(name string, shape []int64, total, off int64, data ...float32) *TensorChunk {
+	return &TensorChunk{Name: name, Shape: shape, TotalBytes: total, Offset: off, Data: encodeFloats(data)}
+}
+
+// TestAssemblerRejectsBadChunks sends `before` correct chunks of version 5,
+// then one bad chunk, then the remaining correct chunks: the bad chunk must
+// be an ErrChunk that leaves the assembler as it was, so the correct
+// chunks still assemble exactly refTensors.
+func TestAssemblerRejectsBadChunks(t *testing.T) {
+	a22, b3 := []int64{2, 2}, []int64{3}
+	cases := []struct {
+		name   string
+		before int // correct chunks added before the bad one
+		max    int64
+		bad    *PolicyWeights
+	}{
+		// bug 1: overlapping or repeated byte ranges
+		{"repeated range", 1, 0, chunk(5, 1, 4, piece("a", a22, 16, 0, 1, 2))},
+		{"overlapping range", 1, 0, chunk(5, 1, 4, piece("a", a22, 16, 4, 2, 3))},
+		{"overlap within a chunk", 0, 0, chunk(5, 0, 4, piece("a", a22, 16, 0, 1, 2), piece("a", a22, 16, 4, 2, 3))},
+		{"range covering a received one", 2, 0, chunk(5, 2, 4, piece("a", a22, 16, 0, 1, 2, 3, 4))},
+		// bug 2: offsets whose end overflows int64, and other bad offsets
+		{"offset near MaxInt64", 1, 0, chunk(5, 1, 4, piece("a", a22, 16, math.MaxInt64-3, 3, 4))},
+		{"offset MaxInt64 aligned", 1, 0, chunk(5, 1, 4, piece("a", a22, 16, math.MaxInt64-7, 3, 4))},
+		{"negative offset", 1, 0, chunk(5, 1, 4, piece("a", a22, 16, -8, 3, 4))},
+		{"misaligned offset", 1, 0, chunk(5, 1, 4, piece("a", a22, 16, 6, 3, 4))},
+		{"data past the end", 1, 0, chunk(5, 1, 4, piece("a", a22, 16, 8, 3, 4, 9))},
+		{"ragged data", 1, 0, chunk(5, 1, 4, &TensorChunk{Name: "a", Shape: a22, TotalBytes: 16, Offset: 8, Data: []byte{1, 2, 3}})},
+		// bug 3: sizes that must be refused before any allocation
+		{"total 1<<62", 1, 0, chunk(5, 1, 4, piece("c", []int64{1 << 60}, 1<<62, 0))},
+		{"total 32 GiB from 4 bytes", 1, 0, chunk(5, 1, 4, piece("c", []int64{1 << 33}, 1<<35, 0, 1))},
+		{"shape product overflows", 1, 0, chunk(5, 1, 4, piece("c", []int64{1 << 31, 1 << 31, 1 << 31}, 0, 0))},
+		{"negative dim", 1, 0, chunk(5, 1, 4, piece("c", []int64{-1, -4}, 16, 0, 1))},
+		{"negative total", 1, 0, chunk(5, 1, 4, piece("c", []int64{1}, -4, 0))},
+		{"version over MaxBytes", 3, 28, chunk(5, 3, 4, piece("b", b3, 12, 8, 7), piece("c", []int64{1}, 4, 0, 1))},
+		{"new version over MaxBytes", 1, 28, chunk(6, 0, 1, piece("c", []int64{8}, 32, 0, 1, 2, 3, 4, 5, 6, 7, 8))},
+		// bug 4: rejected chunks must not change the state
+		{"newer version, zero chunk count", 1, 0, chunk(6, 0, 0)},
+		{"newer version, bad piece", 1, 0, chunk(6, 0, 1, piece("a", a22, 16, 32, 1))},
+		{"newer version, negative index", 1, 0, chunk(6, -1, 2)},
+		{"later tensor fails", 1, 0, chunk(5, 1, 4, piece("a", a22, 16, 8, 3, 4), piece("b", b3, 12, 16, 9))},
+		{"first chunk fails", 0, 0, chunk(5, 0, 4, piece("a", a22, 16, 0, 1, 2), piece("b", b3, 12, 12, 9))},
+		{"first chunk, zero count", 0, 0, chunk(5, 0, 0)},
+		{"wrong chunk count", 1, 0, chunk(5, 1, 3, piece("a", a22, 16, 8, 3, 4))},
+		{"index past count", 1, 0, chunk(5, 4, 4)},
+		{"duplicate index", 1, 0, chunk(5, 0, 4, piece("a", a22, 16, 8, 3, 4))},
+		{"older version", 1, 0, chunk(4, 1, 4, piece("a", a22, 16, 8, 3, 4))},
+		{"last chunk leaves a gap", 3, 0, chunk(5, 3, 4)},
+		// bug 5: shape and total_bytes must agree with the first piece and each other
+		{"shape differs from first piece", 1, 0, chunk(5, 1, 4, piece("a", []int64{4}, 16, 8, 3, 4))},
+		{"total differs from first piece", 1, 0, chunk(5, 1, 4, piece("a", a22, 32, 8, 3, 4))},
+		{"total differs within a chunk", 0, 0, chunk(5, 0, 4, piece("a", a22, 16, 0, 1), piece("a", a22, 32, 4, 2))},
+		{"shape [100] with 1 float", 1, 0, chunk(5, 1, 4, piece("c", []int64{100}, 4, 0, 1))},
+		{"scalar with 4 floats", 1, 0, chunk(5, 1, 4, piece("c", nil, 16, 0, 1, 2, 3, 4))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			chunks := ChunkWeights(meta(), 5, refTensors(), 8)
+			if len(chunks) != 4 {
+				t.Fatalf("%d reference chunks, want 4", len(chunks))
+			}
+			a := Assembler{MaxBytes: tc.max}
+			for _, c := range chunks[:tc.before] {
+				if _, err := a.Add(c); err != nil {
+					t.Fatalf("correct chunk %d: %v", c.ChunkIndex, err)
+				}
+			}
+			was := cloneAssembler(&a)
+			done, err := a.Add(tc.bad)
+			if !errors.Is(err, ErrChunk) || done {
+				t.Fatalf("bad chunk: done=%v err=%v, want ErrChunk", done, err)
+			}
+			checkSameState(t, &a, was)
+			for i, c := range chunks[tc.before:] {
+				done, err := a.Add(c)
+				if err != nil || done != (tc.before+i == len(chunks)-1) {
+					t.Fatalf("correct chunk %d after the bad one: done=%v err=%v", c.ChunkIndex, done, err)
+				}
+			}
+			checkTensors(t, &a, refTensors())
+		})
+	}
+}
+
+// checkTensors asserts that a holds exactly want.
+func checkTensors(t *testing.T, a *Assembler, want []Tensor) {
+	t.Helper()
+	got, err := a.Tensors()
+	if err != nil {
+		t.Fatalf("Tensors: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d tensors, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Name != w.Name || !slices.Equal(g.Shape, w.Shape) || !slices.Equal(g.Data, w.Data) {
+			t.Fatalf("tensor %d = %s%v %v, want %s%v %v", i, g.Name, g.Shape, g.Data, w.Name, w.Shape, w.Data)
+		}
+	}
+}
+
+// TestAssemblerMaxBytes checks that a snapshot of exactly MaxBytes is
+// accepted and that a reset to a newer version keeps MaxBytes.
+func TestAssemblerMaxBytes(t *testing.T) {
+	a := Assembler{MaxBytes: 28}
+	for v := int64(1); v <= 2; v++ {
+		for _, c := range ChunkWeights(meta(), v, refTensors(), 8) {
+			if _, err := a.Add(c); err != nil {
+				t.Fatalf("version %d: %v", v, err)
+			}
+		}
+		checkTensors(t, &a, refTensors())
+	}
+	if a.MaxBytes != 28 {
+		t.Errorf("MaxBytes = %d after a new version, want 28", a.MaxBytes)
+	}
+	big := ChunkWeights(meta(), 3, []Tensor{{Name: "w", Shape: []int64{8}, Data: make([]float32, 8)}}, 64)
+	if _, err := a.Add(big[0]); !errors.Is(err, ErrChunk) || a.Version() != 2 {
+		t.Errorf("32 bytes over MaxBytes 28: err=%v version=%d, want ErrChunk and version 2", err, a.Version())
+	}
+}
+
+// cloneAssembler deep-copies a, so that a later change to a shows in
+// reflect.DeepEqual.
+func cloneAssembler(a *Assembler) *Assembler {
+	c := *a
+	if a.seen != nil {
+		c.seen = maps.Clone(a.seen)
+	}
+	if a.tensors != nil {
+		c.tensors = make(map[string]*partial, len(a.tensors))
+		for name, t := range a.tensors {
+			u := *t
+			u.t.Shape, u.t.Data, u.spans = slices.Clone(t.t.Shape), slices.Clone(t.t.Data), slices.Clone(t.spans)
+			c.tensors[name] = &u
+		}
+	}
+	return &c
+}
+
+// checkSameState asserts that a equals its earlier clone was.
+func checkSameState(t *testing.T, a, was *Assembler) {
+	t.Helper()
+	if !reflect.DeepEqual(a, was) || a.Done() != was.Done() || a.Version() != was.Version() {
+		t.Fatalf("a rejected chunk changed the assembler: version %d done %v, was version %d done %v", a.Version(), a.Done(), was.Version(), was.Done())
+	}
+}
+
+// FuzzAssembler feeds chunk sequences decoded from random bytes: Add must
+// never panic, a rejected chunk must leave the assembler unchanged, and a
+// finished snapshot must hold tensors whose data fit their shapes.
+func FuzzAssembler(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 1, 0, 1, 4, 16, 0, 16, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+	f.Add([]byte{1, 0, 2, 1, 0, 1, 2, 8, 0, 4, 1, 2, 3, 4, 1, 1, 2, 1, 0, 1, 2, 8, 4, 4, 5, 6, 7, 8})
+	f.Add([]byte{2, 255, 0, 1, 2, 1, 255, 255, 251, 8, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		a := Assembler{MaxBytes: 1 << 12}
+		for r := (&byteReader{b: in}); len(r.b) > 0; {
+			w := fuzzChunk(r)
+			was := cloneAssembler(&a)
+			if done, err := a.Add(w); err != nil {
+				checkSameState(t, &a, was)
+			} else if done {
+				checkDone(t, &a)
+			}
+		}
+	})
+}
+
+// checkDone asserts that a finished snapshot's tensors fit their shapes.
+func checkDone(t *testing.T, a *Assembler) {
+	t.Helper()
+	ts, err := a.Tensors()
+	if err != nil {
+		t.Fatalf("Done but Tensors: %v", err)
+	}
+	for _, x := range ts {
+		n := int64(1)
+		for _, d := range x.Shape {
+			n *= d
+		}
+		if int64(len(x.Data)) != n {
+			t.Fatalf("tensor %s of shape %v holds %d floats", x.Name, x.Shape, len(x.Data))
+		}
+	}
+}
+
+// byteReader hands out fuzz bytes, zero once they run out.
+type byteReader struct{ b []byte }
+
+func (r *byteReader) next() byte {
+	if len(r.b) == 0 {
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+// int64 maps a byte to a small value or, for 250 and up, an extreme one.
+func (r *byteReader) int64() int64 {
+	extremes := []int64{math.MaxInt64, math.MaxInt64 - 3, math.MinInt64, -4, 1 << 62, 1 << 33}
+	if c := r.next(); c >= 250 {
+		return extremes[c-250]
+	} else {
+		return int64(c)
+	}
+}
+
+// fuzzChunk decodes one PolicyWeights chunk with up to 3 pieces of
+// tensors a, b, c.
+func fuzzChunk(r *byteReader) *PolicyWeights {
+	w := &PolicyWeights{Version: int64(r.next() % 3), ChunkIndex: int32(int8(r.next())), ChunkCount: int32(int8(r.next()))}
+	for range r.next() % 4 {
+		c := &TensorChunk{Name: string(rune('a' + r.next()%3))}
+		for range r.next() % 3 {
+			c.Shape = append(c.Shape, r.int64())
+		}
+		c.TotalBytes, c.Offset = r.int64(), r.int64()
+		c.Data = make([]byte, r.next()%40)
+		for i := range c.Data {
+			c.Data[i] = r.next()
+		}
+		w.Tensors = append(w.Tensors, c)
+	}
+	return w
+}
