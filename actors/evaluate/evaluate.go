@@ -240,7 +240,7 @@ func Score(task tasks.Task, problems []tasks.Problem, greedy, samples []Completi
 	var correct, wellFormed, tokens int
 	var entropy float64
 	for i, p := range problems {
-		v := task.Verify(greedy[i].Text, p.Answer)
+		v := tasks.VerifyWithin(task, greedy[i].Text, p.Answer, 0)
 		res.GreedyAccuracy += b2f(v == tasks.Correct)
 		res.GreedyReward += v.Accuracy()
 		distinct := map[string]bool{}
@@ -251,7 +251,7 @@ func Score(task tasks.Task, problems []tasks.Problem, greedy, samples []Completi
 			}
 			tokens += y.Tokens
 			entropy += y.EntropySum
-			v := task.Verify(y.Text, p.Answer)
+			v := tasks.VerifyWithin(task, y.Text, p.Answer, 0)
 			wellFormed += int(b2f(v.WellFormed()))
 			if v == tasks.Correct {
 				c++

@@ -257,3 +257,27 @@ func TestRunGreedyOnly(t *testing.T) {
 		t.Errorf("Run greedy only = %+v with %d calls, want %+v with 1", got, s.calls, want)
 	}
 }
+
+// panicTask is okTask whose verifier panics on "boom".
+type panicTask struct{ okTask }
+
+func (panicTask) Verify(completion, answer string) tasks.Verdict {
+	if completion == "boom" {
+		panic("verifier bug")
+	}
+	return okTask{}.Verify(completion, answer)
+}
+
+// TestRunSurvivesVerifierPanic: evaluation verifies under the same guard as
+// training (tasks.VerifyWithin), so a verifier that panics on one
+// completion scores it as not correct instead of ending the evaluation.
+func TestRunSurvivesVerifierPanic(t *testing.T) {
+	s := newScriptSampler(panicTask{}, 3, []string{"boom", "ok"}, [][]string{{"ok", "boom"}, {"boom", "bad"}})
+	got, err := Run(context.Background(), s, panicTask{}, Options{N: 2, K: 2, Temperature: 1, Seed: 3, BatchSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GreedyAccuracy != 0.5 || got.MeanAtK != 0.25 || got.PassAtK != 0.5 {
+		t.Errorf("greedy %v, mean@2 %v, pass@2 %v; want 0.5, 0.25, 0.5", got.GreedyAccuracy, got.MeanAtK, got.PassAtK)
+	}
+}
