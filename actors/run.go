@@ -393,14 +393,17 @@ func batchesAhead(maxStaleness, syncEvery int) int {
 // deterministic; see batchesAhead) and this goroutine consumes them in
 // order, calling record after each step with its outcome or skip and the
 // wall time since the previous step. When ctx is cancelled it starts no
-// new batch, lets the step in flight finish (the stages run on a context
-// that is not cancelled, under their own timeouts), and returns the number
-// of steps done (counting from 0) or record's error.
+// new batch and stops: a batch still being made is dropped at its next
+// stage (nothing was learned from it), while a batch the learner has
+// started on is finished and recorded (consume runs on a context that is
+// not cancelled, under the stages' own timeouts). It returns the number of
+// steps done (counting from 0) or record's error; every step counted is
+// one the learner took or one recorded as skipped.
 func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 	record func(ctx context.Context, n int64, out *Outcome, err error, took time.Duration) error) (int64, error) {
 	slots := make(chan struct{}, ahead) // batches produced and not yet consumed
 	batches := make(chan batchOrSkip, ahead)
-	work := context.WithoutCancel(ctx) // a cancelled step would be lost: finish it
+	learning := context.WithoutCancel(ctx) // a step half learned would be lost: finish it
 	var stopped atomic.Bool
 	go func() {
 		defer close(batches)
@@ -413,7 +416,7 @@ func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 			if ctx.Err() != nil || stopped.Load() {
 				return
 			}
-			b, err := t.produce(work, n)
+			b, err := t.produce(ctx, n)
 			batches <- batchOrSkip{n: n, batch: b, err: err}
 		}
 	}()
@@ -428,10 +431,13 @@ func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 	}()
 	last, prev := first, time.Now()
 	for item := range batches {
+		if item.err != nil && ctx.Err() != nil && errors.Is(item.err, ctx.Err()) {
+			break // interrupted while its batch was made: the step was not taken
+		}
 		var out *Outcome
 		err := item.err
 		if err == nil {
-			out, err = t.consume(work, item.batch)
+			out, err = t.consume(learning, item.batch)
 		}
 		<-slots
 		now := time.Now()

@@ -308,14 +308,13 @@ func (c cancelOnCall) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]g
 	return c.Sampler.Sample(prompts, n, opt)
 }
 
-// TestCancelFinishesStepInFlight: a cancel (SIGINT) that comes while the
-// first step is generating lets the step finish and be recorded as
-// trained; drive then stops, having counted exactly the steps the learner
-// took. (A cancelled step used to be recorded as a skip while the run's
-// step count moved on, so a resume never trained it.) The generator's
-// wrapper is replaced by the first published weights, so the cancel comes
-// on its first call.
-func TestCancelFinishesStepInFlight(t *testing.T) {
+// TestCancelCountsOnlyStepsTaken: a cancel (SIGINT) while a step's batch
+// is being generated drops that batch at its next stage and stops; drive
+// counts exactly the steps the learner took, and records no skip. (A
+// cancelled step used to be recorded as a skip while the run's step count
+// moved on, so a resume never trained it.) The generator's wrapper is
+// replaced by the first published weights, so the cancel comes in step 1.
+func TestCancelCountsOnlyStepsTaken(t *testing.T) {
 	d := testDeps(t, testConfig(t, nil))
 	m := testModels(t, d)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -337,12 +336,45 @@ func TestCancelFinishesStepInFlight(t *testing.T) {
 		recorded = append(recorded, n)
 		return nil
 	})
-	if err != nil || last != 1 || len(recorded) != 1 {
-		t.Fatalf("drive = %d, %v after recording steps %v; want 1 step", last, err, recorded)
+	if err != nil || calls.Load() != 1 || last != int64(len(recorded)) {
+		t.Fatalf("drive = %d, %v after recording steps %v (%d generations)", last, err, recorded, calls.Load())
 	}
-	if got := m.Learner.Version() - v0; got != 1 {
-		t.Errorf("learner took %d steps, drive counted 1", got)
+	if got := m.Learner.Version() - v0; got != last {
+		t.Errorf("learner took %d steps, drive counted %d", got, last)
 	}
+}
+
+// TestCancelFinishesLearning: a cancel that comes once the learner has a
+// batch lets that step finish and be recorded, then drive stops.
+func TestCancelFinishesLearning(t *testing.T) {
+	d := testDeps(t, testConfig(t, nil))
+	m := testModels(t, d)
+	p := StartPipeline(d, m, testControl(d), pipelineOptionsOf(d), nil)
+	defer p.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.Trainer.stages = cancelBeforeLearn{stages: p.Trainer.stages, cancel: cancel}
+	v0 := m.Learner.Version()
+	last, err := drive(ctx, p.Trainer, 0, 6, 1, func(_ context.Context, n int64, _ *Outcome, err error, _ time.Duration) error {
+		if err != nil {
+			t.Errorf("step %d recorded with error %v", n+1, err)
+		}
+		return nil
+	})
+	if err != nil || last != 1 || m.Learner.Version()-v0 != 1 {
+		t.Errorf("drive = %d, %v; learner took %d steps; want 1 and 1", last, err, m.Learner.Version()-v0)
+	}
+}
+
+// cancelBeforeLearn cancels the run just before each learn request.
+type cancelBeforeLearn struct {
+	stages
+	cancel context.CancelFunc
+}
+
+func (c cancelBeforeLearn) learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
+	c.cancel()
+	return c.stages.learn(ctx, pb)
 }
 
 // TestLearnerTimeoutStopsRun: a learner that does not answer in time is an
