@@ -26,12 +26,13 @@ func preflight(d *Deps) error {
 		}
 		model = c
 	}
-	if err := checkDatasetPrompts(d, model.Context); err != nil {
-		return err
-	}
-	prompt, err := longestPrompt(d)
+	prompt, problem, err := longestPrompt(d)
 	if err != nil {
 		return err
+	}
+	if problem > 0 && prompt >= model.Context {
+		return fmt.Errorf("task.dataset %s: problem %d: prompt of %d tokens (BOS included) leaves no room for a completion in the model's context of %d",
+			d.Cfg.Task.Dataset, problem, prompt, model.Context)
 	}
 	return gpu.CheckMemory(runMemoryWhat(d), runBytes(d, model, prompt))
 }
@@ -40,54 +41,37 @@ func preflight(d *Deps) error {
 // draws to estimate its longest prompt.
 const promptSamples = 512
 
-// longestPrompt returns the longest prompt in tokens, BOS included: over
-// every problem of a dataset, or over promptSamples problems drawn from a
-// generated task (plus a margin of 8 tokens, for rarer longer ones).
-func longestPrompt(d *Deps) (int, error) {
-	longest := func(text string) (int, error) {
+// longestPrompt returns the longest prompt in tokens, BOS included, and
+// for a dataset the 1-based number of the problem holding it: over every
+// problem of a dataset, or over promptSamples problems drawn from a
+// generated task (plus a margin of 8 tokens for rarer longer ones; problem
+// 0).
+func longestPrompt(d *Deps) (tokens, problem int, err error) {
+	length := func(text string) (int, error) {
 		ids, err := d.Tokenizer.Encode(text)
 		return len(ids) + 1, err
 	}
-	n := 0
 	if ds, ok := d.Task.(*tasks.Dataset); ok {
 		for i := range ds.Len() {
-			l, err := longest(ds.At(i).Prompt)
+			n, err := length(ds.At(i).Prompt)
 			if err != nil {
-				return 0, fmt.Errorf("task.dataset %s: problem %d: %w", d.Cfg.Task.Dataset, i+1, err)
+				return 0, 0, fmt.Errorf("task.dataset %s: problem %d: %w", d.Cfg.Task.Dataset, i+1, err)
 			}
-			n = max(n, l)
+			if n > tokens {
+				tokens, problem = n, i+1
+			}
 		}
-		return n, nil
+		return tokens, problem, nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(d.Cfg.Train.Seed), 0x70726f6d7074))
 	for range promptSamples {
-		l, err := longest(d.Task.Generate(rng).Prompt)
+		n, err := length(d.Task.Generate(rng).Prompt)
 		if err != nil {
-			return 0, fmt.Errorf("task %s: %w", d.Cfg.Task.Name, err)
+			return 0, 0, fmt.Errorf("task %s: %w", d.Cfg.Task.Name, err)
 		}
-		n = max(n, l)
+		tokens = max(tokens, n)
 	}
-	return n + 8, nil
-}
-
-// checkDatasetPrompts refuses a dataset prompt that, encoded behind BOS,
-// leaves no room for a completion in the context.
-func checkDatasetPrompts(d *Deps, context int) error {
-	ds, ok := d.Task.(*tasks.Dataset)
-	if !ok {
-		return nil
-	}
-	for i := range ds.Len() {
-		ids, err := d.Tokenizer.Encode(ds.At(i).Prompt)
-		if err != nil {
-			return fmt.Errorf("task.dataset %s: problem %d: %w", d.Cfg.Task.Dataset, i+1, err)
-		}
-		if n := len(ids) + 1; n >= context {
-			return fmt.Errorf("task.dataset %s: problem %d: prompt of %d tokens (BOS included) leaves no room for a completion in the model's context of %d",
-				d.Cfg.Task.Dataset, i+1, n, context)
-		}
-	}
-	return nil
+	return tokens + 8, 0, nil
 }
 
 // runMemoryWhat names what runBytes estimates, for the error line.

@@ -17,7 +17,7 @@ func TestRunBytesPadsToPrompts(t *testing.T) {
 		}))
 	}
 	short, long := custom(64), custom(2048)
-	prompt, err := longestPrompt(short)
+	prompt, _, err := longestPrompt(short)
 	if err != nil || prompt < 5 || prompt > 40 {
 		t.Fatalf("longest addition prompt: %d tokens, %v", prompt, err)
 	}

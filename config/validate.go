@@ -242,10 +242,6 @@ func validateOptim(v *validator, c *Config) {
 	v.nonNegative("optim.grad_clip", o.GradClip)
 	v.oneOf("optim.schedule", o.Schedule, ScheduleConstant, ScheduleCosine, ScheduleLinear)
 	v.atLeast("optim.warmup_steps", o.WarmupSteps, 0)
-	if o.Schedule != ScheduleConstant && c.Train.Steps > 0 {
-		v.conflict(o.WarmupSteps < c.Train.Steps, "optim.warmup_steps", o.WarmupSteps,
-			fmt.Sprintf("must be less than train.steps (%d) for the %s schedule to decay", c.Train.Steps, o.Schedule))
-	}
 }
 
 func validateTrain(v *validator, c *Config) {
@@ -260,7 +256,12 @@ func validateTrain(v *validator, c *Config) {
 	v.atLeast("train.checkpoint_every", t.CheckpointEvery, 0)
 	v.atLeast("train.eval_every", t.EvalEvery, 0)
 	v.atLeast("train.eval_prompts", t.EvalPrompts, 1)
-	v.conflict(c.Optim.WarmupSteps <= c.Train.Steps, "optim.warmup_steps", c.Optim.WarmupSteps, fmt.Sprintf("must be at most train.steps (%d)", c.Train.Steps))
+	if o := c.Optim; o.Schedule != ScheduleConstant && t.Steps > 0 { // a decay needs a step after the warm-up
+		v.conflict(o.WarmupSteps < t.Steps, "optim.warmup_steps", o.WarmupSteps,
+			fmt.Sprintf("must be less than train.steps (%d) for the %s schedule to decay", t.Steps, o.Schedule))
+	} else {
+		v.conflict(o.WarmupSteps <= t.Steps, "optim.warmup_steps", o.WarmupSteps, fmt.Sprintf("must be at most train.steps (%d)", t.Steps))
+	}
 	v.conflict(t.SyncEvery-1 <= t.MaxStaleness, "train.sync_every", t.SyncEvery, fmt.Sprintf("needs train.max_staleness >= %d (samples would be up to %d versions old)", t.SyncEvery-1, t.SyncEvery-1))
 	v.conflict(t.Resume == "" || c.Model.Checkpoint == "", "train.resume", t.Resume, "cannot be combined with model.checkpoint (a resumed run loads its own)")
 }
