@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
+
+	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
 // ControllerStateFile is the file name of the controller state in a run or
@@ -122,46 +123,8 @@ func SaveControllerState(path string, s ControllerState) error {
 	if err != nil {
 		return fmt.Errorf("save controller state %s: %w", path, err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+	if err := atomicfile.WriteBytes(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("save controller state %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes data to a temp file beside path, fsyncs it, renames
-// it over path and fsyncs the directory.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil { // CreateTemp makes 0600 files
-		f.Close()
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil { // best effort: persist the rename
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

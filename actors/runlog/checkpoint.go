@@ -10,14 +10,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
-// Names of the files runlog itself writes into a checkpoint, and of the
-// controller state file the rewards package writes (spec §2.4).
+// Names of the files runlog itself writes into a checkpoint.
 const (
-	TrainerStateFile    = "trainer_state.json"
-	CompleteFile        = "COMPLETE"
-	ControllerStateFile = "controller_state.json"
+	TrainerStateFile = "trainer_state.json"
+	CompleteFile     = "COMPLETE"
 )
 
 // TrainerStateVersion is the format version written into trainer_state.json.
@@ -35,17 +35,11 @@ type TrainerState struct {
 	Step int `json:"step"`
 	// PolicyVersion is the version of the policy weights saved.
 	PolicyVersion int64 `json:"policy_version"`
-	// DataCursor is the position in the prompt stream: the number of
-	// prompts (or batches, as the trainer defines) already consumed.
-	DataCursor int64 `json:"data_cursor"`
 	// Seed is the run's base seed.
 	Seed uint64 `json:"seed"`
 	// Tokens is the number of completion tokens trained on so far
 	// (train/num_tokens); 0 in checkpoints written before it was kept.
 	Tokens float64 `json:"num_tokens,omitempty"`
-	// RNG holds opaque generator states by stream name (for example the
-	// output of (*rand.PCG).MarshalBinary), written as base64.
-	RNG map[string][]byte `json:"rng,omitempty"`
 }
 
 // Part is one piece of a checkpoint written by its owner: Write receives
@@ -58,18 +52,9 @@ type Part struct {
 }
 
 // FilePart is a Part writing the single file name through write, which gets
-// the file's full path: for the controller state,
-//
-//	runlog.FilePart(runlog.ControllerStateFile, func(p string) error {
-//		return rewards.SaveControllerState(p, s)
-//	})
+// the file's full path.
 func FilePart(name string, write func(path string) error) Part {
 	return Part{Name: name, Write: func(dir string) error { return write(filepath.Join(dir, name)) }}
-}
-
-// BytesPart is a Part writing data to the file name.
-func BytesPart(name string, data []byte) Part {
-	return FilePart(name, func(path string) error { return writeFileSync(path, data) })
 }
 
 // CheckpointName is the directory name of the checkpoint of step: "step-N".
@@ -125,7 +110,7 @@ func SaveCheckpoint(checkpointsDir string, st TrainerState, keep int, parts ...P
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("save checkpoint %s: %w", name, err)
 	}
-	if err := syncDir(checkpointsDir); err != nil {
+	if err := atomicfile.SyncDir(checkpointsDir); err != nil {
 		return "", fmt.Errorf("save checkpoint %s: %w", name, err)
 	}
 	if err := Prune(checkpointsDir, keep); err != nil {
@@ -166,16 +151,16 @@ func assemble(tmp string, st TrainerState, parts []Part) error {
 	if err != nil {
 		return fmt.Errorf("encode trainer state: %w", err)
 	}
-	if err := writeFileSync(filepath.Join(tmp, TrainerStateFile), append(state, '\n')); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(tmp, TrainerStateFile), append(state, '\n')); err != nil {
 		return err
 	}
 	if err := syncTree(tmp); err != nil {
 		return err
 	}
-	if err := writeFileSync(filepath.Join(tmp, CompleteFile), []byte("complete\n")); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(tmp, CompleteFile), []byte("complete\n")); err != nil {
 		return err
 	}
-	return syncDir(tmp)
+	return atomicfile.SyncDir(tmp)
 }
 
 // syncTree fsyncs every regular file and directory under root.
@@ -185,10 +170,10 @@ func syncTree(root string) error {
 			return err
 		}
 		if e.IsDir() {
-			return syncDir(path)
+			return atomicfile.SyncDir(path)
 		}
 		if e.Type().IsRegular() {
-			return syncFile(path)
+			return atomicfile.SyncFile(path)
 		}
 		return nil
 	})
@@ -310,8 +295,6 @@ func (st TrainerState) check(dirName string) error {
 		return fmt.Errorf("step = %d: must be ≥ 0: %w", st.Step, ErrBadCheckpoint)
 	case st.PolicyVersion < 0:
 		return fmt.Errorf("policy_version = %d: must be ≥ 0: %w", st.PolicyVersion, ErrBadCheckpoint)
-	case st.DataCursor < 0:
-		return fmt.Errorf("data_cursor = %d: must be ≥ 0: %w", st.DataCursor, ErrBadCheckpoint)
 	case !(st.Tokens >= 0):
 		return fmt.Errorf("num_tokens = %g: must be ≥ 0: %w", st.Tokens, ErrBadCheckpoint)
 	}
@@ -345,7 +328,7 @@ func Prune(checkpointsDir string, keep int) error {
 			return fmt.Errorf("prune %s: %w", checkpointsDir, err)
 		}
 	}
-	return syncDir(checkpointsDir)
+	return atomicfile.SyncDir(checkpointsDir)
 }
 
 // LatestCheckpoint returns the run's newest complete checkpoint and its

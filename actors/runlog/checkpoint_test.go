@@ -22,19 +22,18 @@ func TestSaveCheckpointLayoutAndState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	st := TrainerState{Step: 12, PolicyVersion: 12, DataCursor: 192, Seed: 7,
-		RNG: map[string][]byte{"data": {1, 2, 3}, "sampler": {0xff}}}
-	ctrl := FilePart(ControllerStateFile, func(p string) error {
+	st := TrainerState{Step: 12, PolicyVersion: 12, Seed: 7, Tokens: 1234}
+	ctrl := FilePart("controller_state.json", func(p string) error {
 		return os.WriteFile(p, []byte(`{"tau":0.5,"beta":0}`), 0o644)
 	})
-	path, err := d.SaveCheckpoint(st, 0, modelPart("weights"), ctrl, BytesPart("optimizer.safetensors", []byte("adam")))
+	path, err := d.SaveCheckpoint(st, 0, modelPart("weights"), ctrl, bytesPart("optimizer.safetensors", []byte("adam")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if path != filepath.Join(d.CheckpointsPath(), "step-12") {
 		t.Errorf("path = %s", path)
 	}
-	for _, f := range []string{"model.safetensors", ControllerStateFile, "optimizer.safetensors", TrainerStateFile, CompleteFile} {
+	for _, f := range []string{"model.safetensors", "controller_state.json", "optimizer.safetensors", TrainerStateFile, CompleteFile} {
 		if _, err := os.Stat(filepath.Join(path, f)); err != nil {
 			t.Errorf("checkpoint file: %v", err)
 		}
@@ -145,7 +144,7 @@ func TestSaveCheckpointBadParts(t *testing.T) {
 		{"unnamed", []Part{{Write: func(string) error { return nil }}}},
 		{"nil writer", []Part{{Name: "m"}}},
 		{"duplicate", []Part{modelPart("a"), modelPart("b")}},
-		{"reserved", []Part{BytesPart(TrainerStateFile, nil)}},
+		{"reserved", []Part{bytesPart(TrainerStateFile, nil)}},
 	}
 	for _, tc := range tests {
 		if _, err := SaveCheckpoint(t.TempDir(), TrainerState{Step: 1}, 0, tc.parts...); !errors.Is(err, ErrBadCheckpoint) {
@@ -204,7 +203,6 @@ func TestLoadTrainerStateRefusesImpossibleValues(t *testing.T) {
 	for _, tc := range []struct{ name, dirName, content, want string }{
 		{"negative step", "step-3", `{"format_version": 1, "step": -5}`, `trainer_state.json: step = -5: must be ≥ 0`},
 		{"negative version", "step-3", `{"format_version": 1, "step": 3, "policy_version": -1}`, `trainer_state.json: policy_version = -1: must be ≥ 0`},
-		{"negative cursor", "step-3", `{"format_version": 1, "step": 3, "data_cursor": -2}`, `trainer_state.json: data_cursor = -2: must be ≥ 0`},
 		{"negative tokens", "step-3", `{"format_version": 1, "step": 3, "num_tokens": -1}`, `trainer_state.json: num_tokens = -1: must be ≥ 0`},
 		{"step not the dir's", "step-3", `{"format_version": 1, "step": 7}`, `trainer_state.json: step = 7 but the checkpoint directory is step-3`},
 		{"consistent", "step-3", `{"format_version": 1, "step": 3, "policy_version": 3}`, ""},
@@ -221,4 +219,9 @@ func TestLoadTrainerStateRefusesImpossibleValues(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrBadCheckpoint containing %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// bytesPart is a Part writing data to the file name.
+func bytesPart(name string, data []byte) Part {
+	return FilePart(name, func(path string) error { return os.WriteFile(path, data, 0o644) })
 }

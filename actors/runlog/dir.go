@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
 // File and directory names inside a run directory (DESIGN §5).
@@ -67,7 +69,7 @@ func Create(root, name string) (*Dir, error) {
 		d.Close()
 		return nil, fmt.Errorf("create run %s: %w", path, err)
 	}
-	if err := syncDir(root); err != nil {
+	if err := atomicfile.SyncDir(root); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("create run %s: %w", path, err)
 	}
@@ -210,7 +212,7 @@ func (d *Dir) LastStep() int {
 // WriteConfig stores the effective configuration text as config.yaml,
 // atomically.
 func (d *Dir) WriteConfig(text []byte) error {
-	return writeFileAtomic(filepath.Join(d.path, ConfigFile), text)
+	return atomicfile.WriteBytes(filepath.Join(d.path, ConfigFile), text)
 }
 
 // Resume prepares the run to continue after step: metrics lines with a

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
 // headlineChart is one of the report's first charts: a title and the
@@ -61,7 +63,7 @@ func WriteReport(runDir string) error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	page := RenderReport(filepath.Base(runDir), recs)
-	if err := writeFileAtomic(filepath.Join(runDir, ReportFile), page); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(runDir, ReportFile), page); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil

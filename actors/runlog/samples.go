@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
 // StandardSampleColumns returns the columns of the original project's
@@ -47,7 +49,7 @@ func (d *Dir) WriteSamples(step int, columns []string, rows [][]any) error {
 		return fmt.Errorf("write samples step %d: %w", step, err)
 	}
 	path := filepath.Join(d.path, SamplesDir, SamplesFileName(step))
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := atomicfile.WriteBytes(path, data); err != nil {
 		return fmt.Errorf("write samples step %d: %w", step, err)
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mgrpo/mgrpo/gpu/internal/atomicfile"
+	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
 // FileName is the config file inside a checkpoint directory.

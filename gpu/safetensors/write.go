@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mgrpo/mgrpo/gpu/internal/atomicfile"
+	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
 // Tensor is one named tensor to write. Exactly one of F32 and F64 holds

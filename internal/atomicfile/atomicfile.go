@@ -1,8 +1,10 @@
 // Package atomicfile writes files so that a reader, or a crash, sees either
 // the old file or the complete new one, never a part of it.
 //
-// It is internal to gpu: the checkpoint files (config.json,
-// model.safetensors, tokenizer.json, optimizer state) all go through it.
+// It is the project's one atomic writer: checkpoint files (config.json,
+// model.safetensors, tokenizer.json, optimizer state, trainer and
+// controller state), config.yaml, sample tables and the report all go
+// through it.
 package atomicfile
 
 import (
@@ -22,6 +24,13 @@ const Mode = 0o644
 // directory fsynced. On any error path is untouched and the temporary
 // file removed.
 func Write(path string, write func(w io.Writer) error) error {
+	if err := write1(path, write); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func write1(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -39,7 +48,7 @@ func Write(path string, write func(w io.Writer) error) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // WriteBytes is Write for data already in memory.
@@ -65,12 +74,21 @@ func fill(f *os.File, write func(w io.Writer) error) error {
 	return f.Sync()
 }
 
-// syncDir fsyncs a directory so a rename inside it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// SyncDir fsyncs a directory so that entries created or renamed in it are
+// durable.
+func SyncDir(dir string) error {
+	return SyncFile(dir)
+}
+
+// SyncFile fsyncs an existing file or directory.
+func SyncFile(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("sync %s: %w", path, err)
 	}
-	defer d.Close()
-	return d.Sync()
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return nil
 }
