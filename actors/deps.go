@@ -95,12 +95,7 @@ func weightsOrNil(w []float64) []float64 {
 
 // modelConfig resolves the policy's dimensions for the built-in tokenizer.
 func modelConfig(m config.Model) (gpu.Config, error) {
-	d := m.Dims()
-	c := gpu.Config{Vocab: gpu.PresetVocab, Hidden: d.Hidden, Layers: d.Layers, Heads: d.Heads, KVHeads: d.KVHeads,
-		MLP: d.MLP, Context: d.Context, RopeTheta: m.RopeTheta, NormEps: 1e-6, TieEmbeddings: m.TieEmbeddings}
-	if c.RopeTheta == 0 {
-		c.RopeTheta = 10000
-	}
+	c := m.GPU()
 	if err := c.Validate(); err != nil {
 		return gpu.Config{}, fmt.Errorf("model: %w", err)
 	}

@@ -247,7 +247,7 @@ func (r *runner) resumeModels(ckpt string) (policy, ref *gpu.Model, err error) {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
 	r.firstStep, r.tokens = int64(st.Step), st.Tokens
-	if r.control, err = rewards.LoadControllerState(filepath.Join(ckpt, runlog.ControllerStateFile)); err != nil {
+	if r.control, err = rewards.LoadControllerState(filepath.Join(ckpt, rewards.ControllerStateFile)); err != nil {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
 	return policy, ref, nil
@@ -544,12 +544,12 @@ func stepMetrics(n int64, out *Outcome) map[string]float64 {
 func (r *runner) checkpoint(step int64) error {
 	l := r.models.Learner
 	control := r.trainer.Control()
-	st := runlog.TrainerState{Step: int(step), PolicyVersion: l.Version(), DataCursor: step, Seed: uint64(r.deps.Cfg.Train.Seed),
+	st := runlog.TrainerState{Step: int(step), PolicyVersion: l.Version(), Seed: uint64(r.deps.Cfg.Train.Seed),
 		Tokens: r.tokens}
 	_, err := r.dir.SaveCheckpoint(st, 0,
 		runlog.Part{Name: "model", Write: func(dir string) error { return gpu.SaveCheckpoint(dir, l.Snapshot(), r.deps.Tokenizer) }},
 		runlog.Part{Name: "optimizer", Write: l.SaveOptimizer},
-		runlog.FilePart(runlog.ControllerStateFile, func(p string) error { return rewards.SaveControllerState(p, control) }),
+		runlog.FilePart(rewards.ControllerStateFile, func(p string) error { return rewards.SaveControllerState(p, control) }),
 	)
 	return err
 }

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/mgrpo/mgrpo/gpu"
+)
 
 // Default returns the built-in configuration: 2-digit addition on the
 // small preset, a warm start of at most 1000 steps (it stops once greedy
@@ -122,40 +126,26 @@ func Default() *Config {
 	}
 }
 
-// Dims are the resolved sizes of the policy model.
-type Dims struct {
-	Hidden, Layers, Heads, KVHeads, MLP, Context int
-}
-
-// PresetDims returns the dimensions of a named preset (DESIGN §4) and
-// whether the name is known.
-func PresetDims(name string) (Dims, bool) {
-	switch name {
-	case "tiny":
-		return Dims{Hidden: 32, Layers: 2, Heads: 2, KVHeads: 2, MLP: 64, Context: 64}, true
-	case "small":
-		return Dims{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, MLP: 192, Context: 64}, true
-	case "base":
-		return Dims{Hidden: 128, Layers: 4, Heads: 4, KVHeads: 4, MLP: 384, Context: 64}, true
+// GPU resolves the policy model's configuration for the built-in
+// tokenizer: the preset's (gpu.Preset, the one preset table), overridden by
+// every non-zero explicit dimension; KVHeads 0 means Heads. With an unknown
+// preset the explicit fields alone are used (Validate reports the preset).
+func (m Model) GPU() gpu.Config {
+	c, err := gpu.Preset(m.Preset)
+	if err != nil {
+		c = gpu.Config{Vocab: gpu.PresetVocab, NormEps: 1e-6}
 	}
-	return Dims{}, false
-}
-
-// Dims resolves the model's dimensions: the preset's, overridden by every
-// non-zero explicit field; KVHeads 0 means Heads. With an unknown preset
-// the explicit fields alone are used (Validate reports the preset).
-func (m Model) Dims() Dims {
-	d, _ := PresetDims(m.Preset)
 	for _, o := range []struct {
 		dst *int
 		v   int
-	}{{&d.Hidden, m.Hidden}, {&d.Layers, m.Layers}, {&d.Heads, m.Heads}, {&d.KVHeads, m.KVHeads}, {&d.MLP, m.MLP}, {&d.Context, m.Context}} {
+	}{{&c.Hidden, m.Hidden}, {&c.Layers, m.Layers}, {&c.Heads, m.Heads}, {&c.KVHeads, m.KVHeads}, {&c.MLP, m.MLP}, {&c.Context, m.Context}} {
 		if o.v != 0 {
 			*o.dst = o.v
 		}
 	}
 	if m.KVHeads == 0 && (m.Preset == "" || m.Heads != 0) {
-		d.KVHeads = d.Heads
+		c.KVHeads = c.Heads
 	}
-	return d
+	c.RopeTheta, c.TieEmbeddings = m.RopeTheta, m.TieEmbeddings
+	return c
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mgrpo/mgrpo/gpu"
 )
 
 // MinTemperature is the smallest sampling or scoring temperature: the
@@ -99,7 +101,7 @@ func quoteAll(s []string) []string {
 
 func validateModel(v *validator, c *Config) {
 	m := c.Model
-	v.oneOf("model.preset", m.Preset, "tiny", "small", "base", "")
+	v.oneOf("model.preset", m.Preset, append(gpu.PresetNames(), "")...)
 	for _, f := range []struct {
 		key string
 		n   int
@@ -113,7 +115,7 @@ func validateModel(v *validator, c *Config) {
 	if v.err != nil {
 		return // the checks below divide by the sizes
 	}
-	d := m.Dims()
+	d := m.GPU()
 	v.conflict(d.Hidden%d.Heads == 0, "model.hidden", d.Hidden, fmt.Sprintf("must be a multiple of model.heads (%d)", d.Heads))
 	v.conflict(d.Heads%d.KVHeads == 0, "model.kv_heads", d.KVHeads, fmt.Sprintf("must divide model.heads (%d)", d.Heads))
 	v.conflict((d.Hidden/d.Heads)%2 == 0, "model.hidden", d.Hidden, fmt.Sprintf("head size hidden/heads = %d must be even for RoPE", d.Hidden/d.Heads))
@@ -140,7 +142,7 @@ func validateGeneration(v *validator, c *Config) {
 	v.need(g.TopP > 0 && g.TopP <= 1, "generation.top_p", g.TopP, "must be in (0, 1]")
 	v.atLeast("generation.max_completion_len", g.MaxCompletionLen, 1)
 	v.atLeast("generation.retry_rounds", g.RetryRounds, 0)
-	ctx := c.Model.Dims().Context
+	ctx := c.Model.GPU().Context
 	v.conflict(g.MaxCompletionLen < ctx, "generation.max_completion_len", g.MaxCompletionLen, fmt.Sprintf("must be below the model context (%d) to leave room for the prompt", ctx))
 }
 
