@@ -128,7 +128,7 @@ func (a *coordinator) spawn(c actor.Context) {
 	newPool(messages.Stage_LEARN, "learner", 1, func(string) *actor.Props {
 		return newLearnerProps(a.models.Learner, learnSettingsOf(d))
 	})
-	ctrl := &controllerActor{settings: controlSettingsOf(d), state: a.ctrl}
+	ctrl := &controllerActor{settings: controlSettingsOf(d), state: a.ctrl} // the state's one owner from here on
 	newPool(messages.Stage_CONTROL, "controller", 1, func(string) *actor.Props {
 		return actor.PropsFromProducer(func() actor.Actor { return ctrl }) // one instance: state survives a restart
 	})
@@ -191,12 +191,11 @@ func (a *coordinator) publish(c actor.Context, policy *gpu.Model) error {
 }
 
 // actorStages runs each stage by asking the coordinator, which spreads
-// the work over the stage's actors. It is safe for concurrent use (the
+// the parts over the stage's actors. It is safe for concurrent use (the
 // asynchronous runner produces and consumes at once).
 type actorStages struct {
 	sys     *actor.ActorSystem
 	coord   *actor.PID
-	opt     PipelineOptions
 	timeout time.Duration // of one whole stage, retries included
 }
 
@@ -216,78 +215,55 @@ func (s *actorStages) ask(ctx context.Context, msg any) (*stageReply, error) {
 	return r, r.err
 }
 
-func (s *actorStages) generate(ctx context.Context, pb *messages.PromptBatch) (*messages.Rollouts, error) {
-	parts := splitPrompts(pb, s.opt.Generators)
-	r, err := s.ask(ctx, &stageRequest{stage: messages.Stage_GENERATE, parts: anys(parts)})
+// scatter asks for stage's parts to be done and returns the replies in
+// part order, each of type Out.
+func scatter[In, Out any](ctx context.Context, s *actorStages, stage messages.Stage, parts []In) ([]Out, error) {
+	r, err := s.ask(ctx, &stageRequest{stage: stage, parts: anys(parts)})
 	if err != nil {
 		return nil, err
 	}
-	ros, err := replies[*messages.Rollouts](r)
-	if err != nil {
-		return nil, err
-	}
-	if len(ros) == 1 {
-		return ros[0], nil
-	}
-	meta := messages.DeriveMeta(pb.GetMeta())
-	meta.PolicyVersion = ros[0].GetMeta().GetPolicyVersion()
-	return concatRollouts(meta, ros, nil), nil
+	return replies[Out](r)
 }
 
-func (s *actorStages) score(ctx context.Context, ro *messages.Rollouts) (*messages.Scored, error) {
-	r, err := s.ask(ctx, &stageRequest{stage: messages.Stage_REWARD, parts: anys(splitGroups(ro, s.opt.RewardEvaluators))})
-	if err != nil {
-		return nil, err
-	}
-	scs, err := replies[*messages.Scored](r)
-	if err != nil {
-		return nil, err
-	}
-	if len(scs) == 1 {
-		return scs[0], nil
-	}
-	return concatScored(messages.DeriveMeta(ro.GetMeta()), scs, nil)
+func (s *actorStages) generate(ctx context.Context, parts []*messages.PromptBatch) ([]*messages.Rollouts, error) {
+	return scatter[*messages.PromptBatch, *messages.Rollouts](ctx, s, messages.Stage_GENERATE, parts)
 }
 
-func (s *actorStages) reference(ctx context.Context, sc *messages.Scored) (*messages.RefScored, error) {
-	r, err := s.ask(ctx, &stageRequest{stage: messages.Stage_REFERENCE, parts: []any{sc}})
-	if err != nil {
-		return nil, err
-	}
-	rs, err := replies[*messages.RefScored](r)
-	if err != nil {
-		return nil, err
-	}
-	return rs[0], nil
+func (s *actorStages) score(ctx context.Context, parts []*messages.Rollouts) ([]*messages.Scored, error) {
+	return scatter[*messages.Rollouts, *messages.Scored](ctx, s, messages.Stage_REWARD, parts)
+}
+
+func (s *actorStages) reference(ctx context.Context, parts []*messages.Scored) ([]*messages.RefScored, error) {
+	return scatter[*messages.Scored, *messages.RefScored](ctx, s, messages.Stage_REFERENCE, parts)
 }
 
 func (s *actorStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
-	r, err := s.ask(ctx, &stageRequest{stage: messages.Stage_LEARN, parts: []any{pb}})
+	lr, err := first(scatter[*messages.PreparedBatch, *learnerReply](ctx, s, messages.Stage_LEARN, []*messages.PreparedBatch{pb}))
 	if err != nil {
 		return nil, nil, err
 	}
-	lr, err := replies[*learnerReply](r)
-	if err != nil {
-		return nil, nil, err
-	}
-	return lr[0].report, lr[0].policy, nil
+	return lr.report, lr.policy, nil
 }
 
-func (s *actorStages) control(ctx context.Context, st *messages.StepStats) (*messages.ControllerState, error) {
-	r, err := s.ask(ctx, &stageRequest{stage: messages.Stage_CONTROL, parts: []any{st}})
-	if err != nil {
-		return nil, err
-	}
-	cs, err := replies[*messages.ControllerState](r)
-	if err != nil {
-		return nil, err
-	}
-	return cs[0], nil
+func (s *actorStages) control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error) {
+	return first(scatter[*messages.StepStats, *messages.ControllerUpdate](ctx, s, messages.Stage_CONTROL, []*messages.StepStats{st}))
 }
 
 func (s *actorStages) publish(ctx context.Context, policy *gpu.Model) error {
 	_, err := s.ask(ctx, &publishRequest{policy: policy})
 	return err
+}
+
+func (s *actorStages) checkpoint(ctx context.Context, dir string) error {
+	req := &messages.CheckpointRequest{Meta: messages.NewMeta("", 0, "checkpoint", 0), Dir: dir}
+	done, err := first(scatter[*messages.CheckpointRequest, *messages.CheckpointDone](ctx, s, messages.Stage_LEARN, []*messages.CheckpointRequest{req}))
+	if err != nil {
+		return err
+	}
+	if done.GetError() != "" {
+		return fmt.Errorf("learner: %s", done.GetError())
+	}
+	return nil
 }
 
 // replies type-checks a stage's replies.
@@ -335,10 +311,8 @@ func StartPipeline(d *Deps, m Models, cs rewards.ControllerState, opt PipelineOp
 	}
 	// Retries of every part plus the resend backoffs fit in one stage timeout.
 	timeout := time.Duration(opt.Retries+2)*opt.RequestTimeout + 10*time.Second
-	st := &actorStages{sys: sys, coord: coord, opt: opt, timeout: timeout}
-	t := &Trainer{deps: d, stages: st, control: cs}
-	t.version.Store(m.Policy.Version())
-	return &Pipeline{sys: sys, Trainer: t}
+	st := &actorStages{sys: sys, coord: coord, timeout: timeout}
+	return &Pipeline{sys: sys, Trainer: newTrainer(d, st, m, cs)}
 }
 
 // Stop stops every actor and the system.

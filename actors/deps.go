@@ -6,6 +6,7 @@ import (
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/loss"
+	"github.com/mgrpo/mgrpo/gpu/optim"
 	"github.com/mgrpo/mgrpo/gpu/tokenizer"
 	"github.com/mgrpo/mgrpo/rewards"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
@@ -32,9 +33,6 @@ type Deps struct {
 	// closes it when the run ends.
 	Device gpu.Device
 	RunID  string
-	// ShuffleRewards permutes the completions' rewards within each batch:
-	// the control run that shows learning comes from the reward signal.
-	ShuffleRewards bool
 }
 
 // NewDeps resolves the task, reward functions, tokenizer and the settings
@@ -69,7 +67,7 @@ func NewDeps(cfg *config.Config, runID string) (*Deps, error) {
 		MaxNewTokens: cfg.Generation.MaxCompletionLen,
 		EOS:          tok.EOS(),
 	}
-	d.Prepare = prepareConfig(cfg, objective, fns)
+	d.Prepare = prepareConfig(cfg, objective)
 	d.Loss = lossConfig(cfg)
 	d.Alpha = loss.DefaultAlphaControl()
 	d.Tau, d.Beta, d.Meta = controllers(cfg.Controller)
@@ -103,13 +101,11 @@ func modelConfig(m config.Model) (gpu.Config, error) {
 }
 
 // prepareConfig maps the maxent and rewards sections to rewards.Prepare's.
-func prepareConfig(cfg *config.Config, o rewards.Objective, fns []tasks.Weighted) rewards.PrepareConfig {
+// The reward names and weights are not here: each batch says which
+// functions scored it (messages.Scored).
+func prepareConfig(cfg *config.Config, o rewards.Objective) rewards.PrepareConfig {
 	p := rewards.DefaultPrepareConfig()
 	p.Objective = o
-	for _, f := range fns {
-		p.RewardNames = append(p.RewardNames, f.Name)
-		p.RewardWeights = append(p.RewardWeights, f.Weight)
-	}
 	p.ZeroTruncated = cfg.Rewards.ZeroTruncatedCompletionRewards
 	p.ScaleRewards = cfg.Rewards.ScaleRewards
 	p.QTemperature = cfg.MaxEnt.QTemperature
@@ -167,4 +163,30 @@ func controllers(c config.Controller) (rewards.TauController, rewards.BetaContro
 	meta.Enabled, meta.Method, meta.LR, meta.TauLR, meta.BetaLR = c.Meta.Enabled, c.Meta.Method, c.Meta.LR, c.Meta.TauLR, c.Meta.BetaLR
 	meta.BetaGradClip, meta.UpdateInterval = c.Meta.BetaGradClip, int64(max(c.Meta.Interval, 1))
 	return tau, beta, meta
+}
+
+// learnerConfig is the AdamW of the run's settings (optim section) at the
+// schedule's rate, on the run's device: the warm start's and RL's
+// learners differ only in their schedule.
+func learnerConfig(d *Deps, s optim.Schedule) gpu.LearnerConfig {
+	o := d.Cfg.Optim
+	return gpu.LearnerConfig{LR: s.Base, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
+		MaxGradNorm: o.GradClip, Device: d.Device, Schedule: s}
+}
+
+// rlSchedule is optim.schedule at optim.lr over the run's train.steps:
+// constant (with a linear warm-up when optim.warmup_steps > 0), or a
+// cosine or linear decay to 0 at the last step after the warm-up.
+func rlSchedule(c *config.Config) optim.Schedule {
+	o := c.Optim
+	s := optim.Schedule{Kind: optim.Constant, Warmup: o.WarmupSteps, Total: c.Train.Steps, Base: o.LR}
+	switch {
+	case o.Schedule == config.ScheduleCosine:
+		s.Kind = optim.Cosine
+	case o.Schedule == config.ScheduleLinear:
+		s.Kind = optim.LinearDecay
+	case o.WarmupSteps > 0:
+		s.Kind = optim.LinearWarmup
+	}
+	return s
 }

@@ -23,15 +23,16 @@ type Sampler interface {
 var _ Sampler = (*gpu.Model)(nil)
 
 // generate samples K completions of every prompt of pb with policy p,
-// seeded with pb.Seed, and returns them grouped by prompt, each tagged with
-// the policy version and the generator id.
+// completion k of a prompt from the stream (prompt seed, k), and returns
+// them grouped by prompt, each tagged with the policy version and the
+// generator id.
 func generate(p Sampler, opt gpu.SampleOptions, tok tokenizer.Tokenizer, id string, pb *messages.PromptBatch) (*messages.Rollouts, error) {
 	k := int(pb.GetNumGenerations())
 	prompts := make([][]int, len(pb.GetPrompts()))
+	opt.Seeds = make([]uint64, len(prompts))
 	for i, pr := range pb.GetPrompts() {
-		prompts[i] = ints(pr.GetTokenIds())
+		prompts[i], opt.Seeds[i] = ints(pr.GetTokenIds()), pr.GetSeed()
 	}
-	opt.Seed = pb.GetSeed()
 	samples, err := p.Sample(prompts, k, opt)
 	if err != nil {
 		return nil, fmt.Errorf("generate step %d: %w", pb.GetMeta().GetStep(), err)

@@ -49,9 +49,7 @@ func testModels(t testing.TB, d *Deps) Models {
 	if err != nil {
 		t.Fatalf("model: %v", err)
 	}
-	lc := gpu.LearnerConfig{LR: d.Cfg.Optim.LR, Beta1: d.Cfg.Optim.Beta1, Beta2: d.Cfg.Optim.Beta2, Eps: d.Cfg.Optim.Eps,
-		WeightDecay: d.Cfg.Optim.WeightDecay, MaxGradNorm: d.Cfg.Optim.GradClip}
-	l, err := gpu.NewLearner(m, lc)
+	l, err := gpu.NewLearner(m, learnerConfig(d, rlSchedule(d.Cfg)))
 	if err != nil {
 		t.Fatalf("learner: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/loss"
+	"github.com/mgrpo/mgrpo/gpu/tokenizer"
 	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
 )
@@ -20,16 +21,16 @@ type learnSettings struct {
 	alphaCtl    loss.AlphaControl
 	temperature float64 // the sampling temperature: log-probs are taken at it
 	vocab       int
+	tokenizer   tokenizer.Tokenizer // written beside the weights in a checkpoint
 }
 
 // learn runs one optimiser step of l on pb with the configured objective
-// and returns the step's report. Samples older than the learner's version
-// (asynchronous mode) get the truncated importance correction on their
-// behaviour log-probs (loss.Config.ISTruncation).
+// and returns what the learner measured. Samples older than the learner's
+// version (asynchronous mode) get the truncated importance correction on
+// their behaviour log-probs (loss.Config.ISTruncation).
 func learn(l *gpu.Learner, s learnSettings, pb *messages.PreparedBatch) (*messages.StepReport, error) {
 	rs := pb.GetRefScored()
-	sc := rs.GetScored()
-	ro := sc.GetRollouts()
+	ro := rs.GetScored().GetRollouts()
 	step := pb.GetMeta().GetStep()
 	seqs := sequences(ro)
 	width := 1
@@ -51,47 +52,42 @@ func learn(l *gpu.Learner, s learnSettings, pb *messages.PreparedBatch) (*messag
 	if s.objective == rewards.ObjectiveMaxEntListwise {
 		cfg.Beta = 0 // beta tilts the listwise weights; the KL is only measured (spec §1.9b)
 	}
-	var res loss.Result
 	st, err := l.Step(batch, s.temperature, func(lp, ent []float64) (loss.Result, error) {
-		var err error
 		switch s.objective {
 		case rewards.ObjectiveMaxEntListwise:
-			res, err = loss.Listwise(cfg, lb, lp)
+			return loss.Listwise(cfg, lb, lp)
 		case rewards.ObjectiveMaxEntEntropy:
-			kl, kerr := loss.MeanK3(lb, lp)
-			if kerr != nil {
+			kl, err := loss.MeanK3(lb, lp)
+			if err != nil {
 				kl = math.NaN()
 			}
 			a := loss.ResolveAlpha(s.alphaCtl, s.alpha, kl)
-			res, err = loss.MaxEntEntropy(cfg, lb, lp, ent, a.Effective, s.vocab)
-		default:
-			res, err = loss.Policy(cfg, lb, lp)
+			return loss.MaxEntEntropy(cfg, lb, lp, ent, a.Effective, s.vocab)
 		}
-		return res, err
+		return loss.Policy(cfg, lb, lp)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("learn step %d: %w", step, err)
 	}
-	mean, std := rewards.Moments(sc.GetUtilities())
 	meta := messages.DeriveMeta(pb.GetMeta())
 	meta.PolicyVersion = st.Version
-	m := rewards.StepMetrics{
-		Step: step + 1, LearningRate: st.LR, GradNorm: st.GradNorm, CompletionTokens: float64(st.Tokens), Objective: s.objective,
-		Loss: rewards.LossStats{Total: res.Loss, Policy: res.Stats.PolicyLoss, KL: res.Stats.KL, WeightedKL: res.Stats.KLLoss},
-	}.Flatten()
-	m["train/clip_ratio/low_mean"] = res.Stats.ClipLow
-	m["train/clip_ratio/high_mean"] = res.Stats.ClipHigh
-	m["train/clip_ratio/region_mean"] = res.Stats.ClipRegion
-	m["train/is_weight_mean"] = res.Stats.ISWeightMean
-	m["train/is_truncated_frac"] = res.Stats.ISTruncatedFrac
-	m["train/policy_version"] = float64(st.Version)
-	m["train/staleness_min"] = float64(lag.min)
-	m["train/staleness_max"] = float64(lag.max)
+	ls := st.LossStats
 	return &messages.StepReport{
-		Meta: meta, Loss: res.Loss, Kl: res.Stats.KL, Entropy: st.MeanEntropy, WeightEntropy: pb.GetWeightEntropy(),
-		RewardMean: mean, RewardStd: std, Accuracy: accuracy(sc), Tau: pb.GetController().GetTau(),
-		Beta: pb.GetController().GetBeta(), GradNorm: st.GradNorm, Tokens: int64(st.Tokens), Metrics: m,
+		Meta: meta, Loss: st.Loss, PolicyLoss: ls.PolicyLoss, Kl: ls.KL, WeightedKl: ls.KLLoss,
+		Entropy: st.MeanEntropy, GradNorm: st.GradNorm, LearningRate: st.LR, Tokens: int64(st.Tokens),
+		ClipLow: ls.ClipLow, ClipHigh: ls.ClipHigh, ClipRegion: ls.ClipRegion,
+		IsWeightMean: ls.ISWeightMean, IsTruncatedFrac: ls.ISTruncatedFrac,
+		StalenessMin: lag.min, StalenessMax: lag.max, ListwiseClipLoss: ls.ListwiseClipLoss,
 	}, nil
+}
+
+// saveLearner writes l's policy (Hugging Face layout, with tok's
+// tokenizer.json) and optimiser state into dir.
+func saveLearner(l *gpu.Learner, tok tokenizer.Tokenizer, dir string) error {
+	if err := gpu.SaveCheckpoint(dir, l.Snapshot(), tok); err != nil {
+		return err
+	}
+	return l.SaveOptimizer(dir)
 }
 
 // staleness is the range of version lags of a batch's samples.
@@ -145,13 +141,9 @@ type learnerReply struct {
 	policy *gpu.Model
 }
 
-// saveRequest asks the learner actor to run save with its learner; the
-// reply is the error (nil on success).
-type saveRequest struct {
-	save func(l *gpu.Learner) error
-}
-
-// learnerActor owns the gpu.Learner: PreparedBatch in, learnerReply out.
+// learnerActor owns the gpu.Learner, the trainable weights and the
+// optimiser: PreparedBatch in, learnerReply out; CheckpointRequest in,
+// CheckpointDone out. Nothing else reads or writes the learner.
 type learnerActor struct {
 	learner  *gpu.Learner
 	settings learnSettings
@@ -172,10 +164,16 @@ func (a *learnerActor) Receive(c actor.Context) {
 			return
 		}
 		c.Respond(&learnerReply{report: report, policy: a.learner.Snapshot()})
-	case *saveRequest:
-		c.Respond(&saveResult{err: m.save(a.learner)})
+	case *messages.CheckpointRequest:
+		c.Respond(checkpointDone(m.GetMeta(), saveLearner(a.learner, a.settings.tokenizer, m.GetDir())))
 	}
 }
 
-// saveResult carries the outcome of a saveRequest.
-type saveResult struct{ err error }
+// checkpointDone is the answer to a CheckpointRequest.
+func checkpointDone(meta *messages.StepMeta, err error) *messages.CheckpointDone {
+	done := &messages.CheckpointDone{Meta: messages.DeriveMeta(meta)}
+	if err != nil {
+		done.Error = err.Error()
+	}
+	return done
+}

@@ -35,31 +35,31 @@ func (f *freezingStages) freeze(ms ...proto.Message) {
 	}
 }
 
-func (f *freezingStages) generate(ctx context.Context, pb *messages.PromptBatch) (*messages.Rollouts, error) {
-	f.freeze(pb)
-	ro, err := f.inner.generate(ctx, pb)
-	if err == nil {
-		f.freeze(ro)
+func freezeAll[T proto.Message](f *freezingStages, xs []T) {
+	for _, x := range xs {
+		f.freeze(x)
 	}
-	return ro, err
 }
 
-func (f *freezingStages) score(ctx context.Context, ro *messages.Rollouts) (*messages.Scored, error) {
-	f.freeze(ro)
-	sc, err := f.inner.score(ctx, ro)
-	if err == nil {
-		f.freeze(sc)
-	}
-	return sc, err
+func (f *freezingStages) generate(ctx context.Context, parts []*messages.PromptBatch) ([]*messages.Rollouts, error) {
+	freezeAll(f, parts)
+	ros, err := f.inner.generate(ctx, parts)
+	freezeAll(f, ros)
+	return ros, err
 }
 
-func (f *freezingStages) reference(ctx context.Context, sc *messages.Scored) (*messages.RefScored, error) {
-	f.freeze(sc)
-	rs, err := f.inner.reference(ctx, sc)
-	if err == nil {
-		f.freeze(rs)
-	}
-	return rs, err
+func (f *freezingStages) score(ctx context.Context, parts []*messages.Rollouts) ([]*messages.Scored, error) {
+	freezeAll(f, parts)
+	scs, err := f.inner.score(ctx, parts)
+	freezeAll(f, scs)
+	return scs, err
+}
+
+func (f *freezingStages) reference(ctx context.Context, parts []*messages.Scored) ([]*messages.RefScored, error) {
+	freezeAll(f, parts)
+	rss, err := f.inner.reference(ctx, parts)
+	freezeAll(f, rss)
+	return rss, err
 }
 
 func (f *freezingStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
@@ -71,17 +71,21 @@ func (f *freezingStages) learn(ctx context.Context, pb *messages.PreparedBatch) 
 	return r, m, err
 }
 
-func (f *freezingStages) control(ctx context.Context, st *messages.StepStats) (*messages.ControllerState, error) {
+func (f *freezingStages) control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error) {
 	f.freeze(st)
-	cs, err := f.inner.control(ctx, st)
+	up, err := f.inner.control(ctx, st)
 	if err == nil {
-		f.freeze(cs)
+		f.freeze(up)
 	}
-	return cs, err
+	return up, err
 }
 
 func (f *freezingStages) publish(ctx context.Context, m *gpu.Model) error {
 	return f.inner.publish(ctx, m)
+}
+
+func (f *freezingStages) checkpoint(ctx context.Context, dir string) error {
+	return f.inner.checkpoint(ctx, dir)
 }
 
 // TestMessagesNotMutated hashes every message when it is sent and checks,

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -66,8 +67,12 @@ func (p *pool) send(c actor.Context, g *gather, i int, part any, try int) {
 				g.done(nil, fmt.Errorf("%s: %w within %v (cluster.request_timeout): %w", p.name, ErrNoAnswer, p.timeout, err))
 				return
 			}
-			g.done(nil, &SkipError{Stage: p.stage, Reason: messages.SkipReason_TIMEOUT,
-				Err: fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, i, try+1, ErrTimeout, err)})
+			cause, reason := ErrTimeout, messages.SkipReason_TIMEOUT
+			if errors.Is(err, actor.ErrDeadLetter) {
+				cause, reason = ErrActorFailed, messages.SkipReason_ACTOR_FAILED
+			}
+			g.done(nil, &SkipError{Stage: p.stage, Reason: reason,
+				Err: fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, i, try+1, cause, err)})
 			return
 		}
 		if n, ok := res.(*messages.SkipNotice); ok {

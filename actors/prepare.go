@@ -7,13 +7,13 @@ import (
 	"github.com/mgrpo/mgrpo/rewards"
 )
 
-// prepare turns a reference-scored batch into what the learner trains on:
-// final advantages and, for maxent_listwise, the listwise weights at the
-// controller's current tau and beta (spec §1.2–1.8, rewards.Prepare). The
-// reward weights are the ones the batch was scored with; the reference
-// sums in rs are already length-normalised when configured, so Prepare
-// does not normalise them again.
-func prepare(cfg rewards.PrepareConfig, rs *messages.RefScored, cs rewards.ControllerState) (*messages.PreparedBatch, *rewards.Prepared, error) {
+// prepare turns a reference-scored batch into what the learner trains on.
+// Everything derived from the raw rewards is computed here, once, by
+// rewards.Prepare (spec §1.2–1.8): utilities, advantages (SEED-scaled when
+// enabled), q and, for maxent_listwise, the weights at the controller's
+// current tau and beta. The reward names and weights are the ones the
+// batch says it was scored with.
+func prepare(cfg rewards.PrepareConfig, rs *messages.RefScored, cs *messages.ControllerState) (*messages.PreparedBatch, *rewards.Prepared, error) {
 	step := rs.GetMeta().GetStep()
 	if err := messages.CheckRefScored(rs); err != nil {
 		return nil, nil, fmt.Errorf("prepare step %d: %w", step, err)
@@ -47,26 +47,16 @@ func prepare(cfg rewards.PrepareConfig, rs *messages.RefScored, cs rewards.Contr
 			}
 		}
 	}
-	cfg.LengthNormalizeRef = false
-	cfg.RewardNames, cfg.RewardWeights = sc.GetRewardNames(), sc.GetRewardWeights() // the batch says how it was scored
-	p, err := rewards.Prepare(in, cfg, cs.Tau, cs.Beta)
+	cfg.RewardNames, cfg.RewardWeights = sc.GetRewardNames(), sc.GetRewardWeights()
+	p, err := rewards.Prepare(in, cfg, cs.GetTau(), cs.GetBeta())
 	if err != nil {
 		return nil, nil, fmt.Errorf("prepare step %d: %w", step, err)
 	}
 	return &messages.PreparedBatch{
-		Meta:          messages.DeriveMeta(rs.GetMeta()),
-		RefScored:     rs,
-		Weights:       p.Weights,
-		Advantages:    p.Advantages,
-		Controller:    controllerMessage(rs.GetMeta(), cs, 0),
-		WeightEntropy: p.Stats.Weight.Mean,
+		Meta:       messages.DeriveMeta(rs.GetMeta()),
+		RefScored:  rs,
+		Weights:    p.Weights,
+		Advantages: p.Advantages,
+		Controller: cs,
 	}, p, nil
-}
-
-// controllerMessage is the wire form of a controller state.
-func controllerMessage(meta *messages.StepMeta, s rewards.ControllerState, version int64) *messages.ControllerState {
-	return &messages.ControllerState{
-		Meta: messages.DeriveMeta(meta), Tau: s.Tau, Beta: s.Beta, Version: version, TauLog: s.TauLog,
-		TauEntropyEma: s.TauEntropyEMA, LastTauGrad: s.Meta.Controller.LastTauGrad, LastBetaGrad: s.Meta.Controller.LastBetaGrad,
-	}
 }

@@ -22,8 +22,7 @@ func refScoredWithEntropies(t *testing.T, rs, entropies []float64) *messages.Ref
 		perFunc[i] = []float64{rs[i]}
 		ref[i] = &messages.TokenLogprobs{Logp: []float32{-1, -1}}
 	}
-	zeros := make([]float64, len(rs))
-	sc, err := messages.NewScored(meta, ro, []string{"accuracy"}, []float64{1}, perFunc, rs, zeros, nil)
+	sc, err := messages.NewScored(meta, ro, []string{"accuracy"}, []float64{1}, perFunc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +37,7 @@ func TestPrepareEntropyBonusReadsRolloutEntropy(t *testing.T) {
 	cfg.Objective, cfg.EntropyBonusCoef = rewards.ObjectiveGRPOEntropyBonus, 0.5
 	rs := refScoredWithEntropies(t, []float64{1, 1, 0, 0}, []float64{3, 1, 2, 2})
 	before := messages.Hash(rs)
-	_, p, err := prepare(cfg, rs, rewards.NewControllerState(0.5, 0, rewards.DefaultMetaController()))
+	_, p, err := prepare(cfg, rs, controllerMessage(nil, rewards.NewControllerState(0.5, 0, rewards.DefaultMetaController())))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,12 +20,12 @@ var _ Scorer = (*gpu.Model)(nil)
 
 // referenceSettings is what the reference stage reads.
 type referenceSettings struct {
-	temperature     float64 // the sampling temperature (spec §1.9a)
-	lengthNormalize bool    // divide ref_logp_sum by the token count
+	temperature float64 // the sampling temperature (spec §1.9a)
 }
 
 // referenceScore adds the reference model's per-token log-probs of every
-// completion of sc, and their sums (spec §1.7).
+// completion of sc, and their raw sums (spec §1.7; rewards.Prepare
+// length-normalises them when configured).
 func referenceScore(ref Scorer, s referenceSettings, sc *messages.Scored) (*messages.RefScored, error) {
 	step := sc.GetMeta().GetStep()
 	if err := messages.CheckScored(sc); err != nil {
@@ -45,9 +45,6 @@ func referenceScore(ref Scorer, s referenceSettings, sc *messages.Scored) (*mess
 		sum := 0.0
 		for _, v := range ts.LogProbs {
 			sum += v
-		}
-		if s.lengthNormalize {
-			sum /= float64(max(len(ts.LogProbs), 1))
 		}
 		rs.Ref[i] = &messages.TokenLogprobs{Logp: messages.Float32s(ts.LogProbs)}
 		rs.RefLogpSum[i] = sum

@@ -8,30 +8,28 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/mgrpo/mgrpo/messages"
-	"github.com/mgrpo/mgrpo/rewards"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
 
 // rewardSettings is what the reward stage reads besides the rollouts.
 type rewardSettings struct {
-	fns     []tasks.Weighted
-	prepare rewards.PrepareConfig
+	fns []tasks.Weighted
 	// shuffleSeed, when non-zero, permutes the completions' reward rows
 	// within the batch with a stream seeded from it and the step: the
 	// control run that shows learning comes from the reward.
 	shuffleSeed uint64
 }
 
-// score runs every reward function on the completions of ro and derives
-// utilities, group advantages and (listwise) q (spec §1.2–1.4). A reward of
-// ±Inf, or a completion with no finite reward at all, is unusable:
-// ErrNonFiniteReward.
+// score runs every reward function on the completions of ro and returns
+// what they say, raw (spec §1.2): everything derived from it is
+// rewards.Prepare's. A reward of ±Inf, or a completion with no finite
+// reward at all, is unusable: ErrNonFiniteReward.
 func score(s rewardSettings, ro *messages.Rollouts) (*messages.Scored, error) {
 	step := ro.GetMeta().GetStep()
 	if err := messages.CheckRollouts(ro); err != nil {
 		return nil, fmt.Errorf("score step %d: %w", step, err)
 	}
-	n, k := len(ro.GetRollouts()), int(ro.GetNumGenerations())
+	n := len(ro.GetRollouts())
 	completions, answers := make([]string, n), make([]string, n)
 	for i, r := range ro.GetRollouts() {
 		completions[i], answers[i] = r.GetText(), ro.GetPrompts()[r.GetPromptIndex()].GetAnswer()
@@ -51,26 +49,7 @@ func score(s rewardSettings, ro *messages.Rollouts) (*messages.Scored, error) {
 		rng := rand.New(rand.NewPCG(s.shuffleSeed, uint64(step)))
 		rng.Shuffle(n, func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
 	}
-	u, err := rewards.Utilities(transpose(rows, len(s.fns)), weights)
-	if err != nil {
-		return nil, fmt.Errorf("score step %d: %w", step, err)
-	}
-	if s.prepare.ZeroTruncated {
-		if u, err = rewards.ZeroTruncated(u, truncatedFlags(ro)); err != nil {
-			return nil, fmt.Errorf("score step %d: %w", step, err)
-		}
-	}
-	adv, err := rewards.GroupAdvantages(u, k, s.prepare.ScaleRewards)
-	if err != nil {
-		return nil, fmt.Errorf("score step %d: %w", step, err)
-	}
-	var q []float64
-	if s.prepare.Objective == rewards.ObjectiveMaxEntListwise {
-		if q, err = rewards.QDistribution(u, k, s.prepare.QTemperature, s.prepare.QEpsilon); err != nil {
-			return nil, fmt.Errorf("score step %d: %w", step, err)
-		}
-	}
-	return messages.NewScored(messages.DeriveMeta(ro.GetMeta()), ro, names, weights, rows, u, adv, q)
+	return messages.NewScored(messages.DeriveMeta(ro.GetMeta()), ro, names, weights, rows)
 }
 
 // checkRewardRows rejects ±Inf rewards and completions without any finite
@@ -89,50 +68,6 @@ func checkRewardRows(rows [][]float64) error {
 		}
 	}
 	return nil
-}
-
-// transpose turns [rollout][function] rows into [function][rollout].
-func transpose(rows [][]float64, f int) [][]float64 {
-	out := make([][]float64, f)
-	for j := range out {
-		out[j] = make([]float64, len(rows))
-		for i, row := range rows {
-			out[j][i] = row[j]
-		}
-	}
-	return out
-}
-
-// truncatedFlags marks the completions that hit the length cap.
-func truncatedFlags(ro *messages.Rollouts) []bool {
-	out := make([]bool, len(ro.GetRollouts()))
-	for i, r := range ro.GetRollouts() {
-		out[i] = r.GetFinishReason() == messages.FinishReason_LENGTH
-	}
-	return out
-}
-
-// accuracy is the fraction of completions whose "accuracy" or "correct"
-// reward is 1; NaN when neither function is configured.
-func accuracy(sc *messages.Scored) float64 {
-	col := -1
-	for j, name := range sc.GetRewardNames() {
-		if name == "accuracy" || name == "correct" {
-			col = j
-			break
-		}
-	}
-	r := len(sc.GetRewardNames())
-	if col < 0 || len(sc.GetRewards()) == 0 {
-		return math.NaN()
-	}
-	n, hits := len(sc.GetRewards())/r, 0
-	for i := range n {
-		if sc.GetRewards()[i*r+col] == 1 {
-			hits++
-		}
-	}
-	return float64(hits) / float64(n)
 }
 
 // rewardActor answers Rollouts with Scored (or a SkipNotice).

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,7 +50,7 @@ func TestRunWritesOutputsAndResumes(t *testing.T) {
 			t.Errorf("missing output %s: %v", f, err)
 		}
 	}
-	recs, err := runlog.ReadMetrics(filepath.Join(run, "metrics.jsonl"))
+	recs, err := rlRecords(filepath.Join(run, "metrics.jsonl"))
 	if err != nil || len(recs) != 4 {
 		t.Fatalf("metrics: %d records, err %v; want 4", len(recs), err)
 	}
@@ -60,8 +62,15 @@ func TestRunWritesOutputsAndResumes(t *testing.T) {
 	if err := Run(context.Background(), cfg, &out); err != nil {
 		t.Fatalf("resume: %v\n%s", err, out.String())
 	}
-	if recs, err = runlog.ReadMetrics(filepath.Join(run, "metrics.jsonl")); err != nil || len(recs) != 6 || recs[5].Step != 6 {
+	if recs, err = rlRecords(filepath.Join(run, "metrics.jsonl")); err != nil || len(recs) != 6 || recs[5].Step != 6 {
 		t.Fatalf("after resume: %d records, err %v; want steps 1..6", len(recs), err)
+	}
+	all, err := runlog.ReadMetrics(filepath.Join(run, "metrics.jsonl"))
+	if err != nil || all[0].Step != 0 || len(all[0].Values) != 1 {
+		t.Fatalf("line 0 = %+v (%v), want the starting policy's greedy accuracy alone", all[0], err)
+	}
+	if want := fmt.Sprintf("(start %.1f%%)", 100*all[0].Values["eval/greedy_accuracy"]); !strings.Contains(out.String(), want) {
+		t.Errorf("the resumed run's last lines do not say %q:\n%s", want, out.String())
 	}
 	if _, err := os.Stat(filepath.Join(run, "checkpoints/step-6/COMPLETE")); err != nil {
 		t.Errorf("no final checkpoint after resume: %v", err)
@@ -81,7 +90,7 @@ func TestAsyncStalenessBounded(t *testing.T) {
 		if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
 			t.Fatal(err)
 		}
-		recs, err := runlog.ReadMetrics(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+		recs, err := rlRecords(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
 		if err != nil || len(recs) != 8 {
 			t.Fatalf("%+v: %d records, err %v", tc, len(recs), err)
 		}
@@ -135,7 +144,7 @@ func TestDynamicSamplingRefills(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := b.ref.GetScored()
-	varied, err := variedGroups(sc)
+	varied, err := variedGroups(sc, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +198,7 @@ func TestRunCancelCheckpoints(t *testing.T) {
 func TestResumeIsExact(t *testing.T) {
 	metrics := func(cfg *config.Config) []runlog.Record {
 		t.Helper()
-		recs, err := runlog.ReadMetrics(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+		recs, err := rlRecords(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,19 +234,19 @@ func TestResumeIsExact(t *testing.T) {
 }
 
 // TestRunRecordsSkips: a run whose batches are unusable (dynamic sampling
-// with a reward that never varies: the random policy's completions are all
-// malformed) skips every step with its reason in metrics.jsonl and still
-// finishes.
+// with a reward that never varies: the random policy's completions are
+// never correct) skips every step with its reason in metrics.jsonl and
+// still finishes.
 func TestRunRecordsSkips(t *testing.T) {
 	cfg := runConfig(t, func(c *config.Config) {
-		c.Rewards.Funcs, c.Rewards.Weights = []string{"format"}, []float64{1}
+		c.Rewards.Funcs, c.Rewards.Weights = []string{"correct"}, []float64{1}
 		c.Train.DynamicSampling, c.Train.DynamicSamplingMaxRounds = true, 1
 		c.Train.Steps, c.Train.EvalEvery = 3, 0
 	})
 	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := runlog.ReadMetrics(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+	recs, err := rlRecords(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("%d records, err %v; want 3", len(recs), err)
 	}
@@ -501,7 +510,7 @@ func TestLearningRateSchedule(t *testing.T) {
 		if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
 			t.Fatal(err)
 		}
-		recs, err := runlog.ReadMetrics(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+		recs, err := rlRecords(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
 		if err != nil || len(recs) != len(tc.want) {
 			t.Fatalf("%s: %d records, err %v", tc.schedule, len(recs), err)
 		}
@@ -511,4 +520,14 @@ func TestLearningRateSchedule(t *testing.T) {
 			}
 		}
 	}
+}
+
+// rlRecords reads a run's metrics.jsonl without its line 0 (the starting
+// policy's evaluation): one record per RL step written.
+func rlRecords(path string) ([]runlog.Record, error) {
+	recs, err := runlog.ReadMetrics(path)
+	if len(recs) > 0 && recs[0].Step == 0 {
+		recs = recs[1:]
+	}
+	return recs, err
 }

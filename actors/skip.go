@@ -20,6 +20,9 @@ var (
 	ErrZeroVariance = errors.New("actors: every group has equal utilities")
 	// ErrTimeout: a stage did not answer within its retries.
 	ErrTimeout = errors.New("actors: stage timed out")
+	// ErrActorFailed: the actor a part was sent to is gone (stopped after
+	// repeated failures, or its node died), on every try.
+	ErrActorFailed = errors.New("actors: stage actor gone")
 	// ErrNoAnswer: the learner or the controller did not answer in time.
 	// Unlike other stages they change state on every request and the
 	// request may still run, so this is not a skip: the run stops, and a
@@ -76,6 +79,8 @@ func reasonOf(err error) messages.SkipReason {
 		return messages.SkipReason_NON_FINITE_LOSS
 	case errors.Is(err, ErrTimeout):
 		return messages.SkipReason_TIMEOUT
+	case errors.Is(err, ErrActorFailed):
+		return messages.SkipReason_ACTOR_FAILED
 	}
 	return messages.SkipReason_INTERNAL
 }

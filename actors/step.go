@@ -20,7 +20,7 @@ func Step(ctx context.Context, t *Trainer, n int64) (*messages.StepReport, error
 	if err != nil {
 		return nil, err
 	}
-	out, err := t.consume(ctx, batch) // PreparedBatch → StepReport → ControllerState → weights
+	out, err := t.consume(ctx, batch) // PreparedBatch → StepReport → ControllerUpdate → weights
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, err := t.stages.score(ctx, ro) // Scored: rewards, utilities, advantages
+	sc, err := t.score(ctx, ro) // Scored: what the reward functions say
 	if err != nil {
 		return nil, skip(messages.Stage_REWARD, err)
 	}
@@ -47,7 +47,7 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 		}
 	}
 	generated := time.Since(start)
-	ref, err := t.stages.reference(ctx, sc) // RefScored: reference log-probs
+	ref, err := t.reference(ctx, sc) // RefScored: reference log-probs
 	if err != nil {
 		return nil, skip(messages.Stage_REFERENCE, err)
 	}
@@ -59,7 +59,8 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 // and the new weights to the generators.
 func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	start := time.Now()
-	prepared, stats, err := prepare(t.deps.Prepare, b.ref, t.control) // PreparedBatch
+	used := t.control
+	prepared, p, err := prepare(t.deps.Prepare, b.ref, used) // PreparedBatch: advantages, weights
 	if err != nil {
 		return nil, skip(messages.Stage_PREPARE, err)
 	}
@@ -67,20 +68,22 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	if err != nil {
 		return nil, stateErr(messages.Stage_LEARN, err)
 	}
+	t.policy = policy
 	learned := time.Since(start)
-	cs, err := t.stages.control(ctx, stepStats(report)) // ControllerState for the next step
+	up, err := t.stages.control(ctx, stepStats(report, p)) // the controller state for the next step
 	if err != nil {
 		return nil, stateErr(messages.Stage_CONTROL, err)
 	}
-	t.control = controllerFromMessage(cs, t.deps.Meta)
+	t.control = up.GetState()
 	controlled := time.Since(start)
 	if err := t.sync(ctx, policy); err != nil { // PolicyWeights to the generators
 		return nil, skip(messages.Stage_SYNC, err)
 	}
-	return &Outcome{Report: report, Prepared: &stats.Stats, Scored: b.ref.GetScored(), Weights: prepared.GetWeights(), Timings: map[string]time.Duration{
-		"generate_reward": b.generate, "reference": b.reference, "learn": learned,
-		"control": controlled - learned, "sync": time.Since(start) - controlled,
-	}}, nil
+	return &Outcome{Report: report, Prepared: p, Scored: b.ref.GetScored(), Control: used, Update: up,
+		Timings: map[string]time.Duration{
+			"generate_reward": b.generate, "reference": b.reference, "learn": learned,
+			"control": controlled - learned, "sync": time.Since(start) - controlled,
+		}}, nil
 }
 
 // produced is a batch ready for the learner, with how long it took:
@@ -90,14 +93,22 @@ type produced struct {
 	generate, reference time.Duration
 }
 
-// Outcome is one step's result: the learner's report, the reward-side
-// statistics and the scored batch (for metrics and sample tables).
+// Outcome is one step's result: the learner's report, what rewards.Prepare
+// derived from the batch, the scored batch, the controller state the step
+// was weighted with and the controller's update after it.
 type Outcome struct {
 	Report   *messages.StepReport
-	Prepared *rewards.PrepareStats
+	Prepared *rewards.Prepared
 	Scored   *messages.Scored
-	Weights  []float64                // listwise weights (empty for other objectives)
+	Control  *messages.ControllerState
+	Update   *messages.ControllerUpdate
 	Timings  map[string]time.Duration // by stage: generate_reward, reference, learn, control, sync
+}
+
+// stepStats are the statistics of a step that the controllers read.
+func stepStats(r *messages.StepReport, p *rewards.Prepared) *messages.StepStats {
+	return &messages.StepStats{Meta: messages.DeriveMeta(r.GetMeta()), WeightEntropy: p.Stats.Weight.Mean, Kl: r.GetKl(),
+		PolicyEntropy: r.GetEntropy()}
 }
 
 // rollouts generates round's n prompts of step, re-sampling groups that
@@ -108,7 +119,7 @@ func (t *Trainer) rollouts(ctx context.Context, step, round int64, n int) (*mess
 	if err != nil {
 		return nil, skip(messages.Stage_GENERATE, err)
 	}
-	ro, err := t.stages.generate(ctx, pb)
+	ro, err := t.generate(ctx, pb)
 	if err != nil {
 		return nil, skip(messages.Stage_GENERATE, err)
 	}
@@ -117,15 +128,16 @@ func (t *Trainer) rollouts(ctx context.Context, step, round int64, n int) (*mess
 		if len(bad) == 0 {
 			break
 		}
-		retry := subPrompts(promptsOf(ro), bad, stageSeed(t.deps.Cfg.Train.Seed, step, stageGenerate, uint64(round+r)))
-		fresh, err := t.stages.generate(ctx, retry)
+		retry := reseed(messages.SelectPrompts(promptsOf(ro), bad), stageSeed(t.deps.Cfg.Train.Seed, step, stageGenerate, uint64(round+r)))
+		fresh, err := t.generate(ctx, retry)
 		if err != nil {
 			return nil, skip(messages.Stage_GENERATE, err)
 		}
-		ro = retryGroups(ro, bad, fresh)
+		if ro, err = retryGroups(ro, bad, fresh); err != nil {
+			return nil, skip(messages.Stage_GENERATE, err)
+		}
 	}
-	ro, _, err = dropIncomplete(ro)
-	if err != nil {
+	if ro, err = dropIncomplete(ro); err != nil {
 		return nil, skip(messages.Stage_GENERATE, err)
 	}
 	return ro, nil
@@ -136,8 +148,8 @@ func (t *Trainer) rollouts(ctx context.Context, step, round int64, n int) (*mess
 // train.dynamic_sampling_max_rounds of them; a batch left with no varied
 // group is skipped.
 func (t *Trainer) refill(ctx context.Context, step int64, sc *messages.Scored) (*messages.Scored, error) {
-	want := t.deps.Cfg.Train.PromptsPerStep
-	keep, err := variedGroups(sc)
+	want, zeroTruncated := t.deps.Cfg.Train.PromptsPerStep, t.deps.Cfg.Rewards.ZeroTruncatedCompletionRewards
+	keep, err := variedGroups(sc, zeroTruncated)
 	if err != nil {
 		return nil, skip(messages.Stage_REWARD, err)
 	}
@@ -148,11 +160,11 @@ func (t *Trainer) refill(ctx context.Context, step int64, sc *messages.Scored) (
 		if err != nil {
 			return nil, err
 		}
-		more, err := t.stages.score(ctx, ro)
+		more, err := t.score(ctx, ro)
 		if err != nil {
 			return nil, skip(messages.Stage_REWARD, err)
 		}
-		k, err := variedGroups(more)
+		k, err := variedGroups(more, zeroTruncated)
 		if err != nil {
 			return nil, skip(messages.Stage_REWARD, err)
 		}
@@ -161,7 +173,7 @@ func (t *Trainer) refill(ctx context.Context, step int64, sc *messages.Scored) (
 	if have == 0 {
 		return nil, skip(messages.Stage_REWARD, fmt.Errorf("step %d: %w", step, ErrZeroVariance))
 	}
-	out, err := concatScored(messages.DeriveMeta(sc.GetMeta()), parts, keeps)
+	out, err := messages.JoinScored(messages.DeriveMeta(sc.GetMeta()), parts, keeps)
 	if err != nil {
 		return nil, skip(messages.Stage_REWARD, err)
 	}
@@ -169,6 +181,56 @@ func (t *Trainer) refill(ctx context.Context, step int64, sc *messages.Scored) (
 		return nil, skip(messages.Stage_REWARD, err)
 	}
 	return out, nil
+}
+
+// generate has the generators sample pb, cut into parts of
+// train.prompts_per_part prompts, and joins their rollouts in order.
+func (t *Trainer) generate(ctx context.Context, pb *messages.PromptBatch) (*messages.Rollouts, error) {
+	ros, err := t.stages.generate(ctx, messages.SplitPrompts(pb, t.deps.Cfg.Train.PromptsPerPart))
+	if err != nil || len(ros) == 1 {
+		return first(ros, err)
+	}
+	meta := messages.DeriveMeta(pb.GetMeta())
+	meta.PolicyVersion = ros[0].GetMeta().GetPolicyVersion()
+	return messages.JoinRollouts(meta, ros, nil)
+}
+
+// score has the reward evaluators score ro, part by part.
+func (t *Trainer) score(ctx context.Context, ro *messages.Rollouts) (*messages.Scored, error) {
+	parts, err := messages.SplitGroups(ro, t.deps.Cfg.Train.PromptsPerPart)
+	if err != nil {
+		return nil, err
+	}
+	scs, err := t.stages.score(ctx, parts)
+	if err != nil || len(scs) == 1 {
+		return first(scs, err)
+	}
+	return messages.JoinScored(messages.DeriveMeta(ro.GetMeta()), scs, nil)
+}
+
+// reference has the reference scorers score sc, part by part.
+func (t *Trainer) reference(ctx context.Context, sc *messages.Scored) (*messages.RefScored, error) {
+	parts, err := messages.SplitScored(sc, t.deps.Cfg.Train.PromptsPerPart)
+	if err != nil {
+		return nil, err
+	}
+	rss, err := t.stages.reference(ctx, parts)
+	if err != nil || len(rss) == 1 {
+		return first(rss, err)
+	}
+	return messages.JoinRefScored(messages.DeriveMeta(sc.GetMeta()), rss)
+}
+
+// first is the only reply of a stage that was given one part.
+func first[T any](xs []T, err error) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
+	}
+	if len(xs) != 1 {
+		return zero, fmt.Errorf("%d replies to one part: %w", len(xs), messages.ErrShape)
+	}
+	return xs[0], nil
 }
 
 // sync publishes new weights every train.sync_every steps (every step in
@@ -183,9 +245,4 @@ func (t *Trainer) sync(ctx context.Context, policy *gpu.Model) error {
 	}
 	t.version.Store(policy.Version())
 	return nil
-}
-
-// promptsOf rebuilds the PromptBatch a Rollouts answers (for retries).
-func promptsOf(ro *messages.Rollouts) *messages.PromptBatch {
-	return &messages.PromptBatch{Meta: messages.DeriveMeta(ro.GetMeta()), Prompts: ro.GetPrompts(), NumGenerations: ro.GetNumGenerations()}
 }

@@ -2,17 +2,58 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/messages"
 )
+
+// emptyEvery returns no tokens for every completion of the prompts whose
+// seed is 0 mod n: a generator fault that depends only on the prompt, so
+// it hits the same groups whichever generator draws them, and a retry
+// round (which reseeds the prompts) can mend it.
+type emptyEvery struct {
+	Sampler
+	n uint64
+}
+
+func (e emptyEvery) Sample(prompts [][]int, k int, opt gpu.SampleOptions) ([]gpu.Sample, error) {
+	s, err := e.Sampler.Sample(prompts, k, opt)
+	for i := range prompts {
+		if err == nil && opt.Seeds[i]%e.n == 0 {
+			for j := range k {
+				s[i*k+j].Tokens, s[i*k+j].LogProbs, s[i*k+j].Entropies = nil, nil, nil
+			}
+		}
+	}
+	return s, err
+}
+
+// pipelineCase is one configuration TestPipelineMatchesStep runs both ways.
+type pipelineCase struct {
+	name                 string
+	mutate               func(c *config.Config)
+	generators, rewarded int
+	faulty               bool // emptyEvery{n: 3}: some groups need a retry round
+}
 
 // TestPipelineMatchesStep runs 3 synchronous steps of the tiny preset
 // (seed 1) through Step's plain calls and through the actors, and requires
-// bit-identical StepReports (DESIGN §2).
+// the same outcome bit for bit: the learner's report, the scored batch,
+// everything rewards.Prepare derived and the controller's update
+// (DESIGN §2). The pipeline spreads parts of 2 prompts over 1 or 3
+// generators and 1 or 2 reward evaluators, with retry rounds and dynamic
+// sampling, under objectives that read every field a completion carries
+// (entropy bonus: entropies; SEED: texts and log-probs; listwise: q and
+// reference log-probs).
 func TestPipelineMatchesStep(t *testing.T) {
+	var cases []pipelineCase
 	for _, tc := range []struct{ objective, policyLoss string }{
 		{config.ObjectiveGRPO, config.PolicyLossVanilla},
 		{config.ObjectiveGRPO, config.PolicyLossGSPO},
@@ -21,39 +62,131 @@ func TestPipelineMatchesStep(t *testing.T) {
 		{config.ObjectiveMaxEntListwise, config.PolicyLossVanilla},
 		{config.ObjectiveMaxEntEntropy, config.PolicyLossVanilla},
 	} {
-		objective := tc.objective
-		t.Run(objective+"/"+tc.policyLoss, func(t *testing.T) {
+		cases = append(cases, pipelineCase{name: tc.objective + "/" + tc.policyLoss, generators: 1, rewarded: 1,
+			mutate: func(c *config.Config) { c.MaxEnt.Objective, c.Loss.PolicyLoss = tc.objective, tc.policyLoss }})
+	}
+	split := func(objective string, seed bool) func(c *config.Config) {
+		return func(c *config.Config) {
+			c.MaxEnt.Objective = objective
+			c.MaxEnt.SeedGRPO.Enabled = seed
+			c.Train.PromptsPerStep, c.Train.PromptsPerPart = 6, 2
+			c.Train.DynamicSampling = true
+		}
+	}
+	cases = append(cases,
+		pipelineCase{name: "3 generators/entropy bonus", generators: 3, rewarded: 2, faulty: true, mutate: split(config.ObjectiveGRPOEntropyBonus, false)},
+		pipelineCase{name: "3 generators/seed-grpo", generators: 3, rewarded: 2, faulty: true, mutate: split(config.ObjectiveGRPO, true)},
+		pipelineCase{name: "3 generators/listwise", generators: 3, rewarded: 2, faulty: true, mutate: split(config.ObjectiveMaxEntListwise, false)},
+		pipelineCase{name: "1 generator/listwise", generators: 1, rewarded: 1, faulty: true, mutate: split(config.ObjectiveMaxEntListwise, false)},
+	)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) {
-				c.MaxEnt.Objective = objective
-				c.Loss.PolicyLoss = tc.policyLoss
-				c.MaxEnt.Alpha = 0.1
-				c.MaxEnt.Beta = 0.01
-				if objective == config.ObjectiveGRPOEntropyBonus {
-					c.MaxEnt.EntropyBonusCoef = 0.1
+				c.MaxEnt.Alpha, c.MaxEnt.Beta, c.MaxEnt.EntropyBonusCoef = 0.1, 0.01, 0.1
+				tc.mutate(c)
+				if c.MaxEnt.Objective != config.ObjectiveGRPOEntropyBonus {
+					c.MaxEnt.EntropyBonusCoef = 0
 				}
 			})
 			d := testDeps(t, cfg)
-			plain := NewTrainer(d, testModels(t, d), testControl(d))
-			p := StartPipeline(d, testModels(t, d), testControl(d), pipelineOptionsOf(d), nil)
+			wrap := func(_ string, s Sampler) Sampler {
+				if tc.faulty {
+					return emptyEvery{Sampler: s, n: 3}
+				}
+				return s
+			}
+			m := testModels(t, d)
+			m.Policy = wrap("", m.Policy)
+			plain := NewTrainer(d, m, testControl(d))
+			opt := pipelineOptionsOf(d)
+			opt.Generators, opt.RewardEvaluators, opt.Wrap = tc.generators, tc.rewarded, wrap
+			p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
 			defer p.Stop()
-			ctx := context.Background()
 			for n := range int64(3) {
-				want, err := Step(ctx, plain, n)
-				if err != nil {
-					t.Fatalf("step %d (plain): %v", n, err)
+				want := runStep(t, plain, n)
+				got := runStep(t, p.Trainer, n)
+				sameOutcome(t, fmt.Sprintf("step %d", n), got, want)
+				if v := got.Report.GetMeta().GetPolicyVersion(); v != n+1 {
+					t.Errorf("step %d: policy version %d, want %d", n, v, n+1)
 				}
-				got, err := Step(ctx, p.Trainer, n)
-				if err != nil {
-					t.Fatalf("step %d (actors): %v", n, err)
-				}
-				if !proto.Equal(got, want) {
-					t.Fatalf("step %d: actors report\n%v\nplain report\n%v", n, got, want)
-				}
-				t.Logf("step %d: loss %.6g reward %.3g acc %.3g kl %.3g went %.3g tokens %d", n, got.GetLoss(), got.GetRewardMean(), got.GetAccuracy(), got.GetKl(), got.GetWeightEntropy(), got.GetTokens())
-				if got.GetMeta().GetPolicyVersion() != n+1 {
-					t.Errorf("step %d: policy version %d, want %d", n, got.GetMeta().GetPolicyVersion(), n+1)
-				}
+				checkCompletions(t, fmt.Sprintf("step %d", n), got.Scored, tc.generators)
 			}
 		})
+	}
+}
+
+// runStep is Step, returning the whole outcome.
+func runStep(t *testing.T, tr *Trainer, n int64) *Outcome {
+	t.Helper()
+	b, err := tr.produce(context.Background(), n)
+	if err != nil {
+		t.Fatalf("step %d: %v", n, err)
+	}
+	out, err := tr.consume(context.Background(), b)
+	if err != nil {
+		t.Fatalf("step %d: %v", n, err)
+	}
+	return out
+}
+
+// sameOutcome requires two outcomes of one step to agree bit for bit on
+// everything but which generator drew a completion and message headers.
+func sameOutcome(t *testing.T, what string, got, want *Outcome) {
+	t.Helper()
+	if !proto.Equal(got.Report, want.Report) {
+		t.Errorf("%s: report\n%v\nwant\n%v", what, got.Report, want.Report)
+	}
+	if !proto.Equal(anonymous(got.Scored), anonymous(want.Scored)) {
+		t.Errorf("%s: scored batches differ", what)
+	}
+	if !proto.Equal(got.Update.GetState(), want.Update.GetState()) {
+		t.Errorf("%s: controller state %v, want %v", what, got.Update.GetState(), want.Update.GetState())
+	}
+	for _, f := range []struct {
+		name      string
+		got, want []float64
+	}{
+		{"utilities", got.Prepared.Utilities, want.Prepared.Utilities},
+		{"advantages", got.Prepared.Advantages, want.Prepared.Advantages},
+		{"q", got.Prepared.Q, want.Prepared.Q},
+		{"weights", got.Prepared.Weights, want.Prepared.Weights},
+	} {
+		if !slices.EqualFunc(f.got, f.want, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+			t.Errorf("%s: %s %v, want %v", what, f.name, f.got, f.want)
+		}
+	}
+}
+
+// anonymous is sc without headers and generator ids.
+func anonymous(sc *messages.Scored) *messages.Scored {
+	c := proto.CloneOf(sc)
+	c.Meta, c.Rollouts.Meta = nil, nil
+	for _, r := range c.GetRollouts().GetRollouts() {
+		r.GeneratorId = ""
+	}
+	return c
+}
+
+// checkCompletions checks what every completion of a trained batch must
+// carry after all the splitting and joining: one log-prob and one entropy
+// per token, the version and generator that drew it, and a prompt with a
+// seed.
+func checkCompletions(t *testing.T, what string, sc *messages.Scored, generators int) {
+	t.Helper()
+	ids := map[string]bool{}
+	ro := sc.GetRollouts()
+	for i, r := range ro.GetRollouts() {
+		n := len(r.GetTokenIds())
+		if n == 0 || len(r.GetLogp()) != n || len(r.GetEntropy()) != n || r.GetGeneratorId() == "" {
+			t.Fatalf("%s: completion %d has %d tokens, %d log-probs, %d entropies, generator %q",
+				what, i, n, len(r.GetLogp()), len(r.GetEntropy()), r.GetGeneratorId())
+		}
+		if ro.GetPrompts()[r.GetPromptIndex()].GetSeed() == 0 {
+			t.Fatalf("%s: completion %d's prompt has no seed", what, i)
+		}
+		ids[r.GetGeneratorId()] = true
+	}
+	if generators > 1 && len(ids) < 2 {
+		t.Errorf("%s: every completion came from %v with %d generators", what, ids, generators)
 	}
 }

@@ -107,6 +107,9 @@ type Rewards struct {
 	// ZeroTruncatedCompletionRewards gives 0 reward to completions that hit
 	// max_completion_len.
 	ZeroTruncatedCompletionRewards bool `koanf:"zero_truncated_completion_rewards" help:"zero the reward of length-truncated completions"`
+	// Shuffle permutes the completions' rewards within each batch: a
+	// control run, whose learning (if any) does not come from the reward.
+	Shuffle bool `koanf:"shuffle" help:"control run: permute the rewards of a batch's completions (learning that survives this does not come from the reward)"`
 	// ScaleRewards divides group advantages by the unbiased group std + 1e-4
 	// (spec §1.4); false gives Dr.GRPO-style u - mean.
 	ScaleRewards bool `koanf:"scale_rewards" help:"divide advantages by the group std"`
@@ -307,6 +310,12 @@ type Train struct {
 	Steps int `koanf:"steps" help:"RL optimiser steps"`
 	// PromptsPerStep is the number of prompt groups per optimiser step.
 	PromptsPerStep int `koanf:"prompts_per_step" help:"prompt groups per step"`
+	// PromptsPerPart is the unit of generation and reference-scoring work:
+	// a step's prompts are cut into parts of this many groups, spread over
+	// the actors of each stage and reissued whole if an actor fails. The
+	// numbers a run produces depend on it, never on how many actors share
+	// the parts.
+	PromptsPerPart int `koanf:"prompts_per_part" help:"prompt groups per unit of generation and reference-scoring work (results do not depend on how many actors share the parts)"`
 	// WarmStartSteps caps the supervised steps before RL; the warm start
 	// stops earlier once greedy accuracy holds 40% (DESIGN §4). 0 skips it.
 	WarmStartSteps int `koanf:"warm_start_steps" help:"most supervised warm-start steps; it stops earlier once greedy accuracy holds 40% (0 = none)"`

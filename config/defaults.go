@@ -91,6 +91,7 @@ func Default() *Config {
 		Train: Train{
 			Steps:                    200,
 			PromptsPerStep:           16,
+			PromptsPerPart:           8,
 			WarmStartSteps:           1000, // a cap: the warm start stops once greedy accuracy holds 40% (~650 steps on small; docs/RESULTS.md)
 			WarmStartBatch:           128,
 			SyncEvery:                1,

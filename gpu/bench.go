@@ -89,7 +89,7 @@ func newBenchWorkload(preset string, o BenchOptions) (*benchWorkload, error) {
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 1))
 	w := &benchWorkload{model: m, learner: l,
-		sample: SampleOptions{Temperature: 1, MaxNewTokens: o.NewTokens, Seed: o.Seed}}
+		sample: SampleOptions{Temperature: 1, MaxNewTokens: o.NewTokens, Seeds: PromptSeeds(o.Seed, o.Batch)}}
 	for i := 0; i < o.Batch; i++ {
 		p, c := []int{1}, make([]int, o.NewTokens)
 		for len(p) < o.PromptLen {

@@ -23,7 +23,6 @@
 //	(*Learner).Step(batch, temperature, lossFn)             one update with any loss (gpu/loss)
 //	(*Learner).SupervisedStep(seqs)                         warm start on gold completions
 //	(*Learner).Snapshot()                                   immutable *Model with the policy version
-//	(*Model).MarshalWeights(chunk) / UnmarshalWeights       deterministic chunked wire format
 //	SaveCheckpoint(dir, model, tok) / LoadCheckpoint(dir)   config.json + model.safetensors + tokenizer.json
 //	OpenDevice("cpu"|"cuda")                               the learner's device (LearnerConfig.Device)
 //	Bench(preset, opts)                                     `mgrpo-node bench` figures

@@ -35,7 +35,7 @@ func ExampleLearner() {
 	st, _ := l.SupervisedStep([]gpu.Sequence{gold})
 	fmt.Println(st.Version, st.Tokens)
 
-	samples, _ := l.Snapshot().Sample([][]int{prompt}, 4, gpu.SampleOptions{Temperature: 1, MaxNewTokens: 4, EOS: tok.EOS(), Seed: 7})
+	samples, _ := l.Snapshot().Sample([][]int{prompt}, 4, gpu.SampleOptions{Temperature: 1, MaxNewTokens: 4, EOS: tok.EOS(), Seeds: gpu.PromptSeeds(7, 1)})
 	b := gpu.Batch{}
 	for _, s := range samples {
 		b.Seqs = append(b.Seqs, gpu.Sequence{Prompt: prompt, Completion: s.Tokens})

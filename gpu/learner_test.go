@@ -270,7 +270,7 @@ func TestModelConcurrentUse(t *testing.T) {
 	done := make(chan error, 4)
 	for i := 0; i < 4; i++ {
 		go func() {
-			if _, err := m.Sample([][]int{{1, 20, 14}}, 3, SampleOptions{Temperature: 1, MaxNewTokens: 5, Seed: 1}); err != nil {
+			if _, err := m.Sample([][]int{{1, 20, 14}}, 3, SampleOptions{Temperature: 1, MaxNewTokens: 5, Seeds: PromptSeeds(1, 16)}); err != nil {
 				done <- err
 				return
 			}

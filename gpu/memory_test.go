@@ -145,7 +145,7 @@ func TestSampleBytesMatchesAllocation(t *testing.T) {
 		ps[i] = []int{1, 5, 6, 7, 8, 9, 10, 11}
 	}
 	grew, keep := heapGrowth(func() any {
-		out, err := m.Sample(ps, n, SampleOptions{Temperature: 1, MaxNewTokens: newTokens})
+		out, err := m.Sample(ps, n, SampleOptions{Temperature: 1, MaxNewTokens: newTokens, Seeds: PromptSeeds(1, len(ps))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+
+	"github.com/mgrpo/mgrpo/internal/seeds"
 )
 
 // SampleOptions controls Sample.
@@ -26,15 +28,28 @@ type SampleOptions struct {
 	// MaxNewTokens caps each completion; it is further capped so that prompt
 	// plus completion fit the context (finish reason "length" either way).
 	MaxNewTokens int
-	// Seed fixes the draws: completion j of prompt i uses its own random
-	// stream seeded with (Seed, i·n+j).
-	Seed uint64
+	// Seeds fix the draws, one per prompt (more are ignored; none are
+	// needed when Greedy): completion j of prompt i draws from its own
+	// random stream (Seeds[i], j), so a completion does not depend on the
+	// other prompts of the call or their order. PromptSeeds derives them
+	// from one seed.
+	Seeds []uint64
 	// EOS is the stop token (tokenizer.EosID = 2); ≤ 0 means none, since 0
 	// is PAD. A drawn EOS is kept as the completion's last token.
 	EOS int
 	// Greedy takes the most likely token (lowest id on ties) instead of
 	// drawing.
 	Greedy bool
+}
+
+// PromptSeeds returns n per-prompt seeds derived from seed,
+// for callers whose prompts have no seeds of their own.
+func PromptSeeds(seed uint64, n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = seeds.Of(seed, uint64(i))
+	}
+	return out
 }
 
 // FinishReason says why a completion ended.
@@ -83,6 +98,8 @@ func checkSampleArgs(c Config, prompts [][]int, n int, opt SampleOptions) error 
 		return fmt.Errorf("%w: top_k %d must be ≥ 0 and top_p %g in [0, 1]", ErrBadInput, opt.TopK, opt.TopP)
 	case opt.MaxNewTokens < 1:
 		return fmt.Errorf("%w: max_new_tokens %d must be ≥ 1", ErrBadInput, opt.MaxNewTokens)
+	case !opt.Greedy && len(opt.Seeds) < len(prompts):
+		return fmt.Errorf("%w: %d seeds for %d prompts", ErrBadInput, len(opt.Seeds), len(prompts))
 	}
 	for i, p := range prompts {
 		if len(p) >= c.Context {
@@ -114,7 +131,9 @@ func sampleNet[F Float](n *net[F], pool *decoderPool[F], prompts [][]int, num in
 		p := prompts[s/num]
 		out[s].Prompt = s / num
 		limit[s] = min(opt.MaxNewTokens, n.cfg.Context-len(p))
-		rngs[s] = rand.New(rand.NewPCG(opt.Seed, uint64(s)))
+		if !opt.Greedy {
+			rngs[s] = rand.New(rand.NewPCG(opt.Seeds[s/num], uint64(s%num)))
+		}
 		tmax = max(tmax, len(p)+limit[s])
 		if s%num == 0 {
 			promptRows += len(p)

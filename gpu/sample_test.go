@@ -45,11 +45,11 @@ func TestSampleLogProbsMatchScoring(t *testing.T) {
 		cfg  Config
 		opt  SampleOptions
 	}{
-		{"tiny T=1", tiny, SampleOptions{Temperature: 1, MaxNewTokens: 12, Seed: 1}},
-		{"tiny T=0.7 top-k 5", tiny, SampleOptions{Temperature: 0.7, TopK: 5, MaxNewTokens: 10, Seed: 2}},
-		{"tiny top-p 0.9 greedy-off", tiny, SampleOptions{Temperature: 1.3, TopP: 0.9, MaxNewTokens: 10, Seed: 3}},
-		{"tiny T=0.8 top-k 6 top-p 0.7", tiny, SampleOptions{Temperature: 0.8, TopK: 6, TopP: 0.7, MaxNewTokens: 10, Seed: 6}},
-		{"gqa capped by context", gqa, SampleOptions{Temperature: 1, MaxNewTokens: 50, Seed: 4}},
+		{"tiny T=1", tiny, SampleOptions{Temperature: 1, MaxNewTokens: 12, Seeds: PromptSeeds(1, 16)}},
+		{"tiny T=0.7 top-k 5", tiny, SampleOptions{Temperature: 0.7, TopK: 5, MaxNewTokens: 10, Seeds: PromptSeeds(2, 16)}},
+		{"tiny top-p 0.9 greedy-off", tiny, SampleOptions{Temperature: 1.3, TopP: 0.9, MaxNewTokens: 10, Seeds: PromptSeeds(3, 16)}},
+		{"tiny T=0.8 top-k 6 top-p 0.7", tiny, SampleOptions{Temperature: 0.8, TopK: 6, TopP: 0.7, MaxNewTokens: 10, Seeds: PromptSeeds(6, 16)}},
+		{"gqa capped by context", gqa, SampleOptions{Temperature: 1, MaxNewTokens: 50, Seeds: PromptSeeds(4, 16)}},
 	} {
 		n := testNet(tc.cfg, 21)
 		samples, err := sampleNet(n, nil, samplePrompts, 3, tc.opt)
@@ -81,7 +81,7 @@ func TestSampleFloat32MatchesScoring(t *testing.T) {
 	for i := range m.net.w.flat { // larger weights: a peaked, non-uniform policy
 		m.net.w.flat[i] *= 4
 	}
-	samples, err := m.Sample(samplePrompts, 4, SampleOptions{Temperature: 0.9, MaxNewTokens: 16, Seed: 9, EOS: 2})
+	samples, err := m.Sample(samplePrompts, 4, SampleOptions{Temperature: 0.9, MaxNewTokens: 16, Seeds: PromptSeeds(9, 16), EOS: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestSampleFloat32MatchesScoring(t *testing.T) {
 func TestSampleSeeded(t *testing.T) {
 	tiny, _ := Preset("tiny")
 	n := testNet(tiny, 3)
-	opt := SampleOptions{Temperature: 1, MaxNewTokens: 8, Seed: 42}
+	opt := SampleOptions{Temperature: 1, MaxNewTokens: 8, Seeds: PromptSeeds(42, 16)}
 	a, _ := sampleNet(n, nil, samplePrompts, 2, opt)
 	b, _ := sampleNet(n, nil, samplePrompts, 2, opt)
 	if !reflect.DeepEqual(a, b) {
@@ -108,7 +108,7 @@ func TestSampleSeeded(t *testing.T) {
 	if BLASName == "gonum (pure Go)" && !reflect.DeepEqual(a[:2], c) {
 		t.Errorf("prompt 0's samples changed when the batch shrank")
 	}
-	opt.Seed = 43
+	opt.Seeds = PromptSeeds(43, 16)
 	d, _ := sampleNet(n, nil, samplePrompts, 2, opt)
 	if reflect.DeepEqual(a, d) {
 		t.Errorf("seeds 42 and 43 gave identical samples")
@@ -138,7 +138,7 @@ func TestSampleGreedyTopKAndEOS(t *testing.T) {
 		}
 	}
 	// Top-k 1 sampling is greedy.
-	top1, _ := sampleNet(n, nil, samplePrompts, 2, SampleOptions{Temperature: 1, TopK: 1, MaxNewTokens: 6, Seed: 8})
+	top1, _ := sampleNet(n, nil, samplePrompts, 2, SampleOptions{Temperature: 1, TopK: 1, MaxNewTokens: 6, Seeds: PromptSeeds(8, 16)})
 	for i, s := range top1 {
 		if !reflect.DeepEqual(s.Tokens, greedy[s.Prompt].Tokens) {
 			t.Errorf("top-k 1 sample %d = %v, want greedy %v", i, s.Tokens, greedy[s.Prompt].Tokens)
@@ -181,7 +181,7 @@ func TestSampleRejectsBadInput(t *testing.T) {
 func TestSampleReusedCache(t *testing.T) {
 	tiny, _ := Preset("tiny")
 	m, _ := NewModel(tiny, 2)
-	opt := SampleOptions{Temperature: 1, MaxNewTokens: 9, Seed: 5}
+	opt := SampleOptions{Temperature: 1, MaxNewTokens: 9, Seeds: PromptSeeds(5, 16)}
 	if _, err := m.Sample(samplePrompts, 4, opt); err != nil { // fills the pool with a large cache
 		t.Fatal(err)
 	}

@@ -80,16 +80,15 @@ func CheckRollouts(x *Rollouts) error {
 }
 
 // NewScored builds a Scored from Go values: rewards[i][r] is the raw value
-// of reward r for rollout i; q may be nil (non-listwise objectives).
-// Truncation flags come from the finish reasons. The slices are copied.
-func NewScored(meta *StepMeta, ro *Rollouts, names []string, weights []float64, rewards [][]float64, utilities, advantages, q []float64) (*Scored, error) {
+// of reward r for rollout i. Truncation flags come from the finish reasons.
+// The slices are copied.
+func NewScored(meta *StepMeta, ro *Rollouts, names []string, weights []float64, rewards [][]float64) (*Scored, error) {
 	if err := CheckRollouts(ro); err != nil {
 		return nil, err
 	}
 	n, r := len(ro.GetRollouts()), len(names)
-	if len(weights) != r || len(rewards) != n || len(utilities) != n || len(advantages) != n || (q != nil && len(q) != n) {
-		return nil, fmt.Errorf("%w: scored: %d rollouts, %d rewards (%d weights), rows %d, utilities %d, advantages %d, q %d",
-			ErrShape, n, r, len(weights), len(rewards), len(utilities), len(advantages), len(q))
+	if len(weights) != r || len(rewards) != n {
+		return nil, fmt.Errorf("%w: scored: %d rollouts, %d rewards (%d weights), %d rows", ErrShape, n, r, len(weights), len(rewards))
 	}
 	flat := make([]float64, 0, n*r)
 	truncated := make([]bool, n)
@@ -106,9 +105,6 @@ func NewScored(meta *StepMeta, ro *Rollouts, names []string, weights []float64, 
 		RewardNames:   append([]string(nil), names...),
 		RewardWeights: append([]float64(nil), weights...),
 		Rewards:       flat,
-		Utilities:     append([]float64(nil), utilities...),
-		Advantages:    append([]float64(nil), advantages...),
-		Q:             append([]float64(nil), q...),
 		Truncated:     truncated,
 	}, nil
 }
@@ -135,8 +131,7 @@ func CheckScored(x *Scored) error {
 		return err
 	}
 	n, r := len(x.GetRollouts().GetRollouts()), len(x.GetRewardNames())
-	if len(x.GetRewardWeights()) != r || len(x.GetRewards()) != n*r || len(x.GetUtilities()) != n ||
-		len(x.GetAdvantages()) != n || len(x.GetTruncated()) != n || (len(x.GetQ()) != 0 && len(x.GetQ()) != n) {
+	if len(x.GetRewardWeights()) != r || len(x.GetRewards()) != n*r || len(x.GetTruncated()) != n {
 		return fmt.Errorf("%w: scored fields disagree with %d rollouts × %d rewards", ErrShape, n, r)
 	}
 	return nil

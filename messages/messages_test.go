@@ -29,7 +29,7 @@ func rollouts() *Rollouts {
 func scored(t *testing.T) *Scored {
 	t.Helper()
 	s, err := NewScored(meta(), rollouts(), []string{"accuracy", "format"}, []float64{1, 0.1},
-		[][]float64{{1, 1}, {0.1, 0}}, []float64{1.1, 0.1}, []float64{0.7071, -0.7071}, []float64{0.73, 0.27})
+		[][]float64{{1, 1}, {0.1, 0}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,29 +43,34 @@ func refScored(t *testing.T) *RefScored {
 }
 
 func controller() *ControllerState {
-	return &ControllerState{Meta: meta(), Tau: 0.5, Beta: 0.04, Version: 3, TauLog: math.Log(0.5), TauEntropyEma: 1.2, LastTauGrad: 0.1, LastBetaGrad: -0.2}
+	return &ControllerState{Meta: meta(), Tau: 0.5, Beta: 0.04, TauLog: math.Log(0.5), TauEntropyEma: 1.2, EntropyHistory: true,
+		MetaController: &MetaControllerState{Enabled: true, Method: "analytic", LearningRate: 0.05, UpdateInterval: 1,
+			AnalyticSteps: 1, TruncationSteps: 1, LastTauGrad: 0.1, LastBetaGrad: -0.2}}
 }
 
 // samples has one fully populated value of every message type.
 func samples(t *testing.T) []proto.Message {
 	return []proto.Message{
 		meta(),
-		&Prompt{Index: 3, Text: "1+1=", TokenIds: []int32{1, 2}, Answer: "2"},
-		&PromptBatch{Meta: meta(), Prompts: rollouts().Prompts, NumGenerations: 8, Seed: 42},
+		&Prompt{Index: 3, Text: "1+1=", TokenIds: []int32{1, 2}, Answer: "2", Seed: 42},
+		&PromptBatch{Meta: meta(), Prompts: rollouts().Prompts, NumGenerations: 8},
 		rollouts().Rollouts[0],
 		rollouts(),
 		scored(t),
 		&TokenLogprobs{Logp: []float32{-1, float32(math.Inf(-1))}},
 		refScored(t),
-		&PreparedBatch{Meta: meta(), RefScored: refScored(t), Weights: []float64{0.6, 0.4}, Advantages: []float64{1, -1}, Controller: controller(), WeightEntropy: 0.673},
+		&PreparedBatch{Meta: meta(), RefScored: refScored(t), Weights: []float64{0.6, 0.4}, Advantages: []float64{1, -1}, Controller: controller()},
 		&TensorChunk{Name: "lm_head.weight", Shape: []int64{2, 3}, Offset: 8, Data: []byte{1, 2, 3, 4}, TotalBytes: 24},
 		ChunkWeights(meta(), 6, []Tensor{{Name: "w", Shape: []int64{3}, Data: []float32{1, 2, 3}}}, 1024)[0],
 		controller(),
-		&StepStats{Meta: meta(), WeightEntropy: 0.6, Kl: 0.01, PolicyEntropy: 1.3, RewardMean: 0.4},
-		&StageTiming{Stage: "generate", Actor: "gen-0", Seconds: 0.25},
-		&StepReport{Meta: meta(), Loss: -0.1, Kl: 0.01, Entropy: 1.2, WeightEntropy: 0.6, RewardMean: 0.4, RewardStd: 0.3, Accuracy: 0.35,
-			Tau: 0.5, Beta: 0.04, GradNorm: 0.9, Tokens: 512, Timings: []*StageTiming{{Stage: "learn", Actor: "learner", Seconds: 0.08}},
-			Metrics: map[string]float64{"train/frac_zero_variance_groups": 0.25}, SkippedBatches: 1},
+		controller().MetaController,
+		&StepStats{Meta: meta(), WeightEntropy: 0.6, Kl: 0.01, PolicyEntropy: 1.3},
+		&ControllerUpdate{Meta: meta(), State: controller(), MetaRan: true, HasTauGrad: true, TauGrad: 0.1, HasBetaGrad: true, BetaGrad: -0.2},
+		&StepReport{Meta: meta(), Loss: -0.1, PolicyLoss: -0.12, Kl: 0.01, WeightedKl: 0.0004, Entropy: 1.2, GradNorm: 0.9,
+			LearningRate: 1e-4, Tokens: 512, ClipLow: 0.01, ClipHigh: 0.02, ClipRegion: 0.03, IsWeightMean: 0.98,
+			IsTruncatedFrac: 0.01, StalenessMin: 1, StalenessMax: 2, ListwiseClipLoss: 0.3},
+		&CheckpointRequest{Meta: meta(), Dir: "runs/a/checkpoints/.tmp-step-5"},
+		&CheckpointDone{Meta: meta(), Error: "disk full"},
 		&SkipNotice{Meta: meta(), Stage: Stage_REWARD, Reason: SkipReason_NON_FINITE_REWARD, Detail: "rollout 3: reward NaN", Actor: "reward-0"},
 	}
 }
@@ -151,12 +156,12 @@ func TestScoredShapes(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"too few utilities", func() error {
-			_, err := NewScored(meta(), rollouts(), []string{"a"}, []float64{1}, [][]float64{{1}, {0}}, []float64{1}, []float64{0, 0}, nil)
+		{"too few rows", func() error {
+			_, err := NewScored(meta(), rollouts(), []string{"a"}, []float64{1}, [][]float64{{1}})
 			return err
 		}()},
 		{"ragged rewards", func() error {
-			_, err := NewScored(meta(), rollouts(), []string{"a"}, []float64{1}, [][]float64{{1}, {0, 1}}, []float64{1, 0}, []float64{0, 0}, nil)
+			_, err := NewScored(meta(), rollouts(), []string{"a"}, []float64{1}, [][]float64{{1}, {0, 1}})
 			return err
 		}()},
 		{"rollout count", CheckRollouts(&Rollouts{Prompts: rollouts().Prompts, NumGenerations: 3, Rollouts: rollouts().Rollouts})},

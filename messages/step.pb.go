@@ -154,12 +154,10 @@ const (
 	SkipReason_NON_FINITE_REWARD SkipReason = 2
 	SkipReason_SHAPE_MISMATCH    SkipReason = 3 // lengths of fields disagree
 	SkipReason_ZERO_VARIANCE     SkipReason = 4 // every group had equal utilities (dynamic sampling)
-	SkipReason_STALE_POLICY      SkipReason = 5 // older than max_staleness allows
 	SkipReason_NON_FINITE_LOSS   SkipReason = 6
-	SkipReason_EMPTY_WEIGHTS     SkipReason = 7 // no group left to weight
-	SkipReason_TIMEOUT           SkipReason = 8
-	SkipReason_ACTOR_FAILED      SkipReason = 9  // the actor crashed or its node died
-	SkipReason_INTERNAL          SkipReason = 10 // a recovered panic
+	SkipReason_TIMEOUT           SkipReason = 8  // no answer within cluster.request_timeout, retries included
+	SkipReason_ACTOR_FAILED      SkipReason = 9  // the actor stopped (crashed too often) or its node died
+	SkipReason_INTERNAL          SkipReason = 10 // any other stage error
 )
 
 // Enum value maps for SkipReason.
@@ -170,9 +168,7 @@ var (
 		2:  "NON_FINITE_REWARD",
 		3:  "SHAPE_MISMATCH",
 		4:  "ZERO_VARIANCE",
-		5:  "STALE_POLICY",
 		6:  "NON_FINITE_LOSS",
-		7:  "EMPTY_WEIGHTS",
 		8:  "TIMEOUT",
 		9:  "ACTOR_FAILED",
 		10: "INTERNAL",
@@ -183,9 +179,7 @@ var (
 		"NON_FINITE_REWARD": 2,
 		"SHAPE_MISMATCH":    3,
 		"ZERO_VARIANCE":     4,
-		"STALE_POLICY":      5,
 		"NON_FINITE_LOSS":   6,
-		"EMPTY_WEIGHTS":     7,
 		"TIMEOUT":           8,
 		"ACTOR_FAILED":      9,
 		"INTERNAL":          10,
@@ -304,6 +298,7 @@ type Prompt struct {
 	Text          string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`                                 // prompt text as given to the tokenizer
 	TokenIds      []int32                `protobuf:"varint,3,rep,packed,name=token_ids,json=tokenIds,proto3" json:"token_ids,omitempty"` // [prompt_len] tokenized prompt, BOS included
 	Answer        string                 `protobuf:"bytes,4,opt,name=answer,proto3" json:"answer,omitempty"`                             // gold answer for the verifiers
+	Seed          uint64                 `protobuf:"varint,5,opt,name=seed,proto3" json:"seed,omitempty"`                                // sampling seed: completion k draws from the stream (seed, k)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -366,13 +361,21 @@ func (x *Prompt) GetAnswer() string {
 	return ""
 }
 
+func (x *Prompt) GetSeed() uint64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
+}
+
 // PromptBatch asks generators for num_generations completions per prompt.
+// Each prompt carries its own seed, so a completion does not depend on
+// which generator drew it or on which other prompts shared its batch.
 type PromptBatch struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Meta           *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
 	Prompts        []*Prompt              `protobuf:"bytes,2,rep,name=prompts,proto3" json:"prompts,omitempty"`                                      // [P]
 	NumGenerations int32                  `protobuf:"varint,3,opt,name=num_generations,json=numGenerations,proto3" json:"num_generations,omitempty"` // K, completions per prompt
-	Seed           uint64                 `protobuf:"varint,4,opt,name=seed,proto3" json:"seed,omitempty"`                                           // sampling seed of this batch
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -424,13 +427,6 @@ func (x *PromptBatch) GetPrompts() []*Prompt {
 func (x *PromptBatch) GetNumGenerations() int32 {
 	if x != nil {
 		return x.NumGenerations
-	}
-	return 0
-}
-
-func (x *PromptBatch) GetSeed() uint64 {
-	if x != nil {
-		return x.Seed
 	}
 	return 0
 }
@@ -606,17 +602,17 @@ func (x *Rollouts) GetRollouts() []*Rollout {
 	return nil
 }
 
-// Scored adds rewards, utilities and advantages to Rollouts.
+// Scored adds what the reward functions say of each completion to
+// Rollouts: raw values only. Everything derived from them (utilities,
+// advantages, q, weights) is computed once, by rewards.Prepare, when the
+// learner's batch is prepared.
 type Scored struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
 	Rollouts      *Rollouts              `protobuf:"bytes,2,opt,name=rollouts,proto3" json:"rollouts,omitempty"`
 	RewardNames   []string               `protobuf:"bytes,3,rep,name=reward_names,json=rewardNames,proto3" json:"reward_names,omitempty"`                // [R]
-	RewardWeights []float64              `protobuf:"fixed64,4,rep,packed,name=reward_weights,json=rewardWeights,proto3" json:"reward_weights,omitempty"` // [R]
-	Rewards       []float64              `protobuf:"fixed64,5,rep,packed,name=rewards,proto3" json:"rewards,omitempty"`                                  // [P*K][R] flattened row-major: raw value of reward r for rollout i at i*R + r
-	Utilities     []float64              `protobuf:"fixed64,6,rep,packed,name=utilities,proto3" json:"utilities,omitempty"`                              // [P*K] u_i = Σ_r w_r·rewards[i,r] (after any bonus)
-	Advantages    []float64              `protobuf:"fixed64,7,rep,packed,name=advantages,proto3" json:"advantages,omitempty"`                            // [P*K] group-normalised (SEED-scaled if enabled)
-	Q             []float64              `protobuf:"fixed64,8,rep,packed,name=q,proto3" json:"q,omitempty"`                                              // [P*K] listwise target q, sums to 1 per group; empty unless maxent_listwise
+	RewardWeights []float64              `protobuf:"fixed64,4,rep,packed,name=reward_weights,json=rewardWeights,proto3" json:"reward_weights,omitempty"` // [R] weight of each reward function in the utility
+	Rewards       []float64              `protobuf:"fixed64,5,rep,packed,name=rewards,proto3" json:"rewards,omitempty"`                                  // [P*K][R] flattened row-major: raw value of reward r for rollout i at i*R + r (NaN: no opinion)
 	Truncated     []bool                 `protobuf:"varint,9,rep,packed,name=truncated,proto3" json:"truncated,omitempty"`                               // [P*K] finish_reason == LENGTH
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -687,27 +683,6 @@ func (x *Scored) GetRewards() []float64 {
 	return nil
 }
 
-func (x *Scored) GetUtilities() []float64 {
-	if x != nil {
-		return x.Utilities
-	}
-	return nil
-}
-
-func (x *Scored) GetAdvantages() []float64 {
-	if x != nil {
-		return x.Advantages
-	}
-	return nil
-}
-
-func (x *Scored) GetQ() []float64 {
-	if x != nil {
-		return x.Q
-	}
-	return nil
-}
-
 func (x *Scored) GetTruncated() []bool {
 	if x != nil {
 		return x.Truncated
@@ -766,7 +741,7 @@ type RefScored struct {
 	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
 	Scored        *Scored                `protobuf:"bytes,2,opt,name=scored,proto3" json:"scored,omitempty"`
 	Ref           []*TokenLogprobs       `protobuf:"bytes,3,rep,name=ref,proto3" json:"ref,omitempty"`                                            // [P*K], ref[i].logp has the length of rollouts[i].token_ids
-	RefLogpSum    []float64              `protobuf:"fixed64,4,rep,packed,name=ref_logp_sum,json=refLogpSum,proto3" json:"ref_logp_sum,omitempty"` // [P*K] nats, Σ_t ref logp (divided by T if length_normalize_ref)
+	RefLogpSum    []float64              `protobuf:"fixed64,4,rep,packed,name=ref_logp_sum,json=refLogpSum,proto3" json:"ref_logp_sum,omitempty"` // [P*K] nats, Σ_t ref logp (raw; rewards.Prepare length-normalises when configured)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -830,15 +805,15 @@ func (x *RefScored) GetRefLogpSum() []float64 {
 }
 
 // PreparedBatch is what the learner trains on: the scored batch plus the
-// per-completion weights and the controller state they were computed with.
+// per-completion weights and advantages (rewards.Prepare) and the
+// controller state they were computed with.
 type PreparedBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
 	RefScored     *RefScored             `protobuf:"bytes,2,opt,name=ref_scored,json=refScored,proto3" json:"ref_scored,omitempty"`
-	Weights       []float64              `protobuf:"fixed64,3,rep,packed,name=weights,proto3" json:"weights,omitempty"`                           // [P*K] listwise weights w_i (sum 1 per group); empty for other objectives
-	Advantages    []float64              `protobuf:"fixed64,4,rep,packed,name=advantages,proto3" json:"advantages,omitempty"`                     // [P*K] final advantages the loss uses
-	Controller    *ControllerState       `protobuf:"bytes,5,opt,name=controller,proto3" json:"controller,omitempty"`                              // tau and beta used for the weights
-	WeightEntropy float64                `protobuf:"fixed64,6,opt,name=weight_entropy,json=weightEntropy,proto3" json:"weight_entropy,omitempty"` // nats, mean over groups of H(w)
+	Weights       []float64              `protobuf:"fixed64,3,rep,packed,name=weights,proto3" json:"weights,omitempty"`       // [P*K] listwise weights w_i (sum 1 per group); empty for other objectives
+	Advantages    []float64              `protobuf:"fixed64,4,rep,packed,name=advantages,proto3" json:"advantages,omitempty"` // [P*K] final advantages the loss uses (SEED-scaled if enabled)
+	Controller    *ControllerState       `protobuf:"bytes,5,opt,name=controller,proto3" json:"controller,omitempty"`          // tau and beta of this step: beta weighs the KL term
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -906,13 +881,6 @@ func (x *PreparedBatch) GetController() *ControllerState {
 		return x.Controller
 	}
 	return nil
-}
-
-func (x *PreparedBatch) GetWeightEntropy() float64 {
-	if x != nil {
-		return x.WeightEntropy
-	}
-	return 0
 }
 
 // TensorChunk is a slice of one float32 tensor's bytes.
@@ -1070,19 +1038,20 @@ func (x *PolicyWeights) GetTensors() []*TensorChunk {
 	return nil
 }
 
-// ControllerState is the tau/beta controllers' state (spec §2.4).
+// ControllerState is the whole state of the tau/beta/meta controllers
+// (spec §2.4, controller_state.json), so that whoever holds the message
+// holds the state: nothing is rebuilt or guessed on the other side.
 type ControllerState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
-	Tau           float64                `protobuf:"fixed64,2,opt,name=tau,proto3" json:"tau,omitempty"`
-	Beta          float64                `protobuf:"fixed64,3,opt,name=beta,proto3" json:"beta,omitempty"`
-	Version       int64                  `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`                                     // increments on every controller update
-	TauLog        float64                `protobuf:"fixed64,5,opt,name=tau_log,json=tauLog,proto3" json:"tau_log,omitempty"`                        // ln max(tau, 1e-8), the integrator
-	TauEntropyEma float64                `protobuf:"fixed64,6,opt,name=tau_entropy_ema,json=tauEntropyEma,proto3" json:"tau_entropy_ema,omitempty"` // nats, EMA of the weight entropy
-	LastTauGrad   float64                `protobuf:"fixed64,7,opt,name=last_tau_grad,json=lastTauGrad,proto3" json:"last_tau_grad,omitempty"`       // meta-controller gradients of the last update
-	LastBetaGrad  float64                `protobuf:"fixed64,8,opt,name=last_beta_grad,json=lastBetaGrad,proto3" json:"last_beta_grad,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Meta           *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Tau            float64                `protobuf:"fixed64,2,opt,name=tau,proto3" json:"tau,omitempty"`
+	Beta           float64                `protobuf:"fixed64,3,opt,name=beta,proto3" json:"beta,omitempty"`
+	TauLog         float64                `protobuf:"fixed64,5,opt,name=tau_log,json=tauLog,proto3" json:"tau_log,omitempty"`                        // ln max(tau, 1e-8), the tau controller's integrator
+	TauEntropyEma  float64                `protobuf:"fixed64,6,opt,name=tau_entropy_ema,json=tauEntropyEma,proto3" json:"tau_entropy_ema,omitempty"` // nats, the tau controller's EMA of the weight entropy
+	EntropyHistory bool                   `protobuf:"varint,9,opt,name=entropy_history,json=entropyHistory,proto3" json:"entropy_history,omitempty"` // the EMA has been initialised (by an update or a loaded file)
+	MetaController *MetaControllerState   `protobuf:"bytes,10,opt,name=meta_controller,json=metaController,proto3" json:"meta_controller,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ControllerState) Reset() {
@@ -1136,13 +1105,6 @@ func (x *ControllerState) GetBeta() float64 {
 	return 0
 }
 
-func (x *ControllerState) GetVersion() int64 {
-	if x != nil {
-		return x.Version
-	}
-	return 0
-}
-
 func (x *ControllerState) GetTauLog() float64 {
 	if x != nil {
 		return x.TauLog
@@ -1157,14 +1119,164 @@ func (x *ControllerState) GetTauEntropyEma() float64 {
 	return 0
 }
 
-func (x *ControllerState) GetLastTauGrad() float64 {
+func (x *ControllerState) GetEntropyHistory() bool {
+	if x != nil {
+		return x.EntropyHistory
+	}
+	return false
+}
+
+func (x *ControllerState) GetMetaController() *MetaControllerState {
+	if x != nil {
+		return x.MetaController
+	}
+	return nil
+}
+
+// MetaControllerState is the meta-controller's settings and last
+// gradients, as the "meta.controller" block of controller_state.json.
+type MetaControllerState struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Enabled          bool                   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	Method           string                 `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	LearningRate     float64                `protobuf:"fixed64,3,opt,name=learning_rate,json=learningRate,proto3" json:"learning_rate,omitempty"`
+	TauLearningRate  float64                `protobuf:"fixed64,4,opt,name=tau_learning_rate,json=tauLearningRate,proto3" json:"tau_learning_rate,omitempty"`
+	BetaLearningRate float64                `protobuf:"fixed64,5,opt,name=beta_learning_rate,json=betaLearningRate,proto3" json:"beta_learning_rate,omitempty"`
+	BetaGradClip     float64                `protobuf:"fixed64,6,opt,name=beta_grad_clip,json=betaGradClip,proto3" json:"beta_grad_clip,omitempty"`
+	UpdateInterval   int64                  `protobuf:"varint,7,opt,name=update_interval,json=updateInterval,proto3" json:"update_interval,omitempty"`
+	Objective        string                 `protobuf:"bytes,8,opt,name=objective,proto3" json:"objective,omitempty"`
+	AnalyticSteps    int32                  `protobuf:"varint,9,opt,name=analytic_steps,json=analyticSteps,proto3" json:"analytic_steps,omitempty"`
+	Optimizer        string                 `protobuf:"bytes,10,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
+	TruncationSteps  int32                  `protobuf:"varint,11,opt,name=truncation_steps,json=truncationSteps,proto3" json:"truncation_steps,omitempty"`
+	UseHessian       bool                   `protobuf:"varint,12,opt,name=use_hessian,json=useHessian,proto3" json:"use_hessian,omitempty"`
+	LastTauGrad      float64                `protobuf:"fixed64,13,opt,name=last_tau_grad,json=lastTauGrad,proto3" json:"last_tau_grad,omitempty"`
+	LastBetaGrad     float64                `protobuf:"fixed64,14,opt,name=last_beta_grad,json=lastBetaGrad,proto3" json:"last_beta_grad,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *MetaControllerState) Reset() {
+	*x = MetaControllerState{}
+	mi := &file_messages_step_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaControllerState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaControllerState) ProtoMessage() {}
+
+func (x *MetaControllerState) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_step_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaControllerState.ProtoReflect.Descriptor instead.
+func (*MetaControllerState) Descriptor() ([]byte, []int) {
+	return file_messages_step_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MetaControllerState) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *MetaControllerState) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *MetaControllerState) GetLearningRate() float64 {
+	if x != nil {
+		return x.LearningRate
+	}
+	return 0
+}
+
+func (x *MetaControllerState) GetTauLearningRate() float64 {
+	if x != nil {
+		return x.TauLearningRate
+	}
+	return 0
+}
+
+func (x *MetaControllerState) GetBetaLearningRate() float64 {
+	if x != nil {
+		return x.BetaLearningRate
+	}
+	return 0
+}
+
+func (x *MetaControllerState) GetBetaGradClip() float64 {
+	if x != nil {
+		return x.BetaGradClip
+	}
+	return 0
+}
+
+func (x *MetaControllerState) GetUpdateInterval() int64 {
+	if x != nil {
+		return x.UpdateInterval
+	}
+	return 0
+}
+
+func (x *MetaControllerState) GetObjective() string {
+	if x != nil {
+		return x.Objective
+	}
+	return ""
+}
+
+func (x *MetaControllerState) GetAnalyticSteps() int32 {
+	if x != nil {
+		return x.AnalyticSteps
+	}
+	return 0
+}
+
+func (x *MetaControllerState) GetOptimizer() string {
+	if x != nil {
+		return x.Optimizer
+	}
+	return ""
+}
+
+func (x *MetaControllerState) GetTruncationSteps() int32 {
+	if x != nil {
+		return x.TruncationSteps
+	}
+	return 0
+}
+
+func (x *MetaControllerState) GetUseHessian() bool {
+	if x != nil {
+		return x.UseHessian
+	}
+	return false
+}
+
+func (x *MetaControllerState) GetLastTauGrad() float64 {
 	if x != nil {
 		return x.LastTauGrad
 	}
 	return 0
 }
 
-func (x *ControllerState) GetLastBetaGrad() float64 {
+func (x *MetaControllerState) GetLastBetaGrad() float64 {
 	if x != nil {
 		return x.LastBetaGrad
 	}
@@ -1176,17 +1288,16 @@ func (x *ControllerState) GetLastBetaGrad() float64 {
 type StepStats struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
-	WeightEntropy float64                `protobuf:"fixed64,2,opt,name=weight_entropy,json=weightEntropy,proto3" json:"weight_entropy,omitempty"` // nats, mean H(w) over groups
+	WeightEntropy float64                `protobuf:"fixed64,2,opt,name=weight_entropy,json=weightEntropy,proto3" json:"weight_entropy,omitempty"` // nats, mean H(w) over groups (NaN: not listwise)
 	Kl            float64                `protobuf:"fixed64,3,opt,name=kl,proto3" json:"kl,omitempty"`                                            // nats per token, policy vs reference
 	PolicyEntropy float64                `protobuf:"fixed64,4,opt,name=policy_entropy,json=policyEntropy,proto3" json:"policy_entropy,omitempty"` // nats per token
-	RewardMean    float64                `protobuf:"fixed64,5,opt,name=reward_mean,json=rewardMean,proto3" json:"reward_mean,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StepStats) Reset() {
 	*x = StepStats{}
-	mi := &file_messages_step_proto_msgTypes[12]
+	mi := &file_messages_step_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1309,7 @@ func (x *StepStats) String() string {
 func (*StepStats) ProtoMessage() {}
 
 func (x *StepStats) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[12]
+	mi := &file_messages_step_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1322,7 @@ func (x *StepStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStats.ProtoReflect.Descriptor instead.
 func (*StepStats) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{12}
+	return file_messages_step_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StepStats) GetMeta() *StepMeta {
@@ -1242,38 +1353,36 @@ func (x *StepStats) GetPolicyEntropy() float64 {
 	return 0
 }
 
-func (x *StepStats) GetRewardMean() float64 {
-	if x != nil {
-		return x.RewardMean
-	}
-	return 0
-}
-
-// StageTiming is how long one stage of a step took on one actor.
-type StageTiming struct {
+// ControllerUpdate is the controller's answer to StepStats: its whole state
+// after the update and the meta-controller's gradients when it stepped.
+type ControllerUpdate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Stage         string                 `protobuf:"bytes,1,opt,name=stage,proto3" json:"stage,omitempty"` // generate, reward, reference, prepare, learn, control, sync
-	Actor         string                 `protobuf:"bytes,2,opt,name=actor,proto3" json:"actor,omitempty"`
-	Seconds       float64                `protobuf:"fixed64,3,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	State         *ControllerState       `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	MetaRan       bool                   `protobuf:"varint,3,opt,name=meta_ran,json=metaRan,proto3" json:"meta_ran,omitempty"`
+	HasTauGrad    bool                   `protobuf:"varint,4,opt,name=has_tau_grad,json=hasTauGrad,proto3" json:"has_tau_grad,omitempty"`
+	TauGrad       float64                `protobuf:"fixed64,5,opt,name=tau_grad,json=tauGrad,proto3" json:"tau_grad,omitempty"`
+	HasBetaGrad   bool                   `protobuf:"varint,6,opt,name=has_beta_grad,json=hasBetaGrad,proto3" json:"has_beta_grad,omitempty"`
+	BetaGrad      float64                `protobuf:"fixed64,7,opt,name=beta_grad,json=betaGrad,proto3" json:"beta_grad,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *StageTiming) Reset() {
-	*x = StageTiming{}
-	mi := &file_messages_step_proto_msgTypes[13]
+func (x *ControllerUpdate) Reset() {
+	*x = ControllerUpdate{}
+	mi := &file_messages_step_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *StageTiming) String() string {
+func (x *ControllerUpdate) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*StageTiming) ProtoMessage() {}
+func (*ControllerUpdate) ProtoMessage() {}
 
-func (x *StageTiming) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[13]
+func (x *ControllerUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_step_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,57 +1393,89 @@ func (x *StageTiming) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use StageTiming.ProtoReflect.Descriptor instead.
-func (*StageTiming) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{13}
+// Deprecated: Use ControllerUpdate.ProtoReflect.Descriptor instead.
+func (*ControllerUpdate) Descriptor() ([]byte, []int) {
+	return file_messages_step_proto_rawDescGZIP(), []int{14}
 }
 
-func (x *StageTiming) GetStage() string {
+func (x *ControllerUpdate) GetMeta() *StepMeta {
 	if x != nil {
-		return x.Stage
+		return x.Meta
 	}
-	return ""
+	return nil
 }
 
-func (x *StageTiming) GetActor() string {
+func (x *ControllerUpdate) GetState() *ControllerState {
 	if x != nil {
-		return x.Actor
+		return x.State
 	}
-	return ""
+	return nil
 }
 
-func (x *StageTiming) GetSeconds() float64 {
+func (x *ControllerUpdate) GetMetaRan() bool {
 	if x != nil {
-		return x.Seconds
+		return x.MetaRan
+	}
+	return false
+}
+
+func (x *ControllerUpdate) GetHasTauGrad() bool {
+	if x != nil {
+		return x.HasTauGrad
+	}
+	return false
+}
+
+func (x *ControllerUpdate) GetTauGrad() float64 {
+	if x != nil {
+		return x.TauGrad
 	}
 	return 0
 }
 
-// StepReport is the learner's summary of an optimiser step.
+func (x *ControllerUpdate) GetHasBetaGrad() bool {
+	if x != nil {
+		return x.HasBetaGrad
+	}
+	return false
+}
+
+func (x *ControllerUpdate) GetBetaGrad() float64 {
+	if x != nil {
+		return x.BetaGrad
+	}
+	return 0
+}
+
+// StepReport is what the learner measured while taking an optimiser step.
+// meta.policy_version is the version after the step. Reward-side
+// statistics are not here: rewards.Prepare computes them.
 type StepReport struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	Meta           *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
-	Loss           float64                `protobuf:"fixed64,2,opt,name=loss,proto3" json:"loss,omitempty"`
-	Kl             float64                `protobuf:"fixed64,3,opt,name=kl,proto3" json:"kl,omitempty"`                                            // nats per token
-	Entropy        float64                `protobuf:"fixed64,4,opt,name=entropy,proto3" json:"entropy,omitempty"`                                  // nats per token, policy
-	WeightEntropy  float64                `protobuf:"fixed64,5,opt,name=weight_entropy,json=weightEntropy,proto3" json:"weight_entropy,omitempty"` // nats
-	RewardMean     float64                `protobuf:"fixed64,6,opt,name=reward_mean,json=rewardMean,proto3" json:"reward_mean,omitempty"`
-	RewardStd      float64                `protobuf:"fixed64,7,opt,name=reward_std,json=rewardStd,proto3" json:"reward_std,omitempty"` // population std
-	Accuracy       float64                `protobuf:"fixed64,8,opt,name=accuracy,proto3" json:"accuracy,omitempty"`                    // fraction of completions with accuracy reward 1
-	Tau            float64                `protobuf:"fixed64,9,opt,name=tau,proto3" json:"tau,omitempty"`
-	Beta           float64                `protobuf:"fixed64,10,opt,name=beta,proto3" json:"beta,omitempty"`
-	GradNorm       float64                `protobuf:"fixed64,11,opt,name=grad_norm,json=gradNorm,proto3" json:"grad_norm,omitempty"` // before clipping
-	Tokens         int64                  `protobuf:"varint,12,opt,name=tokens,proto3" json:"tokens,omitempty"`                      // completion tokens trained on
-	Timings        []*StageTiming         `protobuf:"bytes,13,rep,name=timings,proto3" json:"timings,omitempty"`
-	Metrics        map[string]float64     `protobuf:"bytes,14,rep,name=metrics,proto3" json:"metrics,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"` // further "train/..." metrics
-	SkippedBatches int32                  `protobuf:"varint,15,opt,name=skipped_batches,json=skippedBatches,proto3" json:"skipped_batches,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Meta             *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Loss             float64                `protobuf:"fixed64,2,opt,name=loss,proto3" json:"loss,omitempty"`                               // the optimised loss
+	PolicyLoss       float64                `protobuf:"fixed64,3,opt,name=policy_loss,json=policyLoss,proto3" json:"policy_loss,omitempty"` // its policy term
+	Kl               float64                `protobuf:"fixed64,4,opt,name=kl,proto3" json:"kl,omitempty"`                                   // nats per token, token-mean k3 of policy vs reference
+	WeightedKl       float64                `protobuf:"fixed64,5,opt,name=weighted_kl,json=weightedKl,proto3" json:"weighted_kl,omitempty"` // the KL term of the loss (beta·kl, aggregated)
+	Entropy          float64                `protobuf:"fixed64,6,opt,name=entropy,proto3" json:"entropy,omitempty"`                         // nats per token, policy, over completion tokens
+	GradNorm         float64                `protobuf:"fixed64,7,opt,name=grad_norm,json=gradNorm,proto3" json:"grad_norm,omitempty"`       // before clipping
+	LearningRate     float64                `protobuf:"fixed64,8,opt,name=learning_rate,json=learningRate,proto3" json:"learning_rate,omitempty"`
+	Tokens           int64                  `protobuf:"varint,9,opt,name=tokens,proto3" json:"tokens,omitempty"`                                     // completion tokens trained on
+	ClipLow          float64                `protobuf:"fixed64,10,opt,name=clip_low,json=clipLow,proto3" json:"clip_low,omitempty"`                  // fraction clipped below (ratio < 1-ε, A < 0)
+	ClipHigh         float64                `protobuf:"fixed64,11,opt,name=clip_high,json=clipHigh,proto3" json:"clip_high,omitempty"`               // fraction clipped above (ratio > 1+ε_high, A > 0)
+	ClipRegion       float64                `protobuf:"fixed64,12,opt,name=clip_region,json=clipRegion,proto3" json:"clip_region,omitempty"`         // clip_low + clip_high
+	IsWeightMean     float64                `protobuf:"fixed64,13,opt,name=is_weight_mean,json=isWeightMean,proto3" json:"is_weight_mean,omitempty"` // mean truncated importance weight (1 on-policy)
+	IsTruncatedFrac  float64                `protobuf:"fixed64,14,opt,name=is_truncated_frac,json=isTruncatedFrac,proto3" json:"is_truncated_frac,omitempty"`
+	StalenessMin     int64                  `protobuf:"varint,15,opt,name=staleness_min,json=stalenessMin,proto3" json:"staleness_min,omitempty"` // policy versions the batch's samples are behind the learner
+	StalenessMax     int64                  `protobuf:"varint,16,opt,name=staleness_max,json=stalenessMax,proto3" json:"staleness_max,omitempty"`
+	ListwiseClipLoss float64                `protobuf:"fixed64,17,opt,name=listwise_clip_loss,json=listwiseClipLoss,proto3" json:"listwise_clip_loss,omitempty"` // maxent_listwise with clip_objective: the clip term
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *StepReport) Reset() {
 	*x = StepReport{}
-	mi := &file_messages_step_proto_msgTypes[14]
+	mi := &file_messages_step_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1487,7 @@ func (x *StepReport) String() string {
 func (*StepReport) ProtoMessage() {}
 
 func (x *StepReport) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[14]
+	mi := &file_messages_step_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1500,7 @@ func (x *StepReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepReport.ProtoReflect.Descriptor instead.
 func (*StepReport) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{14}
+	return file_messages_step_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StepReport) GetMeta() *StepMeta {
@@ -1376,9 +1517,23 @@ func (x *StepReport) GetLoss() float64 {
 	return 0
 }
 
+func (x *StepReport) GetPolicyLoss() float64 {
+	if x != nil {
+		return x.PolicyLoss
+	}
+	return 0
+}
+
 func (x *StepReport) GetKl() float64 {
 	if x != nil {
 		return x.Kl
+	}
+	return 0
+}
+
+func (x *StepReport) GetWeightedKl() float64 {
+	if x != nil {
+		return x.WeightedKl
 	}
 	return 0
 }
@@ -1390,51 +1545,16 @@ func (x *StepReport) GetEntropy() float64 {
 	return 0
 }
 
-func (x *StepReport) GetWeightEntropy() float64 {
-	if x != nil {
-		return x.WeightEntropy
-	}
-	return 0
-}
-
-func (x *StepReport) GetRewardMean() float64 {
-	if x != nil {
-		return x.RewardMean
-	}
-	return 0
-}
-
-func (x *StepReport) GetRewardStd() float64 {
-	if x != nil {
-		return x.RewardStd
-	}
-	return 0
-}
-
-func (x *StepReport) GetAccuracy() float64 {
-	if x != nil {
-		return x.Accuracy
-	}
-	return 0
-}
-
-func (x *StepReport) GetTau() float64 {
-	if x != nil {
-		return x.Tau
-	}
-	return 0
-}
-
-func (x *StepReport) GetBeta() float64 {
-	if x != nil {
-		return x.Beta
-	}
-	return 0
-}
-
 func (x *StepReport) GetGradNorm() float64 {
 	if x != nil {
 		return x.GradNorm
+	}
+	return 0
+}
+
+func (x *StepReport) GetLearningRate() float64 {
+	if x != nil {
+		return x.LearningRate
 	}
 	return 0
 }
@@ -1446,25 +1566,167 @@ func (x *StepReport) GetTokens() int64 {
 	return 0
 }
 
-func (x *StepReport) GetTimings() []*StageTiming {
+func (x *StepReport) GetClipLow() float64 {
 	if x != nil {
-		return x.Timings
-	}
-	return nil
-}
-
-func (x *StepReport) GetMetrics() map[string]float64 {
-	if x != nil {
-		return x.Metrics
-	}
-	return nil
-}
-
-func (x *StepReport) GetSkippedBatches() int32 {
-	if x != nil {
-		return x.SkippedBatches
+		return x.ClipLow
 	}
 	return 0
+}
+
+func (x *StepReport) GetClipHigh() float64 {
+	if x != nil {
+		return x.ClipHigh
+	}
+	return 0
+}
+
+func (x *StepReport) GetClipRegion() float64 {
+	if x != nil {
+		return x.ClipRegion
+	}
+	return 0
+}
+
+func (x *StepReport) GetIsWeightMean() float64 {
+	if x != nil {
+		return x.IsWeightMean
+	}
+	return 0
+}
+
+func (x *StepReport) GetIsTruncatedFrac() float64 {
+	if x != nil {
+		return x.IsTruncatedFrac
+	}
+	return 0
+}
+
+func (x *StepReport) GetStalenessMin() int64 {
+	if x != nil {
+		return x.StalenessMin
+	}
+	return 0
+}
+
+func (x *StepReport) GetStalenessMax() int64 {
+	if x != nil {
+		return x.StalenessMax
+	}
+	return 0
+}
+
+func (x *StepReport) GetListwiseClipLoss() float64 {
+	if x != nil {
+		return x.ListwiseClipLoss
+	}
+	return 0
+}
+
+// CheckpointRequest asks the learner to write its policy (Hugging Face
+// layout) and optimiser state into dir, a directory on the learner's node.
+type CheckpointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Dir           string                 `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointRequest) Reset() {
+	*x = CheckpointRequest{}
+	mi := &file_messages_step_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointRequest) ProtoMessage() {}
+
+func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_step_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
+func (*CheckpointRequest) Descriptor() ([]byte, []int) {
+	return file_messages_step_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CheckpointRequest) GetMeta() *StepMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *CheckpointRequest) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+// CheckpointDone answers a CheckpointRequest; error is empty on success.
+type CheckpointDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointDone) Reset() {
+	*x = CheckpointDone{}
+	mi := &file_messages_step_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointDone) ProtoMessage() {}
+
+func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_step_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointDone.ProtoReflect.Descriptor instead.
+func (*CheckpointDone) Descriptor() ([]byte, []int) {
+	return file_messages_step_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *CheckpointDone) GetMeta() *StepMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *CheckpointDone) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
 }
 
 // SkipNotice records a skipped batch, as the original's _SkipBatch.
@@ -1481,7 +1743,7 @@ type SkipNotice struct {
 
 func (x *SkipNotice) Reset() {
 	*x = SkipNotice{}
-	mi := &file_messages_step_proto_msgTypes[15]
+	mi := &file_messages_step_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1493,7 +1755,7 @@ func (x *SkipNotice) String() string {
 func (*SkipNotice) ProtoMessage() {}
 
 func (x *SkipNotice) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[15]
+	mi := &file_messages_step_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1506,7 +1768,7 @@ func (x *SkipNotice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipNotice.ProtoReflect.Descriptor instead.
 func (*SkipNotice) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{15}
+	return file_messages_step_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SkipNotice) GetMeta() *StepMeta {
@@ -1558,17 +1820,17 @@ const file_messages_step_proto_rawDesc = "" +
 	"\n" +
 	"TraceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"g\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"{\n" +
 	"\x06Prompt\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x1b\n" +
 	"\ttoken_ids\x18\x03 \x03(\x05R\btokenIds\x12\x16\n" +
-	"\x06answer\x18\x04 \x01(\tR\x06answer\"\xaa\x01\n" +
+	"\x06answer\x18\x04 \x01(\tR\x06answer\x12\x12\n" +
+	"\x04seed\x18\x05 \x01(\x04R\x04seed\"\x9c\x01\n" +
 	"\vPromptBatch\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x120\n" +
 	"\aprompts\x18\x02 \x03(\v2\x16.mgrpo.messages.PromptR\aprompts\x12'\n" +
-	"\x0fnum_generations\x18\x03 \x01(\x05R\x0enumGenerations\x12\x12\n" +
-	"\x04seed\x18\x04 \x01(\x04R\x04seed\"\x98\x02\n" +
+	"\x0fnum_generations\x18\x03 \x01(\x05R\x0enumGenerationsJ\x04\b\x04\x10\x05\"\x98\x02\n" +
 	"\aRollout\x12!\n" +
 	"\fprompt_index\x18\x01 \x01(\x05R\vpromptIndex\x12\x1b\n" +
 	"\ttoken_ids\x18\x02 \x03(\x05R\btokenIds\x12\x12\n" +
@@ -1582,19 +1844,14 @@ const file_messages_step_proto_rawDesc = "" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x120\n" +
 	"\aprompts\x18\x02 \x03(\v2\x16.mgrpo.messages.PromptR\aprompts\x12'\n" +
 	"\x0fnum_generations\x18\x03 \x01(\x05R\x0enumGenerations\x123\n" +
-	"\brollouts\x18\x04 \x03(\v2\x17.mgrpo.messages.RolloutR\brollouts\"\xba\x02\n" +
+	"\brollouts\x18\x04 \x03(\v2\x17.mgrpo.messages.RolloutR\brollouts\"\x80\x02\n" +
 	"\x06Scored\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x124\n" +
 	"\brollouts\x18\x02 \x01(\v2\x18.mgrpo.messages.RolloutsR\brollouts\x12!\n" +
 	"\freward_names\x18\x03 \x03(\tR\vrewardNames\x12%\n" +
 	"\x0ereward_weights\x18\x04 \x03(\x01R\rrewardWeights\x12\x18\n" +
 	"\arewards\x18\x05 \x03(\x01R\arewards\x12\x1c\n" +
-	"\tutilities\x18\x06 \x03(\x01R\tutilities\x12\x1e\n" +
-	"\n" +
-	"advantages\x18\a \x03(\x01R\n" +
-	"advantages\x12\f\n" +
-	"\x01q\x18\b \x03(\x01R\x01q\x12\x1c\n" +
-	"\ttruncated\x18\t \x03(\bR\ttruncated\"#\n" +
+	"\ttruncated\x18\t \x03(\bR\ttruncatedJ\x04\b\x06\x10\aJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"#\n" +
 	"\rTokenLogprobs\x12\x12\n" +
 	"\x04logp\x18\x01 \x03(\x02R\x04logp\"\xbc\x01\n" +
 	"\tRefScored\x12,\n" +
@@ -1602,7 +1859,7 @@ const file_messages_step_proto_rawDesc = "" +
 	"\x06scored\x18\x02 \x01(\v2\x16.mgrpo.messages.ScoredR\x06scored\x12/\n" +
 	"\x03ref\x18\x03 \x03(\v2\x1d.mgrpo.messages.TokenLogprobsR\x03ref\x12 \n" +
 	"\fref_logp_sum\x18\x04 \x03(\x01R\n" +
-	"refLogpSum\"\x99\x02\n" +
+	"refLogpSum\"\xf8\x01\n" +
 	"\rPreparedBatch\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x128\n" +
 	"\n" +
@@ -1613,8 +1870,7 @@ const file_messages_step_proto_rawDesc = "" +
 	"advantages\x12?\n" +
 	"\n" +
 	"controller\x18\x05 \x01(\v2\x1f.mgrpo.messages.ControllerStateR\n" +
-	"controller\x12%\n" +
-	"\x0eweight_entropy\x18\x06 \x01(\x01R\rweightEntropy\"\x84\x01\n" +
+	"controllerJ\x04\b\x06\x10\a\"\x84\x01\n" +
 	"\vTensorChunk\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05shape\x18\x02 \x03(\x03R\x05shape\x12\x16\n" +
@@ -1629,50 +1885,76 @@ const file_messages_step_proto_rawDesc = "" +
 	"chunkIndex\x12\x1f\n" +
 	"\vchunk_count\x18\x04 \x01(\x05R\n" +
 	"chunkCount\x125\n" +
-	"\atensors\x18\x05 \x03(\v2\x1b.mgrpo.messages.TensorChunkR\atensors\"\x8a\x02\n" +
+	"\atensors\x18\x05 \x03(\v2\x1b.mgrpo.messages.TensorChunkR\atensors\"\xaf\x02\n" +
 	"\x0fControllerState\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x10\n" +
 	"\x03tau\x18\x02 \x01(\x01R\x03tau\x12\x12\n" +
-	"\x04beta\x18\x03 \x01(\x01R\x04beta\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\x03R\aversion\x12\x17\n" +
+	"\x04beta\x18\x03 \x01(\x01R\x04beta\x12\x17\n" +
 	"\atau_log\x18\x05 \x01(\x01R\x06tauLog\x12&\n" +
-	"\x0ftau_entropy_ema\x18\x06 \x01(\x01R\rtauEntropyEma\x12\"\n" +
-	"\rlast_tau_grad\x18\a \x01(\x01R\vlastTauGrad\x12$\n" +
-	"\x0elast_beta_grad\x18\b \x01(\x01R\flastBetaGrad\"\xb8\x01\n" +
+	"\x0ftau_entropy_ema\x18\x06 \x01(\x01R\rtauEntropyEma\x12'\n" +
+	"\x0fentropy_history\x18\t \x01(\bR\x0eentropyHistory\x12L\n" +
+	"\x0fmeta_controller\x18\n" +
+	" \x01(\v2#.mgrpo.messages.MetaControllerStateR\x0emetaControllerJ\x04\b\x04\x10\x05J\x04\b\a\x10\bJ\x04\b\b\x10\t\"\x8e\x04\n" +
+	"\x13MetaControllerState\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12#\n" +
+	"\rlearning_rate\x18\x03 \x01(\x01R\flearningRate\x12*\n" +
+	"\x11tau_learning_rate\x18\x04 \x01(\x01R\x0ftauLearningRate\x12,\n" +
+	"\x12beta_learning_rate\x18\x05 \x01(\x01R\x10betaLearningRate\x12$\n" +
+	"\x0ebeta_grad_clip\x18\x06 \x01(\x01R\fbetaGradClip\x12'\n" +
+	"\x0fupdate_interval\x18\a \x01(\x03R\x0eupdateInterval\x12\x1c\n" +
+	"\tobjective\x18\b \x01(\tR\tobjective\x12%\n" +
+	"\x0eanalytic_steps\x18\t \x01(\x05R\ranalyticSteps\x12\x1c\n" +
+	"\toptimizer\x18\n" +
+	" \x01(\tR\toptimizer\x12)\n" +
+	"\x10truncation_steps\x18\v \x01(\x05R\x0ftruncationSteps\x12\x1f\n" +
+	"\vuse_hessian\x18\f \x01(\bR\n" +
+	"useHessian\x12\"\n" +
+	"\rlast_tau_grad\x18\r \x01(\x01R\vlastTauGrad\x12$\n" +
+	"\x0elast_beta_grad\x18\x0e \x01(\x01R\flastBetaGrad\"\x9d\x01\n" +
 	"\tStepStats\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12%\n" +
 	"\x0eweight_entropy\x18\x02 \x01(\x01R\rweightEntropy\x12\x0e\n" +
 	"\x02kl\x18\x03 \x01(\x01R\x02kl\x12%\n" +
-	"\x0epolicy_entropy\x18\x04 \x01(\x01R\rpolicyEntropy\x12\x1f\n" +
-	"\vreward_mean\x18\x05 \x01(\x01R\n" +
-	"rewardMean\"S\n" +
-	"\vStageTiming\x12\x14\n" +
-	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x14\n" +
-	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x18\n" +
-	"\aseconds\x18\x03 \x01(\x01R\aseconds\"\xb5\x04\n" +
+	"\x0epolicy_entropy\x18\x04 \x01(\x01R\rpolicyEntropyJ\x04\b\x05\x10\x06\"\x90\x02\n" +
+	"\x10ControllerUpdate\x12,\n" +
+	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x125\n" +
+	"\x05state\x18\x02 \x01(\v2\x1f.mgrpo.messages.ControllerStateR\x05state\x12\x19\n" +
+	"\bmeta_ran\x18\x03 \x01(\bR\ametaRan\x12 \n" +
+	"\fhas_tau_grad\x18\x04 \x01(\bR\n" +
+	"hasTauGrad\x12\x19\n" +
+	"\btau_grad\x18\x05 \x01(\x01R\atauGrad\x12\"\n" +
+	"\rhas_beta_grad\x18\x06 \x01(\bR\vhasBetaGrad\x12\x1b\n" +
+	"\tbeta_grad\x18\a \x01(\x01R\bbetaGrad\"\xb7\x04\n" +
 	"\n" +
 	"StepReport\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x12\n" +
-	"\x04loss\x18\x02 \x01(\x01R\x04loss\x12\x0e\n" +
-	"\x02kl\x18\x03 \x01(\x01R\x02kl\x12\x18\n" +
-	"\aentropy\x18\x04 \x01(\x01R\aentropy\x12%\n" +
-	"\x0eweight_entropy\x18\x05 \x01(\x01R\rweightEntropy\x12\x1f\n" +
-	"\vreward_mean\x18\x06 \x01(\x01R\n" +
-	"rewardMean\x12\x1d\n" +
-	"\n" +
-	"reward_std\x18\a \x01(\x01R\trewardStd\x12\x1a\n" +
-	"\baccuracy\x18\b \x01(\x01R\baccuracy\x12\x10\n" +
-	"\x03tau\x18\t \x01(\x01R\x03tau\x12\x12\n" +
-	"\x04beta\x18\n" +
-	" \x01(\x01R\x04beta\x12\x1b\n" +
-	"\tgrad_norm\x18\v \x01(\x01R\bgradNorm\x12\x16\n" +
-	"\x06tokens\x18\f \x01(\x03R\x06tokens\x125\n" +
-	"\atimings\x18\r \x03(\v2\x1b.mgrpo.messages.StageTimingR\atimings\x12A\n" +
-	"\ametrics\x18\x0e \x03(\v2'.mgrpo.messages.StepReport.MetricsEntryR\ametrics\x12'\n" +
-	"\x0fskipped_batches\x18\x0f \x01(\x05R\x0eskippedBatches\x1a:\n" +
-	"\fMetricsEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xc9\x01\n" +
+	"\x04loss\x18\x02 \x01(\x01R\x04loss\x12\x1f\n" +
+	"\vpolicy_loss\x18\x03 \x01(\x01R\n" +
+	"policyLoss\x12\x0e\n" +
+	"\x02kl\x18\x04 \x01(\x01R\x02kl\x12\x1f\n" +
+	"\vweighted_kl\x18\x05 \x01(\x01R\n" +
+	"weightedKl\x12\x18\n" +
+	"\aentropy\x18\x06 \x01(\x01R\aentropy\x12\x1b\n" +
+	"\tgrad_norm\x18\a \x01(\x01R\bgradNorm\x12#\n" +
+	"\rlearning_rate\x18\b \x01(\x01R\flearningRate\x12\x16\n" +
+	"\x06tokens\x18\t \x01(\x03R\x06tokens\x12\x19\n" +
+	"\bclip_low\x18\n" +
+	" \x01(\x01R\aclipLow\x12\x1b\n" +
+	"\tclip_high\x18\v \x01(\x01R\bclipHigh\x12\x1f\n" +
+	"\vclip_region\x18\f \x01(\x01R\n" +
+	"clipRegion\x12$\n" +
+	"\x0eis_weight_mean\x18\r \x01(\x01R\fisWeightMean\x12*\n" +
+	"\x11is_truncated_frac\x18\x0e \x01(\x01R\x0fisTruncatedFrac\x12#\n" +
+	"\rstaleness_min\x18\x0f \x01(\x03R\fstalenessMin\x12#\n" +
+	"\rstaleness_max\x18\x10 \x01(\x03R\fstalenessMax\x12,\n" +
+	"\x12listwise_clip_loss\x18\x11 \x01(\x01R\x10listwiseClipLoss\"S\n" +
+	"\x11CheckpointRequest\x12,\n" +
+	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x10\n" +
+	"\x03dir\x18\x02 \x01(\tR\x03dir\"T\n" +
+	"\x0eCheckpointDone\x12,\n" +
+	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xc9\x01\n" +
 	"\n" +
 	"SkipNotice\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12+\n" +
@@ -1694,21 +1976,19 @@ const file_messages_step_proto_rawDesc = "" +
 	"\aPREPARE\x10\x04\x12\t\n" +
 	"\x05LEARN\x10\x05\x12\v\n" +
 	"\aCONTROL\x10\x06\x12\b\n" +
-	"\x04SYNC\x10\a*\xdb\x01\n" +
+	"\x04SYNC\x10\a*\xc2\x01\n" +
 	"\n" +
 	"SkipReason\x12\x14\n" +
 	"\x10SKIP_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eNO_COMPLETIONS\x10\x01\x12\x15\n" +
 	"\x11NON_FINITE_REWARD\x10\x02\x12\x12\n" +
 	"\x0eSHAPE_MISMATCH\x10\x03\x12\x11\n" +
-	"\rZERO_VARIANCE\x10\x04\x12\x10\n" +
-	"\fSTALE_POLICY\x10\x05\x12\x13\n" +
-	"\x0fNON_FINITE_LOSS\x10\x06\x12\x11\n" +
-	"\rEMPTY_WEIGHTS\x10\a\x12\v\n" +
+	"\rZERO_VARIANCE\x10\x04\x12\x13\n" +
+	"\x0fNON_FINITE_LOSS\x10\x06\x12\v\n" +
 	"\aTIMEOUT\x10\b\x12\x10\n" +
 	"\fACTOR_FAILED\x10\t\x12\f\n" +
 	"\bINTERNAL\x10\n" +
-	"B!Z\x1fgithub.com/mgrpo/mgrpo/messagesb\x06proto3"
+	"\"\x04\b\x05\x10\x05\"\x04\b\a\x10\aB!Z\x1fgithub.com/mgrpo/mgrpo/messagesb\x06proto3"
 
 var (
 	file_messages_step_proto_rawDescOnce sync.Once
@@ -1723,32 +2003,34 @@ func file_messages_step_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_step_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_messages_step_proto_goTypes = []any{
-	(FinishReason)(0),       // 0: mgrpo.messages.FinishReason
-	(Stage)(0),              // 1: mgrpo.messages.Stage
-	(SkipReason)(0),         // 2: mgrpo.messages.SkipReason
-	(*StepMeta)(nil),        // 3: mgrpo.messages.StepMeta
-	(*Prompt)(nil),          // 4: mgrpo.messages.Prompt
-	(*PromptBatch)(nil),     // 5: mgrpo.messages.PromptBatch
-	(*Rollout)(nil),         // 6: mgrpo.messages.Rollout
-	(*Rollouts)(nil),        // 7: mgrpo.messages.Rollouts
-	(*Scored)(nil),          // 8: mgrpo.messages.Scored
-	(*TokenLogprobs)(nil),   // 9: mgrpo.messages.TokenLogprobs
-	(*RefScored)(nil),       // 10: mgrpo.messages.RefScored
-	(*PreparedBatch)(nil),   // 11: mgrpo.messages.PreparedBatch
-	(*TensorChunk)(nil),     // 12: mgrpo.messages.TensorChunk
-	(*PolicyWeights)(nil),   // 13: mgrpo.messages.PolicyWeights
-	(*ControllerState)(nil), // 14: mgrpo.messages.ControllerState
-	(*StepStats)(nil),       // 15: mgrpo.messages.StepStats
-	(*StageTiming)(nil),     // 16: mgrpo.messages.StageTiming
-	(*StepReport)(nil),      // 17: mgrpo.messages.StepReport
-	(*SkipNotice)(nil),      // 18: mgrpo.messages.SkipNotice
-	nil,                     // 19: mgrpo.messages.StepMeta.TraceEntry
-	nil,                     // 20: mgrpo.messages.StepReport.MetricsEntry
+	(FinishReason)(0),           // 0: mgrpo.messages.FinishReason
+	(Stage)(0),                  // 1: mgrpo.messages.Stage
+	(SkipReason)(0),             // 2: mgrpo.messages.SkipReason
+	(*StepMeta)(nil),            // 3: mgrpo.messages.StepMeta
+	(*Prompt)(nil),              // 4: mgrpo.messages.Prompt
+	(*PromptBatch)(nil),         // 5: mgrpo.messages.PromptBatch
+	(*Rollout)(nil),             // 6: mgrpo.messages.Rollout
+	(*Rollouts)(nil),            // 7: mgrpo.messages.Rollouts
+	(*Scored)(nil),              // 8: mgrpo.messages.Scored
+	(*TokenLogprobs)(nil),       // 9: mgrpo.messages.TokenLogprobs
+	(*RefScored)(nil),           // 10: mgrpo.messages.RefScored
+	(*PreparedBatch)(nil),       // 11: mgrpo.messages.PreparedBatch
+	(*TensorChunk)(nil),         // 12: mgrpo.messages.TensorChunk
+	(*PolicyWeights)(nil),       // 13: mgrpo.messages.PolicyWeights
+	(*ControllerState)(nil),     // 14: mgrpo.messages.ControllerState
+	(*MetaControllerState)(nil), // 15: mgrpo.messages.MetaControllerState
+	(*StepStats)(nil),           // 16: mgrpo.messages.StepStats
+	(*ControllerUpdate)(nil),    // 17: mgrpo.messages.ControllerUpdate
+	(*StepReport)(nil),          // 18: mgrpo.messages.StepReport
+	(*CheckpointRequest)(nil),   // 19: mgrpo.messages.CheckpointRequest
+	(*CheckpointDone)(nil),      // 20: mgrpo.messages.CheckpointDone
+	(*SkipNotice)(nil),          // 21: mgrpo.messages.SkipNotice
+	nil,                         // 22: mgrpo.messages.StepMeta.TraceEntry
 }
 var file_messages_step_proto_depIdxs = []int32{
-	19, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
+	22, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
 	3,  // 1: mgrpo.messages.PromptBatch.meta:type_name -> mgrpo.messages.StepMeta
 	4,  // 2: mgrpo.messages.PromptBatch.prompts:type_name -> mgrpo.messages.Prompt
 	0,  // 3: mgrpo.messages.Rollout.finish_reason:type_name -> mgrpo.messages.FinishReason
@@ -1766,18 +2048,21 @@ var file_messages_step_proto_depIdxs = []int32{
 	3,  // 15: mgrpo.messages.PolicyWeights.meta:type_name -> mgrpo.messages.StepMeta
 	12, // 16: mgrpo.messages.PolicyWeights.tensors:type_name -> mgrpo.messages.TensorChunk
 	3,  // 17: mgrpo.messages.ControllerState.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 18: mgrpo.messages.StepStats.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 19: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
-	16, // 20: mgrpo.messages.StepReport.timings:type_name -> mgrpo.messages.StageTiming
-	20, // 21: mgrpo.messages.StepReport.metrics:type_name -> mgrpo.messages.StepReport.MetricsEntry
-	3,  // 22: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
-	1,  // 23: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
-	2,  // 24: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	15, // 18: mgrpo.messages.ControllerState.meta_controller:type_name -> mgrpo.messages.MetaControllerState
+	3,  // 19: mgrpo.messages.StepStats.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 20: mgrpo.messages.ControllerUpdate.meta:type_name -> mgrpo.messages.StepMeta
+	14, // 21: mgrpo.messages.ControllerUpdate.state:type_name -> mgrpo.messages.ControllerState
+	3,  // 22: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 23: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 24: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 25: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
+	1,  // 26: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
+	2,  // 27: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_messages_step_proto_init() }
@@ -1791,7 +2076,7 @@ func file_messages_step_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_step_proto_rawDesc), len(file_messages_step_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

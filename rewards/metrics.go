@@ -5,6 +5,18 @@ import "math"
 // MetricPrefix starts every training metric key.
 const MetricPrefix = "train/"
 
+// Keys that other packages read (the progress line, the report), spelled
+// here once; Flatten writes them.
+const (
+	KeyReward        = MetricPrefix + "reward"
+	KeyAccuracy      = MetricPrefix + "accuracy"
+	KeyTau           = MetricPrefix + "tau"
+	KeyBeta          = MetricPrefix + "beta"
+	KeyPolicyEntropy = MetricPrefix + "policy_entropy"
+	KeyKL            = MetricPrefix + "kl"
+	KeyWeightEntropy = MetricPrefix + "weight_entropy"
+)
+
 // LossStats are the learner's loss components of one step (spec §3.1 loss block).
 type LossStats struct {
 	// Total is the optimised loss.
@@ -61,10 +73,10 @@ type StepMetrics struct {
 	Objective Objective
 	// Loss are the loss components.
 	Loss LossStats
+	// Learner are the learner's diagnostics besides the loss.
+	Learner *LearnerStats
 	// Prepared are the reward-side statistics from Prepare.
 	Prepared *PrepareStats
-	// Policy are the policy-loss diagnostics from PolicyMetrics.
-	Policy *PolicyStats
 	// Lengths are the completion length statistics.
 	Lengths *LengthStats
 	// Diversity are the completion diversity statistics.
@@ -73,12 +85,33 @@ type StepMetrics struct {
 	Controller *ControllerMetrics
 }
 
+// LearnerStats are what the learner measured in one optimiser step,
+// besides the loss components.
+type LearnerStats struct {
+	// KL is the token-mean k3 of policy vs reference; PolicyEntropy the
+	// token-mean policy entropy, both in nats.
+	KL, PolicyEntropy float64
+	// ClipLow, ClipHigh and ClipRegion = low + high are the clipped
+	// fractions of the policy loss.
+	ClipLow, ClipHigh, ClipRegion float64
+	// ISWeightMean is the mean truncated importance weight and
+	// ISTruncatedFrac the fraction capped (off-policy samples).
+	ISWeightMean, ISTruncatedFrac float64
+	// PolicyVersion is the version after the step; StalenessMin and
+	// StalenessMax how many versions the samples were behind it.
+	PolicyVersion, StalenessMin, StalenessMax int64
+}
+
 // metricSet collects finite values under MetricPrefix.
 type metricSet map[string]float64
 
-func (m metricSet) set(key string, v float64) {
+// set stores v under MetricPrefix + key.
+func (m metricSet) set(key string, v float64) { m.put(MetricPrefix+key, v) }
+
+// put stores v under the full key.
+func (m metricSet) put(key string, v float64) {
 	if isFinite(v) {
-		m[MetricPrefix+key] = v
+		m[key] = v
 	}
 }
 
@@ -99,8 +132,8 @@ func (s StepMetrics) Flatten() map[string]float64 {
 		rewardBlock(m, s.Prepared)
 		weightBlock(m, s.Prepared)
 	}
-	if s.Policy != nil {
-		policyBlock(m, s.Policy)
+	if s.Learner != nil {
+		learnerBlock(m, s.Learner)
 	}
 	if s.Lengths != nil {
 		lengthBlock(m, s.Lengths)
@@ -147,14 +180,12 @@ func (s StepMetrics) base(m metricSet) {
 		m.set("avg_completion_tokens", s.Prepared.AvgCompletionTokens)
 		m.set("ref_logp_mean", s.Prepared.RefLogpMean)
 	}
-	if s.Policy != nil && s.Policy.HasEntropy {
-		m.set("policy_entropy", s.Policy.Entropy)
-	}
 }
 
 // rewardBlock fills the rewards, q, SEED and entropy-bonus keys.
 func rewardBlock(m metricSet, p *PrepareStats) {
-	m.set("reward", p.Reward.Mean)
+	m.put(KeyReward, p.Reward.Mean)
+	m.put(KeyAccuracy, p.Accuracy)
 	m.set("reward_std", p.Reward.Std)
 	m.set("frac_reward_zero_std", p.FracZeroStd)
 	for i, q := range p.Reward.Quantiles {
@@ -204,7 +235,7 @@ func weightBlock(m metricSet, p *PrepareStats) {
 		return
 	}
 	w := p.Weight
-	m.set("weight_entropy", w.Mean)
+	m.put(KeyWeightEntropy, w.Mean)
 	m.set("weight_entropy_norm", w.NormMean)
 	m.set("weight_entropy_min", w.Min)
 	m.set("weight_entropy_max", w.Max)
@@ -218,42 +249,18 @@ func weightBlock(m metricSet, p *PrepareStats) {
 	m.set("weight_norm_denom", p.WeightDenominator)
 }
 
-// policyBlock fills the policy-loss diagnostics (spec §3.3, TRL clip keys §3.2).
-func policyBlock(m metricSet, p *PolicyStats) {
-	if p.Tokens == 0 {
-		return
-	}
-	m.set("policy_confidence", p.PolicyConfidence)
-	m.set("mean_new_logp", p.MeanNewLogp)
-	if p.HasOld {
-		m.set("mean_old_logp", p.MeanOldLogp)
-		m.set("logp_diff_mean", p.LogpDiffMean)
-		m.set("approx_kl", p.ApproxKL)
-		m.set("token_kl_max", p.TokenKLMax)
-		m.set("token_ratio_max", p.TokenRatioMax)
-	}
-	if p.HasEntropy {
-		m.set("entropy", p.Entropy)
-	}
-	if p.HasRef {
-		m.set("kl", p.KL)
-		for i, name := range klBucketNames {
-			if p.KLBucketTokens[i] > 0 {
-				m.set("kl_per_token_bucket/"+name, p.KLBuckets[i])
-			}
-			m.set("kl_per_token_bucket_tokens/"+name, float64(p.KLBucketTokens[i]))
-		}
-	}
-	if p.HasClip {
-		m.set("clip_ratio", p.ClipRatio)
-		m.set("clip_ratio_low", p.ClipRatioLow)
-		m.set("clip_ratio_high", p.ClipRatioHigh)
-		m.set("clip_ratio/low_mean", p.ClipRatioLow)
-		m.set("clip_ratio/low_min", p.ClipRatioLow)
-		m.set("clip_ratio/high_mean", p.ClipRatioHigh)
-		m.set("clip_ratio/high_max", p.ClipRatioHigh)
-		m.set("clip_ratio/region_mean", p.ClipRatio)
-	}
+// learnerBlock fills the learner's diagnostics (TRL clip keys, spec §3.2).
+func learnerBlock(m metricSet, l *LearnerStats) {
+	m.put(KeyKL, l.KL)
+	m.put(KeyPolicyEntropy, l.PolicyEntropy)
+	m.set("clip_ratio/low_mean", l.ClipLow)
+	m.set("clip_ratio/high_mean", l.ClipHigh)
+	m.set("clip_ratio/region_mean", l.ClipRegion)
+	m.set("is_weight_mean", l.ISWeightMean)
+	m.set("is_truncated_frac", l.ISTruncatedFrac)
+	m.set("policy_version", float64(l.PolicyVersion))
+	m.set("staleness_min", float64(l.StalenessMin))
+	m.set("staleness_max", float64(l.StalenessMax))
 }
 
 // lengthBlock fills the completion-length keys with their TRL aliases.
@@ -281,8 +288,8 @@ func lengthBlock(m metricSet, l *LengthStats) {
 func (s StepMetrics) controllerBlock(m metricSet) {
 	c := s.Controller
 	st := c.State
-	m.set("tau", st.Tau)
-	m.set("beta", st.Beta)
+	m.put(KeyTau, st.Tau)
+	m.put(KeyBeta, st.Beta)
 	m.set("kl_coeff", st.Beta)
 	m.set("weighting/tau", st.Tau)
 	m.set("weighting/beta", st.Beta)
@@ -371,22 +378,4 @@ func metaBlock(m metricSet, meta MetaController, g ControllerGradients) {
 		m.set("meta/beta_grad", gb)
 	}
 	m.set("meta/grad_norm", math.Sqrt(gt*gt+gb*gb))
-}
-
-// klBucketNames are the completion-length buckets of kl_per_token_bucket.
-var klBucketNames = [5]string{"0-32", "33-64", "65-128", "129-256", "257+"}
-
-// klBucket returns the bucket index of a completion of n tokens.
-func klBucket(n int) int {
-	switch {
-	case n <= 32:
-		return 0
-	case n <= 64:
-		return 1
-	case n <= 128:
-		return 2
-	case n <= 256:
-		return 3
-	}
-	return 4
 }

@@ -3,6 +3,7 @@ package rewards
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -160,9 +161,12 @@ type PrepareStats struct {
 	// utility before it.
 	Bonus      *EntropyBonus
 	BaseReward float64
-	// RefLogpMean is the mean reference log-prob sum; AvgCompletionTokens the
-	// mean completion length.
+	// RefLogpMean is the mean reference log-prob term; AvgCompletionTokens
+	// the mean completion length.
 	RefLogpMean, AvgCompletionTokens float64
+	// Accuracy is the fraction of completions whose "accuracy" or "correct"
+	// reward is 1; NaN when neither function is configured.
+	Accuracy float64
 }
 
 // Prepare runs the reward-statistics → q → advantages → weights path of one
@@ -184,14 +188,9 @@ func Prepare(in PrepareInput, cfg PrepareConfig, tau, beta float64) (*Prepared, 
 	}
 	out := &Prepared{K: in.K, Prompts: p}
 	st := &out.Stats
-	u, err := Utilities(in.Rewards, cfg.RewardWeights)
+	u, err := BaseUtilities(in.Rewards, cfg.RewardWeights, in.Truncated, cfg.ZeroTruncated)
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	if cfg.ZeroTruncated && in.Truncated != nil {
-		if u, err = ZeroTruncated(u, in.Truncated); err != nil {
-			return nil, fmt.Errorf("prepare: %w", err)
-		}
 	}
 	st.BaseReward = meanFinite(u)
 	if cfg.Objective == ObjectiveGRPOEntropyBonus {
@@ -239,6 +238,23 @@ func Prepare(in PrepareInput, cfg PrepareConfig, tau, beta float64) (*Prepared, 
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	return out, nil
+}
+
+// BaseUtilities are the utilities before any entropy bonus (spec §1.2):
+//
+//	u_i = Σ_r w_r · rewards[r][i]   (NaN rewards count 0; w empty: 1 each)
+//
+// set to 0 where truncated[i] when zeroTruncated. Prepare starts from
+// them; dynamic sampling reads their group variance to drop flat groups.
+func BaseUtilities(rewards [][]float64, weights []float64, truncated []bool, zeroTruncated bool) ([]float64, error) {
+	u, err := Utilities(rewards, weights)
+	if err != nil {
+		return nil, err
+	}
+	if zeroTruncated && truncated != nil {
+		return ZeroTruncated(u, truncated)
+	}
+	return u, nil
 }
 
 // check validates the optional inputs the configuration needs.
@@ -347,7 +363,27 @@ func (out *Prepared) summarize(in PrepareInput, cfg PrepareConfig) error {
 		counts[i] = float64(c)
 	}
 	st.AvgCompletionTokens = meanFinite(counts)
+	st.Accuracy = accuracy(st.RewardNames, in.Rewards)
 	return nil
+}
+
+// accuracy is the fraction of completions whose "accuracy" (or, failing
+// that, "correct") reward is exactly 1; NaN when neither is among names.
+func accuracy(names []string, rewards [][]float64) float64 {
+	col := slices.Index(names, "accuracy")
+	if col < 0 {
+		col = slices.Index(names, "correct")
+	}
+	if col < 0 || len(rewards[col]) == 0 {
+		return math.NaN()
+	}
+	hits := 0
+	for _, v := range rewards[col] {
+		if v == 1 {
+			hits++
+		}
+	}
+	return float64(hits) / float64(len(rewards[col]))
 }
 
 // minMax returns the extremes of x, or (0, 0) for an empty slice.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/internal/seeds"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
 
@@ -215,17 +216,15 @@ func sampleChunked(ctx context.Context, s Sampler, prompts []string, n int, temp
 	return out, nil
 }
 
-// sampleSeed derives the sampler seed of chunk c: a splitmix64-style mix
-// of the evaluation seed, the chunk and whether the draw is greedy, so no
-// two calls of one evaluation share a stream.
+// sampleSeed derives the sampler seed of chunk c from the evaluation
+// seed, the chunk and whether the draw is greedy, so no two calls of one
+// evaluation share a stream.
 func sampleSeed(seed uint64, temperature float64, chunk int) uint64 {
-	z := seed + EvalSeedOffset + 0x9e3779b97f4a7c15*uint64(2*chunk+1)
+	greedy := uint64(0)
 	if temperature == 0 {
-		z ^= 0xda942042e4dd58b5
+		greedy = 1
 	}
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
+	return seeds.Of(seed+EvalSeedOffset, uint64(chunk), greedy)
 }
 
 // Score computes the metrics from the greedy completions (one per problem)

@@ -65,7 +65,7 @@ func (s ModelSampler) Sample(ctx context.Context, prompts []string, n int, tempe
 		maxNew = s.Model.Config().Context
 	}
 	opt := gpu.SampleOptions{Temperature: temperature, Greedy: temperature == 0, MaxNewTokens: maxNew,
-		Seed: seed, EOS: s.Tokenizer.EOS()}
+		Seeds: gpu.PromptSeeds(seed, len(ids)), EOS: s.Tokenizer.EOS()}
 	got, err := s.Model.Sample(ids, n, opt)
 	if err != nil {
 		return nil, fmt.Errorf("sample: %w", err)

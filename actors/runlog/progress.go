@@ -8,23 +8,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mgrpo/mgrpo/rewards"
 	"golang.org/x/sys/unix"
 )
 
-// Metric keys the progress line and the report's headline charts read.
-// The step writes them; other keys are charted too, by name.
+// Metric keys of a run besides the "train/..." ones (rewards.Key... and
+// rewards.StepMetrics.Flatten spell those).
 const (
-	KeyReward        = "train/reward"
-	KeyAccuracy      = "train/accuracy"
-	KeyTau           = "train/tau"
-	KeyBeta          = "train/beta"
-	KeyEntropy       = "train/policy_entropy"
-	KeyKL            = "train/kl"
-	KeyWeightEntropy = "train/weight_entropy"
 	// KeyTokensPerSec is generation throughput, tokens per second of the step.
 	KeyTokensPerSec = "perf/tokens_per_s"
 	// TimePrefix starts the per-stage timing keys, "time/<stage>_s" in seconds.
 	TimePrefix = "time/"
+	// KeyStepTime is the wall time between the end of the previous step
+	// and the end of this one, in seconds.
+	KeyStepTime = TimePrefix + "step_s"
+	// KeyEvalGreedyAccuracy is the greedy accuracy on held-out problems,
+	// on the steps that evaluate.
+	KeyEvalGreedyAccuracy = "eval/greedy_accuracy"
 )
 
 // etaAlpha is the weight of the newest step time in the exponential moving
@@ -43,7 +43,7 @@ type ProgressStats struct {
 }
 
 // StatsFromMetrics picks the progress values of a step out of its metrics:
-// KeyReward, KeyAccuracy, KeyTau, KeyBeta and KeyTokensPerSec (NaN when
+// reward, accuracy, tau, beta and KeyTokensPerSec (NaN when
 // missing). ETA is left unknown.
 func StatsFromMetrics(step, total int, m map[string]float64) ProgressStats {
 	get := func(k string) float64 {
@@ -54,8 +54,8 @@ func StatsFromMetrics(step, total int, m map[string]float64) ProgressStats {
 	}
 	return ProgressStats{
 		Step: step, Total: total,
-		Reward: get(KeyReward), Accuracy: get(KeyAccuracy),
-		Tau: get(KeyTau), Beta: get(KeyBeta),
+		Reward: get(rewards.KeyReward), Accuracy: get(rewards.KeyAccuracy),
+		Tau: get(rewards.KeyTau), Beta: get(rewards.KeyBeta),
 		TokensPerSec: get(KeyTokensPerSec), ETA: -1,
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mgrpo/mgrpo/rewards"
 )
 
 func TestFormatProgress(t *testing.T) {
@@ -135,7 +137,7 @@ func TestIsTerminal(t *testing.T) {
 }
 
 func TestStatsFromMetrics(t *testing.T) {
-	s := StatsFromMetrics(3, 10, map[string]float64{KeyReward: 0.5, KeyTau: 0.25, KeyTokensPerSec: 900})
+	s := StatsFromMetrics(3, 10, map[string]float64{rewards.KeyReward: 0.5, rewards.KeyTau: 0.25, KeyTokensPerSec: 900})
 	if s.Step != 3 || s.Total != 10 || s.Reward != 0.5 || s.Tau != 0.25 || s.TokensPerSec != 900 ||
 		!math.IsNaN(s.Accuracy) || !math.IsNaN(s.Beta) || s.ETA >= 0 {
 		t.Errorf("stats = %+v", s)

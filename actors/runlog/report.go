@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/mgrpo/mgrpo/internal/atomicfile"
+	"github.com/mgrpo/mgrpo/rewards"
 )
 
 // headlineChart is one of the report's first charts: a title and the
@@ -23,13 +24,13 @@ type headlineChart struct {
 // found in metrics.jsonl is charted below them, sorted by name.
 func headlineCharts() []headlineChart {
 	return []headlineChart{
-		{"Reward", []string{KeyReward}},
-		{"Accuracy", []string{KeyAccuracy, "train/greedy/pass_at_1", "eval/greedy_accuracy"}},
-		{"Policy entropy", []string{KeyEntropy, "train/policy_entropy_mean", "train/entropy"}},
-		{"KL", []string{KeyKL, "train/approx_kl"}},
-		{"tau", []string{KeyTau, "train/weighting/tau"}},
-		{"beta", []string{KeyBeta, "train/weighting/beta"}},
-		{"Weight entropy", []string{KeyWeightEntropy}},
+		{"Reward", []string{rewards.KeyReward}},
+		{"Accuracy", []string{rewards.KeyAccuracy, KeyEvalGreedyAccuracy}},
+		{"Policy entropy", []string{rewards.KeyPolicyEntropy}},
+		{"KL", []string{rewards.KeyKL}},
+		{"tau", []string{rewards.KeyTau}},
+		{"beta", []string{rewards.KeyBeta}},
+		{"Weight entropy", []string{rewards.KeyWeightEntropy}},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mgrpo/mgrpo/rewards"
 	"golang.org/x/net/html"
 )
 
@@ -59,19 +60,19 @@ func TestRenderReport(t *testing.T) {
 	var recs []Record
 	for s := 1; s <= steps; s++ {
 		recs = append(recs, Record{Step: s, Values: map[string]float64{
-			"train/weight_entropy": 1 / float64(s),
-			KeyReward:              float64(s) / steps,
-			KeyAccuracy:            0.3,
-			KeyTau:                 0.5,
-			KeyBeta:                0,
-			KeyKL:                  float64(s) * 1e-3,
-			KeyEntropy:             2,
-			"time/learner_s":       0.1,
-			"train/zz<&>":          1,
+			"train/weight_entropy":   1 / float64(s),
+			rewards.KeyReward:        float64(s) / steps,
+			rewards.KeyAccuracy:      0.3,
+			rewards.KeyTau:           0.5,
+			rewards.KeyBeta:          0,
+			rewards.KeyKL:            float64(s) * 1e-3,
+			rewards.KeyPolicyEntropy: 2,
+			"time/learner_s":         0.1,
+			"train/zz<&>":            1,
 		}})
 	}
 	charts := parseCharts(t, RenderReport("run <1>", recs))
-	wantOrder := []string{KeyReward, KeyAccuracy, KeyEntropy, KeyKL, KeyTau, KeyBeta, KeyWeightEntropy, "time/learner_s", "train/zz<&>"}
+	wantOrder := []string{rewards.KeyReward, rewards.KeyAccuracy, rewards.KeyPolicyEntropy, rewards.KeyKL, rewards.KeyTau, rewards.KeyBeta, rewards.KeyWeightEntropy, "time/learner_s", "train/zz<&>"}
 	if len(charts) != len(wantOrder) {
 		t.Fatalf("%d charts, want one per metric (%d)", len(charts), len(wantOrder))
 	}
@@ -89,7 +90,7 @@ func TestRenderReportNullsBreakLines(t *testing.T) {
 	vals := []float64{1, 2, math.NaN(), 4, 5, 6, math.Inf(1)}
 	var recs []Record
 	for i, v := range vals {
-		recs = append(recs, Record{Step: i, Values: map[string]float64{KeyKL: v}})
+		recs = append(recs, Record{Step: i, Values: map[string]float64{rewards.KeyKL: v}})
 	}
 	charts := parseCharts(t, RenderReport("r", recs))
 	if len(charts) != 1 || len(charts[0].points) != 2 || charts[0].points[0] != 2 || charts[0].points[1] != 3 {
@@ -101,7 +102,7 @@ func TestRenderReportThinsLongSeries(t *testing.T) {
 	const n = 5000
 	recs := make([]Record, n)
 	for i := range recs {
-		recs[i] = Record{Step: i, Values: map[string]float64{KeyReward: float64(i % 7)}}
+		recs[i] = Record{Step: i, Values: map[string]float64{rewards.KeyReward: float64(i % 7)}}
 	}
 	charts := parseCharts(t, RenderReport("r", recs))
 	// stride ceil(5000/2000) = 3: indices 0,3,...,4998 (1667 points) plus the last.
@@ -123,7 +124,7 @@ func TestWriteReportFromRun(t *testing.T) {
 	}
 	defer d.Close()
 	for s := 1; s <= 4; s++ {
-		if err := d.WriteMetrics(s, map[string]float64{KeyReward: float64(s), KeyTau: math.NaN()}); err != nil {
+		if err := d.WriteMetrics(s, map[string]float64{rewards.KeyReward: float64(s), rewards.KeyTau: math.NaN()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,7 +151,7 @@ func TestWriteReportWhileWriting(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		for s := 1; s <= 50; s++ {
-			if err := d.WriteMetrics(s, map[string]float64{KeyReward: float64(s)}); err != nil {
+			if err := d.WriteMetrics(s, map[string]float64{rewards.KeyReward: float64(s)}); err != nil {
 				done <- err
 				return
 			}

@@ -1,0 +1,196 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"time"
+
+	"github.com/mgrpo/mgrpo/actors/runlog"
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/messages"
+	"github.com/mgrpo/mgrpo/rewards"
+)
+
+// Keys of a skipped step's metrics line: 1, the Stage and the SkipReason
+// (messages enums, as numbers).
+const (
+	keySkipped    = "train/skipped"
+	keySkipStage  = "train/skip_stage"
+	keySkipReason = "train/skip_reason"
+)
+
+// record writes step n's metrics (every output.log_every steps, and every
+// skipped, evaluated or last step), sample table, evaluation, checkpoint
+// and progress line. A skipped step (err a *SkipError) is recorded with
+// its reason; any other error ends the run.
+func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, took time.Duration) error {
+	d := r.deps
+	step := int(n + 1)
+	var skipErr *SkipError
+	if err != nil && !errors.As(err, &skipErr) {
+		return fmt.Errorf("step %d: %w", step, err)
+	}
+	m := map[string]float64{runlog.KeyStepTime: took.Seconds()}
+	if skipErr != nil {
+		m[keySkipped], m[keySkipStage], m[keySkipReason] = 1, float64(skipErr.Stage), float64(skipErr.Reason)
+		fmt.Fprintf(r.out, "step %d skipped: %v\n", step, skipErr)
+	} else {
+		r.tokens += batchTokens(out.Scored)
+		maps.Copy(m, stepMetrics(d, n, out, r.tokens))
+		if every := d.Cfg.Output.SampleEvery; every > 0 && step%every == 0 {
+			if err := r.dir.WriteSamples(step, runlog.StandardSampleColumns(out.Scored.GetRewardNames()), sampleRows(step, out, d.Cfg.Output.SampleRows)); err != nil {
+				return err
+			}
+		}
+	}
+	if every := d.Cfg.Train.EvalEvery; every > 0 && step%every == 0 {
+		if acc, err := r.evaluate(ctx, r.trainer.Policy()); err == nil {
+			m[runlog.KeyEvalGreedyAccuracy] = acc
+		}
+	}
+	for k, v := range m {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			delete(m, k)
+		}
+	}
+	_, evaluated := m[runlog.KeyEvalGreedyAccuracy]
+	if every := max(d.Cfg.Output.LogEvery, 1); step%every == 0 || skipErr != nil || evaluated || step == d.Cfg.Train.Steps {
+		if err := r.dir.WriteMetrics(step, m); err != nil {
+			return err
+		}
+	}
+	if every := d.Cfg.Train.CheckpointEvery; every > 0 && step%every == 0 && step < d.Cfg.Train.Steps {
+		if err := r.checkpoint(ctx, int64(step)); err != nil {
+			return err
+		}
+	}
+	ps := runlog.StatsFromMetrics(step, d.Cfg.Train.Steps, m)
+	if d.Cfg.MaxEnt.Objective != config.ObjectiveMaxEntListwise {
+		ps.Tau = math.NaN() // tau only shapes the listwise weights: show "-"
+	}
+	r.progress.Update(ps, took)
+	return nil
+}
+
+// batchTokens counts the prompt and completion tokens of a trained batch
+// (train/num_tokens accumulates it, as the original's num_tokens).
+func batchTokens(sc *messages.Scored) float64 {
+	ro := sc.GetRollouts()
+	prompts := ro.GetPrompts()
+	n := 0
+	for _, r := range ro.GetRollouts() {
+		if i := int(r.GetPromptIndex()); i >= 0 && i < len(prompts) {
+			n += len(prompts[i].GetTokenIds())
+		}
+		n += len(r.GetTokenIds())
+	}
+	return float64(n)
+}
+
+// stepMetrics are the metrics of a trained step: the learner's report,
+// what Prepare derived, completion lengths and diversity, the controllers,
+// stage timings and generation throughput; numTokens is train/num_tokens
+// after this step.
+func stepMetrics(d *Deps, n int64, out *Outcome, numTokens float64) map[string]float64 {
+	rep, p, ro := out.Report, out.Prepared, out.Scored.GetRollouts()
+	counts := make([]int, len(ro.GetRollouts()))
+	tokens := make([][]int32, len(ro.GetRollouts()))
+	for i, r := range ro.GetRollouts() {
+		counts[i], tokens[i] = len(r.GetTokenIds()), r.GetTokenIds()
+	}
+	s := rewards.StepMetrics{
+		Step: n + 1, LearningRate: rep.GetLearningRate(), GradNorm: rep.GetGradNorm(), NumTokens: numTokens,
+		CompletionTokens: float64(rep.GetTokens()), Objective: d.Prepare.Objective,
+		Loss: rewards.LossStats{Total: rep.GetLoss(), Policy: rep.GetPolicyLoss(), KL: rep.GetKl(), WeightedKL: rep.GetWeightedKl(),
+			Clip: rep.GetListwiseClipLoss(), HasClip: d.Prepare.Objective == rewards.ObjectiveMaxEntListwise && d.Cfg.MaxEnt.ClipObjective},
+		Learner: &rewards.LearnerStats{KL: rep.GetKl(), PolicyEntropy: rep.GetEntropy(),
+			ClipLow: rep.GetClipLow(), ClipHigh: rep.GetClipHigh(), ClipRegion: rep.GetClipRegion(),
+			ISWeightMean: rep.GetIsWeightMean(), ISTruncatedFrac: rep.GetIsTruncatedFrac(),
+			PolicyVersion: rep.GetMeta().GetPolicyVersion(), StalenessMin: rep.GetStalenessMin(), StalenessMax: rep.GetStalenessMax()},
+		Prepared:   &p.Stats,
+		Controller: controllerMetrics(d, out),
+	}
+	if l, err := rewards.CompletionLengths(counts, out.Scored.GetTruncated()); err == nil {
+		s.Lengths = &l
+	}
+	if div, err := rewards.Diversity(tokens, int(ro.GetNumGenerations())); err == nil {
+		s.Diversity = &div
+	}
+	m := s.Flatten()
+	for stage, dt := range out.Timings {
+		m[runlog.TimePrefix+stage+"_s"] = dt.Seconds()
+	}
+	if g := out.Timings["generate_reward"]; g > 0 {
+		m[runlog.KeyTokensPerSec] = float64(rep.GetTokens()) / g.Seconds()
+	}
+	return m
+}
+
+// controllerMetrics are the controller block of a step: the settings, the
+// state the controller sent after its update and the one the step was
+// weighted with (for the deltas).
+func controllerMetrics(d *Deps, out *Outcome) *rewards.ControllerMetrics {
+	up, p := out.Update, out.Prepared
+	return &rewards.ControllerMetrics{
+		State: controllerState(up.GetState()), PrevTau: out.Control.GetTau(), PrevBeta: out.Control.GetBeta(),
+		Tau: d.Tau, Beta: d.Beta, Meta: d.Meta, TauLRScale: 1,
+		KL: out.Report.GetKl(), WeightEntropy: p.Stats.Weight.Mean,
+		Grads:        rewards.ControllerGradients{Tau: up.GetTauGrad(), Beta: up.GetBetaGrad(), HasTau: up.GetHasTauGrad(), HasBeta: up.GetHasBetaGrad()},
+		QTemperature: d.Prepare.QTemperature, QEpsilon: d.Prepare.QEpsilon, LenNormRef: d.Prepare.LengthNormalizeRef,
+		Denominator: p.Stats.WeightDenominator,
+	}
+}
+
+// checkpoint saves checkpoints/step-N: the policy (Hugging Face layout)
+// and optimiser, written by the learner actor that owns them, the
+// controller state as the controller last sent it, and
+// trainer_state.json. It runs between steps and is not cut short by an
+// interrupt: a checkpoint half written is no checkpoint.
+func (r *runner) checkpoint(ctx context.Context, step int64) error {
+	ctx = context.WithoutCancel(ctx)
+	t := r.trainer
+	control := t.Control()
+	st := runlog.TrainerState{Step: int(step), PolicyVersion: t.Policy().Version(), Seed: uint64(r.deps.Cfg.Train.Seed), Tokens: r.tokens}
+	_, err := r.dir.SaveCheckpoint(st, 0,
+		runlog.Part{Name: "policy and optimiser", Write: func(dir string) error { return t.Checkpoint(ctx, dir) }},
+		runlog.FilePart(rewards.ControllerStateFile, func(p string) error { return rewards.SaveControllerState(p, control) }),
+	)
+	return err
+}
+
+// sampleRows are the first rows completions of the step's batch, with
+// what Prepare derived for each: utility, advantage (SEED-scaled when
+// enabled), q and weight (listwise only; otherwise the advantage).
+func sampleRows(step int, out *Outcome, rows int) [][]any {
+	sc, p := out.Scored, out.Prepared
+	ro := sc.GetRollouts()
+	k := int(ro.GetNumGenerations())
+	r := len(sc.GetRewardNames())
+	var data [][]any
+	for i, c := range ro.GetRollouts() {
+		if len(data) >= rows {
+			break
+		}
+		g := i / k
+		rank := 1
+		for j := g * k; j < (g+1)*k; j++ {
+			if p.Utilities[j] > p.Utilities[i] {
+				rank++
+			}
+		}
+		q, w := math.NaN(), p.Advantages[i]
+		if p.Weights != nil {
+			q, w = p.Q[i], p.Weights[i]
+		}
+		row := []any{step, g, i % k, k, rank, ro.GetPrompts()[g].GetText(), c.GetText(), p.Utilities[i],
+			p.Advantages[i], q, w, math.Abs(w)}
+		for j := range r {
+			row = append(row, sc.GetRewards()[i*r+j])
+		}
+		data = append(data, row)
+	}
+	return data
+}
