@@ -363,23 +363,23 @@ type Cluster struct {
 	// Role is all (every actor in this process) or one role.
 	Role string `koanf:"role" help:"all|learner|generator|reward|reference|controller"`
 	// Name is the cluster name; nodes join only clusters of the same name.
-	Name string `koanf:"name" help:"cluster name"`
+	Name string `koanf:"name" help:"cluster name; not built yet"`
 	// Host is the address the node binds and advertises.
-	Host string `koanf:"host" help:"bind host"`
+	Host string `koanf:"host" help:"bind host; not built yet"`
 	// Port is the remote port; 0 picks a free one.
-	Port int `koanf:"port" help:"bind port (0 = any free port)"`
+	Port int `koanf:"port" help:"bind port (0 = any free port); not built yet"`
 	// Seeds are host:port addresses of cluster members to join.
-	Seeds []string `koanf:"seeds" help:"host:port of members to join, comma-separated"`
+	Seeds []string `koanf:"seeds" help:"host:port of members to join, comma-separated; not built yet"`
 	// Provider is the membership provider: automanaged (processes) or test
 	// (in-memory, one process).
-	Provider string `koanf:"provider" help:"automanaged|test"`
+	Provider string `koanf:"provider" help:"automanaged|test; not built yet"`
 	// Generators is the number of generator actors a node of role all or
 	// generator starts.
 	Generators int `koanf:"generators" help:"generator actors on this node"`
 	// MaxMessageBytes is the gRPC message limit every node sets.
-	MaxMessageBytes int `koanf:"max_message_bytes" help:"gRPC max message size in bytes"`
+	MaxMessageBytes int `koanf:"max_message_bytes" help:"gRPC max message size in bytes; not built yet"`
 	// WeightChunkBytes is the largest PolicyWeights chunk.
-	WeightChunkBytes int `koanf:"weight_chunk_bytes" help:"bytes per weight-sync chunk (< max_message_bytes)"`
+	WeightChunkBytes int `koanf:"weight_chunk_bytes" help:"bytes per weight-sync chunk (< max_message_bytes); not built yet"`
 	// RequestTimeout bounds a request to a remote actor.
 	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of a remote request"`
 }
@@ -387,18 +387,18 @@ type Cluster struct {
 // Trace configures OpenTelemetry export.
 type Trace struct {
 	// OTLPEndpoint is host:port of an OTLP collector; "" disables export.
-	OTLPEndpoint string `koanf:"otlp_endpoint" help:"OTLP collector host:port (\"\" = off)"`
+	OTLPEndpoint string `koanf:"otlp_endpoint" help:"OTLP collector host:port (\"\" = off); not built yet"`
 	// Protocol is grpc (port 4317) or http (port 4318).
-	Protocol string `koanf:"protocol" help:"grpc|http"`
+	Protocol string `koanf:"protocol" help:"grpc|http; not built yet"`
 	// SampleRatio is the fraction of steps traced, in [0, 1].
-	SampleRatio float64 `koanf:"sample_ratio" help:"fraction of steps traced"`
+	SampleRatio float64 `koanf:"sample_ratio" help:"fraction of steps traced; not built yet"`
 	// SlowStep marks steps slower than this and prints their trace id;
 	// 0 disables.
-	SlowStep time.Duration `koanf:"slow_step" help:"slow-step threshold (0 = off)"`
+	SlowStep time.Duration `koanf:"slow_step" help:"slow-step threshold (0 = off); not built yet"`
 	// ServiceName is the OTel service.name.
-	ServiceName string `koanf:"service_name" help:"OTel service name"`
+	ServiceName string `koanf:"service_name" help:"OTel service name; not built yet"`
 	// QueryURL is the Jaeger query API used by `mgrpo-node traces`.
-	QueryURL string `koanf:"query_url" help:"Jaeger query API base URL"`
+	QueryURL string `koanf:"query_url" help:"Jaeger query API base URL; not built yet"`
 }
 
 // Output says where a run writes and how often.

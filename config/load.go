@@ -101,22 +101,6 @@ func decode(k *koanf.Koanf) (*Config, error) {
 	return c, nil
 }
 
-// LoadArgs parses args as flags (see AddFlags), reads the file named by
-// --config and layers everything with env, as the binary does.
-// Positional arguments are refused.
-func LoadArgs(args, env []string) (*Config, error) {
-	fs := pflag.NewFlagSet("mgrpo-node", pflag.ContinueOnError)
-	AddFlags(fs)
-	if err := ParseFlags(fs, args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, &Error{Key: "args", Value: fmt.Sprintf("%q", fs.Args()), Reason: "unexpected positional arguments", Err: ErrUnknownKey}
-	}
-	file, _ := fs.GetString("config")
-	return Load(Sources{File: file, Env: env, Flags: fs})
-}
-
 // mapProvider is a koanf.Provider over a flat dotted map.
 type mapProvider map[string]any
 

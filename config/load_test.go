@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -65,9 +66,9 @@ func TestPrecedence(t *testing.T) {
 			if tc.file != "" {
 				args = append([]string{"--config", tc.file}, args...)
 			}
-			c, err := LoadArgs(args, tc.env)
+			c, err := loadArgs(args, tc.env)
 			if err != nil {
-				t.Fatalf("LoadArgs: %v", err)
+				t.Fatalf("loadArgs: %v", err)
 			}
 			if c.Train.MaxStaleness != tc.wantStaleness || c.Train.Steps != tc.wantSteps || c.Controller.Tau.LR != tc.wantTauLR {
 				t.Errorf("max_staleness, steps, tau.lr = %d, %d, %g; want %d, %d, %g",
@@ -85,7 +86,7 @@ func TestLayerTypes(t *testing.T) {
 		"MGRPO_TRAIN__DYNAMIC_SAMPLING=true",
 		"MGRPO_CLUSTER__SEEDS=10.0.0.1:8090,10.0.0.2:8090",
 	}
-	c, err := LoadArgs([]string{"--model.tie_embeddings", "--role", "learner"}, env) // --resume: TestLoadResume
+	c, err := loadArgs([]string{"--model.tie_embeddings", "--role", "learner"}, env) // --resume: TestLoadResume
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +144,9 @@ func TestLoadErrors(t *testing.T) {
 			if tc.file != "" {
 				args = append([]string{"--config", writeFile(t, ".yaml", tc.file)}, args...)
 			}
-			_, err := LoadArgs(args, tc.env)
+			_, err := loadArgs(args, tc.env)
 			if err == nil {
-				t.Fatalf("LoadArgs succeeded, want %v", tc.want)
+				t.Fatalf("loadArgs succeeded, want %v", tc.want)
 			}
 			if !errors.Is(err, tc.want) {
 				t.Errorf("error %q does not wrap %v", err, tc.want)
@@ -188,7 +189,7 @@ func TestRecipesLoad(t *testing.T) {
 }
 
 func TestYAMLRoundTrip(t *testing.T) {
-	c, err := LoadArgs([]string{"--config", "recipe:wordproblems-maxent_listwise", "--trace.slow_step=3s", "--cluster.seeds=a:1,b:2"}, nil)
+	c, err := loadArgs([]string{"--config", "recipe:wordproblems-maxent_listwise", "--trace.slow_step=3s", "--cluster.seeds=a:1,b:2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,4 +239,20 @@ func TestModelGPU(t *testing.T) {
 			t.Errorf("%s: GPU() = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// loadArgs parses args as flags (see AddFlags), reads the file named by
+// --config and layers everything with env, as the binary does.
+// Positional arguments are refused.
+func loadArgs(args, env []string) (*Config, error) {
+	fs := pflag.NewFlagSet("mgrpo-node", pflag.ContinueOnError)
+	AddFlags(fs)
+	if err := ParseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, &Error{Key: "args", Value: fmt.Sprintf("%q", fs.Args()), Reason: "unexpected positional arguments", Err: ErrUnknownKey}
+	}
+	file, _ := fs.GetString("config")
+	return Load(Sources{File: file, Env: env, Flags: fs})
 }

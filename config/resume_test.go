@@ -146,15 +146,15 @@ func TestLoadResume(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := LoadArgs(tc.args, tc.env)
+			c, err := loadArgs(tc.args, tc.env)
 			if tc.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
-					t.Fatalf("LoadArgs = %v,\nwant one line starting %s", err, tc.wantErr)
+					t.Fatalf("loadArgs = %v,\nwant one line starting %s", err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("LoadArgs: %v", err)
+				t.Fatalf("loadArgs: %v", err)
 			}
 			if c.Train.Steps != tc.wantSteps || c.Train.CheckpointEvery != 20 || c.Model.Preset != "tiny" {
 				t.Errorf("steps, checkpoint_every, preset = %d, %d, %q; want %d, 20, \"tiny\" (from config.yaml)",
@@ -174,19 +174,19 @@ func TestLoadResumeBadSavedConfig(t *testing.T) {
 	if err := os.WriteFile(file, []byte("train:\n  stepz: 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := LoadArgs([]string{"--resume", dir}, nil)
+	_, err := loadArgs([]string{"--resume", dir}, nil)
 	want := "config: train.stepz: unknown key (did you mean train.steps?) (file " + file + ")"
 	if err == nil || err.Error() != want {
-		t.Fatalf("LoadArgs = %v, want %s", err, want)
+		t.Fatalf("loadArgs = %v, want %s", err, want)
 	}
 }
 
 // TestREADMEFlagsExample loads the flags example of README.md: two reward
 // functions with the default (empty) weights.
 func TestREADMEFlagsExample(t *testing.T) {
-	c, err := LoadArgs([]string{"--train.max_staleness=2", "--controller.tau.lr", "0.1", "--rewards.funcs=accuracy,format"}, nil)
+	c, err := loadArgs([]string{"--train.max_staleness=2", "--controller.tau.lr", "0.1", "--rewards.funcs=accuracy,format"}, nil)
 	if err != nil {
-		t.Fatalf("LoadArgs: %v", err)
+		t.Fatalf("loadArgs: %v", err)
 	}
 	if len(c.Rewards.Weights) != 0 || strings.Join(c.Rewards.Funcs, ",") != "accuracy,format" {
 		t.Errorf("rewards funcs, weights = %v, %v; want [accuracy format], []", c.Rewards.Funcs, c.Rewards.Weights)

@@ -93,14 +93,25 @@ func LoadCheckpoint(dir string) (*Model, tokenizer.Tokenizer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tok, err := tokenizer.Load(dir)
+	tok, err := LoadTokenizer(dir, m.cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("load checkpoint %s: %w", dir, err)
-	}
-	if tok.VocabSize() > m.cfg.Vocab {
-		return nil, nil, fmt.Errorf("load checkpoint %s: %w: tokenizer has %d ids, model vocabulary %d", dir, ErrCheckpoint, tok.VocabSize(), m.cfg.Vocab)
+		return nil, nil, err
 	}
 	return m, tok, nil
+}
+
+// LoadTokenizer reads the tokenizer of the checkpoint in dir (the
+// built-in one when tokenizer.json is absent) and checks that every id it
+// makes is in the vocabulary of cfg, the checkpoint's model.
+func LoadTokenizer(dir string, cfg Config) (tokenizer.Tokenizer, error) {
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint %s: %w", dir, err)
+	}
+	if tok.VocabSize() > cfg.Vocab {
+		return nil, fmt.Errorf("load checkpoint %s: %w: tokenizer has %d ids, model vocabulary %d", dir, ErrCheckpoint, tok.VocabSize(), cfg.Vocab)
+	}
+	return tok, nil
 }
 
 // LoadModel reads config.json and model.safetensors of a checkpoint. A

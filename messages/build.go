@@ -45,15 +45,6 @@ func Float32s(x []float64) []float32 {
 	return out
 }
 
-// Float64s converts to float64.
-func Float64s(x []float32) []float64 {
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v)
-	}
-	return out
-}
-
 // Group returns the K completions of prompt p (a sub-slice that shares
 // the message's storage: read it, do not modify it).
 func (x *Rollouts) Group(p int) []*Rollout {

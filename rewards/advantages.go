@@ -194,26 +194,6 @@ func FractionTrue(b []bool) float64 {
 	return float64(n) / float64(len(b))
 }
 
-// SelectGroups returns the groups of x (group-major, K per group) whose keep
-// flag is set, in order: DAPO's dynamic-sampling filter applied to any
-// per-completion slice. x is not modified.
-func SelectGroups[T any](x []T, k int, keep []bool) ([]T, error) {
-	p, err := groupCount(len(x), k)
-	if err != nil {
-		return nil, fmt.Errorf("select groups: %w", err)
-	}
-	if err := checkLen("keep", len(keep), p); err != nil {
-		return nil, fmt.Errorf("select groups: %w", err)
-	}
-	out := make([]T, 0, len(x))
-	for g, ok := range keep {
-		if ok {
-			out = append(out, x[g*k:(g+1)*k]...)
-		}
-	}
-	return out, nil
-}
-
 // ScaleGroups returns a copy of a with every entry of group g multiplied by
 // scales[g]; a non-finite scale counts as 1 (spec §1.5 _apply_group_scales).
 func ScaleGroups(a []float64, k int, scales []float64) ([]float64, error) {

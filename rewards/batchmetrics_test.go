@@ -7,7 +7,7 @@ import (
 )
 
 func TestCompletionLengths(t *testing.T) {
-	st, err := CompletionLengths([]int{4, 10, 6, 10}, TruncatedByLength([]int{4, 10, 6, 10}, 10))
+	st, err := CompletionLengths([]int{4, 10, 6, 10}, []bool{false, true, false, true})
 	if err != nil {
 		t.Fatal(err)
 	}

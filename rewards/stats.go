@@ -97,21 +97,6 @@ func ZeroTruncated(u []float64, truncated []bool) ([]float64, error) {
 	return out, nil
 }
 
-// TruncatedByLength marks completions whose token count reached the cap
-// (spec §1.2 fallback rule):
-//
-//	truncated_i = maxLen > 0 && T_i >= maxLen
-func TruncatedByLength(tokenCounts []int, maxLen int) []bool {
-	out := make([]bool, len(tokenCounts))
-	if maxLen <= 0 {
-		return out
-	}
-	for i, t := range tokenCounts {
-		out[i] = t >= maxLen
-	}
-	return out
-}
-
 // Moments returns the mean and the population standard deviation of the
 // finite values of u (spec §1.2 reward_moments, the logged reward/reward_std):
 //

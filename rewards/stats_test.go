@@ -51,13 +51,6 @@ func TestZeroTruncated(t *testing.T) {
 	if _, err := ZeroTruncated(u, []bool{true}); !errors.Is(err, ErrShape) {
 		t.Errorf("short flags: err = %v, want ErrShape", err)
 	}
-	// spec §1.2 fallback: token_count >= max_completion_len.
-	if got := TruncatedByLength([]int{3, 4, 5}, 4); got[0] || !got[1] || !got[2] {
-		t.Errorf("TruncatedByLength = %v, want [false true true]", got)
-	}
-	if got := TruncatedByLength([]int{100}, 0); got[0] {
-		t.Errorf("TruncatedByLength with no cap = %v, want false", got)
-	}
 }
 
 func TestMoments(t *testing.T) {

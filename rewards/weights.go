@@ -26,18 +26,6 @@ func (d WeightDenominator) String() string {
 	return "tau"
 }
 
-// ParseWeightDenominator maps "tau" (or "") and "tau_plus_beta" to a
-// WeightDenominator.
-func ParseWeightDenominator(s string) (WeightDenominator, error) {
-	switch s {
-	case "", "tau":
-		return WeightDenominatorTau, nil
-	case "tau_plus_beta":
-		return WeightDenominatorTauPlusBeta, nil
-	}
-	return 0, fmt.Errorf("weight denominator %q: want tau or tau_plus_beta: %w", s, ErrParam)
-}
-
 // DenominatorFloor is the smallest weight temperature used (spec §1.8).
 const DenominatorFloor = 1e-8
 

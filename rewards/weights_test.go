@@ -194,14 +194,3 @@ func TestWeightEntropyStats(t *testing.T) {
 		t.Errorf("K=1: %+v, %v; want zero entropy", st, err)
 	}
 }
-
-func TestParseWeightDenominator(t *testing.T) {
-	for s, want := range map[string]WeightDenominator{"": WeightDenominatorTau, "tau": WeightDenominatorTau, "tau_plus_beta": WeightDenominatorTauPlusBeta} {
-		if got, err := ParseWeightDenominator(s); err != nil || got != want || (s != "" && got.String() != s) {
-			t.Errorf("ParseWeightDenominator(%q) = %v, %v", s, got, err)
-		}
-	}
-	if _, err := ParseWeightDenominator("paper"); !errors.Is(err, ErrParam) {
-		t.Errorf("unknown denominator: err = %v", err)
-	}
-}

@@ -47,7 +47,7 @@ func TestSaveCheckpointLayoutAndState(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("trainer state = %+v, want %+v", got, want)
 	}
-	if _, err := os.Stat(d.ReportPath()); err != nil {
+	if _, err := os.Stat(filepath.Join(d.Path(), ReportFile)); err != nil {
 		t.Errorf("report not written with the checkpoint: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(d.CheckpointsPath(), ".tmp-step-12")); !errors.Is(err, os.ErrNotExist) {

@@ -199,9 +199,6 @@ func (d *Dir) CheckpointsPath() string { return filepath.Join(d.path, Checkpoint
 // MetricsPath is the run's metrics.jsonl.
 func (d *Dir) MetricsPath() string { return filepath.Join(d.path, MetricsFile) }
 
-// ReportPath is the run's report.html.
-func (d *Dir) ReportPath() string { return filepath.Join(d.path, ReportFile) }
-
 // LastStep is the step of the last metrics line written, or -1 if none.
 func (d *Dir) LastStep() int {
 	d.mu.Lock()

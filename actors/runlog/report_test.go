@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -131,7 +132,7 @@ func TestWriteReportFromRun(t *testing.T) {
 	if err := d.WriteReport(); err != nil {
 		t.Fatal(err)
 	}
-	page, err := os.ReadFile(d.ReportPath())
+	page, err := os.ReadFile(filepath.Join(d.Path(), ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestWriteReportWhileWriting(t *testing.T) {
 	if err := d.WriteReport(); err != nil {
 		t.Fatal(err)
 	}
-	page, _ := os.ReadFile(d.ReportPath())
+	page, _ := os.ReadFile(filepath.Join(d.Path(), ReportFile))
 	if charts := parseCharts(t, page); len(charts) != 1 || charts[0].points[0] != 50 {
 		t.Errorf("final report charts %+v, want one with 50 points", charts)
 	}

@@ -56,11 +56,12 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
 		return exitUsage
 	}
-	m, tok, err := gpu.LoadCheckpoint(*ckpt)
+	m, err := gpu.LoadModel(*ckpt)
 	if err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
 		return exitUsage
 	}
+	tok := lazyTokenizer(*ckpt, m.Config())
 	seqs, lines, err := readScoreInput(*input, m.Config(), tok)
 	if err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
@@ -92,6 +93,24 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// lazyTokenizer returns the checkpoint's tokenizer, loaded on the first
+// call: scoring token ids needs none, so a checkpoint whose tokenizer
+// cannot be read still scores them.
+func lazyTokenizer(dir string, cfg gpu.Config) func() (tokenizer.Tokenizer, error) {
+	var (
+		tok  tokenizer.Tokenizer
+		err  error
+		done bool
+	)
+	return func() (tokenizer.Tokenizer, error) {
+		if !done {
+			tok, err = gpu.LoadTokenizer(dir, cfg)
+			done = true
+		}
+		return tok, err
+	}
 }
 
 // checkTemperature refuses a scoring (or sampling) temperature that is not
@@ -131,7 +150,7 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // readScoreInput parses the JSONL input into sequences, with the 1-based
 // line number of each; the first bad line gives an error "FILE:LINE: ...".
-func readScoreInput(path string, cfg gpu.Config, tok tokenizer.Tokenizer) ([]gpu.Sequence, []int, error) {
+func readScoreInput(path string, cfg gpu.Config, tok func() (tokenizer.Tokenizer, error)) ([]gpu.Sequence, []int, error) {
 	var r io.Reader = os.Stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -163,7 +182,7 @@ func readScoreInput(path string, cfg gpu.Config, tok tokenizer.Tokenizer) ([]gpu
 }
 
 // parseScoreLine turns one JSON line into a checked sequence.
-func parseScoreLine(text []byte, cfg gpu.Config, tok tokenizer.Tokenizer) (gpu.Sequence, error) {
+func parseScoreLine(text []byte, cfg gpu.Config, tokenizerOf func() (tokenizer.Tokenizer, error)) (gpu.Sequence, error) {
 	var in scoreInput
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.DisallowUnknownFields()
@@ -176,6 +195,10 @@ func parseScoreLine(text []byte, cfg gpu.Config, tok tokenizer.Tokenizer) (gpu.S
 	var s gpu.Sequence
 	switch {
 	case in.Prompt != nil && in.Completion != nil && in.PromptIDs == nil && in.CompletionIDs == nil:
+		tok, err := tokenizerOf()
+		if err != nil {
+			return s, fmt.Errorf("text needs the checkpoint's tokenizer (or give prompt_ids and completion_ids): %w", err)
+		}
 		p, err := tok.Encode(*in.Prompt)
 		if err != nil {
 			return s, fmt.Errorf("prompt: %w", err)
@@ -192,7 +215,7 @@ func parseScoreLine(text []byte, cfg gpu.Config, tok tokenizer.Tokenizer) (gpu.S
 	}
 	switch {
 	case len(s.Prompt) == 0:
-		return s, fmt.Errorf("empty prompt_ids (start the prompt with BOS = %d)", tok.BOS())
+		return s, fmt.Errorf("empty prompt_ids (a prompt starts with the BOS id)")
 	case len(s.Prompt)+len(s.Completion) > cfg.Context:
 		return s, fmt.Errorf("%d tokens exceed the model's context of %d", len(s.Prompt)+len(s.Completion), cfg.Context)
 	}

@@ -189,3 +189,36 @@ func TestScoreNaNCheckpoint(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want a failure with one line and no JSON error", code, stdout.String(), msg)
 	}
 }
+
+// TestScoreIDsNeedNoTokenizer: a Hugging Face checkpoint whose vocabulary
+// is smaller than the built-in tokenizer's, without tokenizer.json, scores
+// token ids as any other; text input gets one line saying what is missing.
+func TestScoreIDsNeedNoTokenizer(t *testing.T) {
+	cfg, _ := gpu.Preset("tiny")
+	cfg.Vocab = 40
+	m, err := gpu.NewModel(cfg, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := gpu.SaveCheckpoint(dir, m, nil); err != nil { // no tokenizer.json
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	in := writeInput(t, `{"prompt_ids": [1, 19, 14], "completion_ids": [20, 2]}`)
+	if code := run([]string{"score", "--checkpoint", dir, "--input", in}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("ids: exit %d, stderr %q", code, stderr.String())
+	}
+	want, _ := m.Score([]gpu.Sequence{{Prompt: []int{1, 19, 14}, Completion: []int{20, 2}}}, 1)
+	var got scoreOutput
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil || len(got.LogProbs) != 2 || got.LogProbs[1] != want[0].LogProbs[1] {
+		t.Errorf("ids: output %s (%v), want log-probs %v", stdout.String(), err, want[0].LogProbs)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	in = writeInput(t, `{"prompt": "1+1=", "completion": "2"}`)
+	code := run([]string{"score", "--checkpoint", dir, "--input", in}, &stdout, &stderr)
+	if msg := stderr.String(); code != exitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "text needs the checkpoint's tokenizer") {
+		t.Errorf("text: exit %d, stderr %q; want exit %d and one line about the tokenizer", code, msg, exitUsage)
+	}
+}

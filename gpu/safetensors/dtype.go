@@ -22,9 +22,6 @@ var dtypeSizes = map[string]int{
 	"I64": 8, "U64": 8, F64: 8,
 }
 
-// DtypeSize returns the element size in bytes of dtype, or 0 if unknown.
-func DtypeSize(dtype string) int { return dtypeSizes[dtype] }
-
 // bf16ToF32 widens a bfloat16 bit pattern (the top 16 bits of a float32).
 func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 

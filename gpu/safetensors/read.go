@@ -196,9 +196,6 @@ func (f *File) checkLayout() error {
 	return nil
 }
 
-// Name returns the path or name the file was read from.
-func (f *File) Name() string { return f.name }
-
 // Tensors returns the tensor names, sorted.
 func (f *File) Tensors() []string { return slices.Clone(f.names) }
 

@@ -57,9 +57,6 @@ var rewardAliases = map[string]string{
 	"length_penalty":     "length",
 }
 
-// RewardNames returns the canonical reward function names, sorted.
-func RewardNames() []string { return canonicalNames(rewardAliases) }
-
 // Reward returns the reward function called name (or an alias), judging
 // completions with task's verifier; each Verify call is bounded by timeout
 // (0 means DefaultTimeout) and scores as TimedOut (0) past it.
@@ -169,22 +166,6 @@ func VerifyAll(task Task, completions, answers []string, timeout time.Duration) 
 		out[i] = VerifyWithin(task, completions[i], answers[i], timeout)
 	}
 	return out
-}
-
-// DistinctCorrect counts the distinct Canonical forms among the correct
-// completions (coverage: how many different right answers a group found).
-// Unequal lengths are a programmer error and panic.
-func DistinctCorrect(task Task, completions []string, verdicts []Verdict) int {
-	if len(completions) != len(verdicts) {
-		panic(fmt.Sprintf("tasks: %d completions, %d verdicts", len(completions), len(verdicts)))
-	}
-	seen := map[string]bool{}
-	for i, c := range completions {
-		if verdicts[i] == Correct {
-			seen[task.Canonical(c)] = true
-		}
-	}
-	return len(seen)
 }
 
 // verdictsFunc binds VerifyAll to a task and timeout.

@@ -44,7 +44,7 @@ func TestRewardDoesNotModifyInputs(t *testing.T) {
 	add := mustTask(t, "addition", Options{})
 	c, a := []string{"2", "3"}, []string{"2", "2"}
 	c0, a0 := append([]string(nil), c...), append([]string(nil), a...)
-	for _, name := range RewardNames() {
+	for _, name := range []string{"accuracy", "correct", "format", "length"} {
 		fn, _ := Reward(name, add, 0)
 		fn(c, a)
 		if !reflect.DeepEqual(c, c0) || !reflect.DeepEqual(a, a0) {
@@ -76,9 +76,6 @@ func TestLengthPenalty(t *testing.T) {
 
 func TestRewardRegistry(t *testing.T) {
 	add := mustTask(t, "addition", Options{})
-	if got, want := RewardNames(), []string{"accuracy", "correct", "format", "length"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("RewardNames() = %v, want %v", got, want)
-	}
 	for _, alias := range []string{"accuracy_reward", "pure_accuracy_math", "binary", "binary_accuracy", "format_reward", "len", "len_reward", "length_penalty", " FORMAT "} {
 		if _, err := Reward(alias, add, 0); err != nil {
 			t.Errorf("Reward(%q): %v", alias, err)
@@ -217,7 +214,7 @@ func closeAll(got, want []float64, tol float64) bool {
 	return true
 }
 
-func TestVerifyAllAndDistinctCorrect(t *testing.T) {
+func TestVerifyAll(t *testing.T) {
 	cd := mustTask(t, "countdown", Options{})
 	completions := []string{"7*3+9", "(7*3)+9", " 7 * 3 + 9", "3*7+9", "9+3*7", "7*3-9", "junk"}
 	answers := make([]string, len(completions))
@@ -228,10 +225,6 @@ func TestVerifyAllAndDistinctCorrect(t *testing.T) {
 	want := []Verdict{Correct, Correct, Correct, Correct, Correct, Wrong, Malformed}
 	if !reflect.DeepEqual(vs, want) {
 		t.Fatalf("VerifyAll = %v, want %v", vs, want)
-	}
-	// 7*3+9 (three spellings), 3*7+9, 9+3*7: three distinct forms.
-	if got := DistinctCorrect(cd, completions, vs); got != 3 {
-		t.Errorf("DistinctCorrect = %d, want 3", got)
 	}
 }
 
