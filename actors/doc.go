@@ -10,7 +10,7 @@
 //
 //	PromptBatch → generate → Rollouts → score → Scored → referenceScore →
 //	RefScored → prepare → PreparedBatch → learn → StepReport →
-//	control → ControllerState, then the new weights to the generators.
+//	control → ControllerUpdate, then the new weights to the generators.
 //
 // Each stage is a plain function taking a message and returning a new
 // one (generate in generator.go, score in reward.go, referenceScore in
@@ -18,8 +18,26 @@
 // controller.go). A Trainer runs them through a stages value: directly
 // (NewTrainer, Step's reference driver) or through the actors
 // (StartPipeline), whose Receive methods are a type switch calling the
-// same functions. In synchronous mode both give bit-identical reports
-// (TestPipelineMatchesStep).
+// same functions. Generation, rewards and reference scoring take a step's
+// batch in parts of train.prompts_per_part prompts, whichever driver runs
+// them, so a part's result never depends on which actor did it or how many
+// shared the work; in synchronous mode both drivers give bit-identical
+// outcomes (TestPipelineMatchesStep, with 1 or 3 generators).
+//
+// # Who owns what
+//
+//   - The reward stage says what the reward functions say (raw values);
+//     prepare (rewards.Prepare) derives everything else from them, once.
+//   - The learner actor owns the policy weights and the optimiser: it
+//     answers a PreparedBatch with a report and a read-only snapshot, and a
+//     CheckpointRequest by writing them. Nothing else touches the Learner.
+//   - The controller actor owns the controller state and answers each
+//     StepStats with the whole new state (ControllerUpdate); the Trainer
+//     keeps the last one it was sent and writes controller_state.json from
+//     it.
+//   - The runner (run.go, rundir.go, drive.go, record.go) owns the run
+//     directory and what is recorded; it reaches models and controller only
+//     through the Trainer, which holds only what the actors sent.
 //
 // # Actors and supervision
 //
@@ -67,8 +85,10 @@
 //     (TestMessagesNotMutated hashes every message at send and after the
 //     step).
 //   - Random draws are seeded from (run seed, step, stage, index), never
-//     from a stream shared by stages, so results do not depend on which
-//     actor answered first.
+//     from a stream shared by stages; a completion from (its prompt's seed,
+//     its index in the group), so results do not depend on which actor
+//     answered first, how the batch was split or whether a part was
+//     retried.
 //
 // Run checks what it can before creating the run directory (a
 // model.checkpoint's config.json, dataset prompts against the context,

@@ -85,35 +85,32 @@ func JoinScored(meta *StepMeta, parts []*Scored, keep [][]int) (*Scored, error) 
 // (size ≥ 1), each with its own header derived from ro's. A batch of at
 // most size groups is one part: ro itself.
 func SplitGroups(ro *Rollouts, size int) ([]*Rollouts, error) {
-	p := len(ro.GetPrompts())
-	if p <= size {
-		return []*Rollouts{ro}, nil
-	}
-	var parts []*Rollouts
-	for lo := 0; lo < p; lo += size {
-		part, err := JoinRollouts(DeriveMeta(ro.GetMeta()), []*Rollouts{ro}, [][]int{indices(lo, min(lo+size, p))})
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, part)
-	}
-	return parts, nil
+	return split(ro, len(ro.GetPrompts()), size, func(keep []int) (*Rollouts, error) {
+		return JoinRollouts(DeriveMeta(ro.GetMeta()), []*Rollouts{ro}, [][]int{keep})
+	})
 }
 
 // SplitScored cuts sc into consecutive parts of at most size groups, as
 // SplitGroups.
 func SplitScored(sc *Scored, size int) ([]*Scored, error) {
-	p := len(sc.GetRollouts().GetPrompts())
-	if p <= size {
-		return []*Scored{sc}, nil
+	return split(sc, len(sc.GetRollouts().GetPrompts()), size, func(keep []int) (*Scored, error) {
+		return JoinScored(DeriveMeta(sc.GetMeta()), []*Scored{sc}, [][]int{keep})
+	})
+}
+
+// split cuts whole, of n groups, into parts of at most size groups made by
+// part from their group indices.
+func split[M any](whole M, n, size int, part func(keep []int) (M, error)) ([]M, error) {
+	if n <= size {
+		return []M{whole}, nil
 	}
-	var parts []*Scored
-	for lo := 0; lo < p; lo += size {
-		part, err := JoinScored(DeriveMeta(sc.GetMeta()), []*Scored{sc}, [][]int{indices(lo, min(lo+size, p))})
+	var parts []M
+	for lo := 0; lo < n; lo += size {
+		p, err := part(indices(lo, min(lo+size, n)))
 		if err != nil {
 			return nil, err
 		}
-		parts = append(parts, part)
+		parts = append(parts, p)
 	}
 	return parts, nil
 }
