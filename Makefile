@@ -5,7 +5,7 @@ BIN := bin/mgrpo-node
 TOOLS := $(CURDIR)/.tools/bin
 PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 BENCHTIME ?= 1s
-PROTOS := messages/step.proto
+PROTOS := messages/step.proto messages/node.proto
 # Fuzzing stops after a count of inputs, not a duration: a duration -fuzztime can fail a clean
 # run with "context deadline exceeded" (a race in Go 1.26's fuzz coordinator, golang/go#75804).
 FUZZTIME ?= 200000x

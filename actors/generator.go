@@ -103,6 +103,7 @@ type policySlot struct {
 
 type samplerBox struct{ s Sampler }
 
+// newPolicySlot returns a slot holding s (nil: none yet).
 func newPolicySlot(s Sampler) *policySlot {
 	slot := &policySlot{}
 	slot.policy.Store(&samplerBox{s})
@@ -116,16 +117,16 @@ func (s *policySlot) set(p Sampler) { s.policy.Store(&samplerBox{p}) }
 // takes new weights as a policySnapshot (in process) or PolicyWeights
 // chunks (across a network).
 type generatorActor struct {
-	id        string
-	deps      *Deps
-	slot      *policySlot
-	assembler *messages.Assembler
+	id      string
+	deps    *Deps
+	slot    *policySlot
+	weights weightReceiver
 }
 
 // newGeneratorProps returns the props of generator id sampling from slot.
 func newGeneratorProps(id string, deps *Deps, slot *policySlot) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &generatorActor{id: id, deps: deps, slot: slot}
+		return &generatorActor{id: id, deps: deps, slot: slot, weights: weightReceiver{cfg: deps.Model}}
 	})
 }
 
@@ -135,26 +136,18 @@ func (a *generatorActor) Receive(c actor.Context) {
 	case *policySnapshot:
 		a.slot.set(m.model)
 	case *messages.PolicyWeights:
-		if err := a.addChunk(m); err != nil {
-			c.Logger().Warn("weight chunk rejected", "generator", a.id, "err", err)
+		if model := a.weights.receive(c, a.id, m); model != nil {
+			a.slot.set(model)
 		}
 	case *messages.PromptBatch:
-		ro, err := generate(a.slot.get(), a.deps.Sample, a.deps.Tokenizer, a.id, m)
+		p := a.slot.get()
+		if p == nil {
+			respond(c, m.GetMeta(), a.id, messages.Stage_GENERATE, nil, errNoWeights)
+			return
+		}
+		ro, err := generate(p, a.deps.Sample, a.deps.Tokenizer, a.id, m)
 		respond(c, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
 	}
-}
-
-// addChunk assembles chunked weights and installs the model once complete.
-func (a *generatorActor) addChunk(m *messages.PolicyWeights) error {
-	if a.assembler == nil {
-		a.assembler = &messages.Assembler{MaxBytes: a.deps.Model.WeightBytes()} // no more than the model holds
-	}
-	model, err := addWeightChunk(a.assembler, a.deps.Model, m)
-	if err != nil || model == nil {
-		return err
-	}
-	a.slot.set(model)
-	return nil
 }
 
 // respond answers the request with msg, or with a SkipNotice for err.

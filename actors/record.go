@@ -51,6 +51,9 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 			m[runlog.KeyEvalGreedyAccuracy] = acc
 		}
 	}
+	if n := r.trainer.Reissued(ctx); n > 0 {
+		m[runlog.KeyReissuedParts] = float64(n)
+	}
 	for k, v := range m {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			delete(m, k)
@@ -125,6 +128,9 @@ func stepMetrics(d *Deps, n int64, out *Outcome, numTokens float64) map[string]f
 	}
 	if g := out.Timings["generate_reward"]; g > 0 {
 		m[runlog.KeyTokensPerSec] = float64(rep.GetTokens()) / g.Seconds()
+	}
+	if out.WeightSyncBytes > 0 {
+		m[runlog.KeyWeightSyncBytes] = float64(out.WeightSyncBytes)
 	}
 	return m
 }

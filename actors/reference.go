@@ -61,21 +61,36 @@ func sequences(ro *messages.Rollouts) []gpu.Sequence {
 	return seqs
 }
 
-// referenceActor answers Scored with RefScored (or a SkipNotice).
+// referenceActor answers Scored with RefScored (or a SkipNotice). On a
+// worker node it starts without weights and receives the frozen reference
+// as PolicyWeights chunks before any work.
 type referenceActor struct {
 	id       string
 	ref      Scorer
 	settings referenceSettings
+	weights  weightReceiver
 }
 
-// newReferenceProps returns the props of the reference scorer.
-func newReferenceProps(id string, ref Scorer, s referenceSettings) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &referenceActor{id: id, ref: ref, settings: s} })
+// newReferenceProps returns the props of reference scorer id for a model
+// of cfg scoring with ref (nil: weights to come as chunks).
+func newReferenceProps(id string, cfg gpu.Config, ref Scorer, s referenceSettings) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &referenceActor{id: id, ref: ref, settings: s, weights: weightReceiver{cfg: cfg}}
+	})
 }
 
 // Receive implements actor.Actor.
 func (a *referenceActor) Receive(c actor.Context) {
-	if m, ok := c.Message().(*messages.Scored); ok {
+	switch m := c.Message().(type) {
+	case *messages.PolicyWeights:
+		if model := a.weights.receive(c, a.id, m); model != nil {
+			a.ref = model
+		}
+	case *messages.Scored:
+		if a.ref == nil {
+			respond(c, m.GetMeta(), a.id, messages.Stage_REFERENCE, nil, errNoWeights)
+			return
+		}
 		rs, err := referenceScore(a.ref, a.settings, m)
 		respond(c, m.GetMeta(), a.id, messages.Stage_REFERENCE, rs, err)
 	}

@@ -161,8 +161,11 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 // the final checkpoint and the report.
 func (r *runner) train(ctx context.Context, m Models, control rewards.ControllerState) error {
 	d := r.deps
-	p := StartPipeline(d, m, control, pipelineOptionsOf(d), os.Stderr)
-	defer p.Stop()
+	p, stop, err := r.startPipeline(m, control)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	r.trainer = p.Trainer
 	if err := r.recordStart(ctx); err != nil {
 		return err
@@ -188,6 +191,44 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 	}
 	fmt.Fprintf(r.out, "done: %d steps, outputs in %s\n", last, r.dir.Path())
 	return nil
+}
+
+// startPipeline starts the actors: all in this process (role all), or on
+// a learner node that worker nodes join (the learner role, with local pools
+// for the other roles it also has).
+func (r *runner) startPipeline(m Models, control rewards.ControllerState) (*Pipeline, func(), error) {
+	d := r.deps
+	opt := pipelineOptionsOf(d)
+	cl := d.Cfg.Cluster
+	if cl.HasRole(config.RoleAll) {
+		p := StartPipeline(d, m, control, opt, os.Stderr)
+		return p, p.Stop, nil
+	}
+	join, err := joinReply(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := startNode(d.Cfg, true, messageBound(d, join), os.Stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	opt.Generators, opt.RewardEvaluators, opt.ReferenceScorers = 0, 0, 0
+	if cl.HasRole(config.RoleGenerator) {
+		opt.Generators = max(cl.Generators, 1)
+	}
+	if cl.HasRole(config.RoleReward) {
+		opt.RewardEvaluators = max(cl.RewardEvaluators, 1)
+	}
+	if cl.HasRole(config.RoleReference) {
+		opt.ReferenceScorers = 1
+	}
+	opt.Cluster = &ClusterOptions{Join: join, Build: Build(), Protocol: ProtocolVersion, Seed: n.Seed(), Notice: r.out}
+	if !loopbackHost(cl.Host) && cl.Insecure {
+		fmt.Fprintf(r.out, "warning: cluster.insecure: nodes talk in plaintext on %s; anyone who can reach it can join the run\n", cl.Host)
+	}
+	fmt.Fprintf(r.out, "learner node: worker nodes join with --cluster.seeds %s (actors at %s)\n", n.Seed(), n.Address())
+	p := StartPipelineOn(n.System(), d, m, control, opt)
+	return p, func() { p.Stop(); n.Stop() }, nil
 }
 
 // recordStart writes metrics line 0 of a new run: the greedy accuracy of

@@ -76,13 +76,14 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	}
 	t.control = up.GetState()
 	controlled := time.Since(start)
-	if err := t.sync(ctx, policy); err != nil { // PolicyWeights to the generators
+	synced, err := t.sync(ctx, policy) // PolicyWeights to the generators
+	if err != nil {
 		return nil, skip(messages.Stage_SYNC, err)
 	}
-	return &Outcome{Report: report, Prepared: p, Scored: b.ref.GetScored(), Control: used, Update: up,
+	return &Outcome{Report: report, Prepared: p, Scored: b.ref.GetScored(), Control: used, Update: up, WeightSyncBytes: synced,
 		Timings: map[string]time.Duration{
 			"generate_reward": b.generate, "reference": b.reference, "learn": learned,
-			"control": controlled - learned, "sync": time.Since(start) - controlled,
+			"control": controlled - learned, "weight_sync": time.Since(start) - controlled,
 		}}, nil
 }
 
@@ -102,7 +103,10 @@ type Outcome struct {
 	Scored   *messages.Scored
 	Control  *messages.ControllerState
 	Update   *messages.ControllerUpdate
-	Timings  map[string]time.Duration // by stage: generate_reward, reference, learn, control, sync
+	// WeightSyncBytes are the weight bytes sent over the network after the
+	// step (0 when every generator is in this process).
+	WeightSyncBytes int64
+	Timings         map[string]time.Duration // by stage: generate_reward, reference, learn, control, weight_sync
 }
 
 // stepStats are the statistics of a step that the controllers read.
@@ -234,15 +238,17 @@ func first[T any](xs []T, err error) (T, error) {
 }
 
 // sync publishes new weights every train.sync_every steps (every step in
-// synchronous mode, which is on-policy).
-func (t *Trainer) sync(ctx context.Context, policy *gpu.Model) error {
+// synchronous mode, which is on-policy) and returns the bytes that crossed
+// a network.
+func (t *Trainer) sync(ctx context.Context, policy *gpu.Model) (int64, error) {
 	every := int64(max(t.deps.Cfg.Train.SyncEvery, 1))
 	if t.deps.Cfg.Train.MaxStaleness > 0 && policy.Version()%every != 0 {
-		return nil
+		return 0, nil
 	}
-	if err := t.stages.publish(ctx, policy); err != nil {
-		return err
+	n, err := t.stages.publish(ctx, policy)
+	if err != nil {
+		return 0, err
 	}
 	t.version.Store(policy.Version())
-	return nil
+	return n, nil
 }

@@ -21,9 +21,13 @@ type stages interface {
 	reference(ctx context.Context, parts []*messages.Scored) ([]*messages.RefScored, error)
 	learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error)
 	control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error)
-	publish(ctx context.Context, policy *gpu.Model) error
+	// publish hands the new weights to the generators and returns the
+	// bytes that crossed a network.
+	publish(ctx context.Context, policy *gpu.Model) (int64, error)
 	// checkpoint asks the learner to write its policy and optimiser into dir.
 	checkpoint(ctx context.Context, dir string) error
+	// reissued counts the parts sent again because their actor was lost.
+	reissued(ctx context.Context) int
 }
 
 // Trainer drives a run's steps through its stages. Between steps it holds
@@ -64,6 +68,10 @@ func (t *Trainer) Control() rewards.ControllerState { return controllerState(t.c
 
 // Policy returns the learner's newest weights.
 func (t *Trainer) Policy() *gpu.Model { return t.policy }
+
+// Reissued counts the parts of any stage that were sent again because the
+// actor doing them was lost (a worker node died or hung).
+func (t *Trainer) Reissued(ctx context.Context) int { return t.stages.reissued(ctx) }
 
 // Checkpoint has the learner write its policy and optimiser state into dir
 // (between steps).
@@ -133,10 +141,12 @@ func (s *localStages) control(_ context.Context, st *messages.StepStats) (*messa
 	return up, nil
 }
 
-func (s *localStages) publish(_ context.Context, policy *gpu.Model) error {
+func (s *localStages) publish(_ context.Context, policy *gpu.Model) (int64, error) {
 	s.policy = policy
-	return nil
+	return 0, nil
 }
+
+func (s *localStages) reissued(context.Context) int { return 0 }
 
 func (s *localStages) checkpoint(_ context.Context, dir string) error {
 	return saveLearner(s.learner, s.deps.Tokenizer, dir)

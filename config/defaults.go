@@ -105,8 +105,8 @@ func Default() *Config {
 			Role:             RoleAll,
 			Name:             "mgrpo",
 			Host:             "127.0.0.1",
-			Provider:         "automanaged",
 			Generators:       1,
+			RewardEvaluators: 1,
 			MaxMessageBytes:  64 << 20, // go-deps §11: raise gRPC's 4 MiB on every node
 			WeightChunkBytes: 1 << 20,
 			RequestTimeout:   30 * time.Second,

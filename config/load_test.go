@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -255,4 +256,28 @@ func loadArgs(args, env []string) (*Config, error) {
 	}
 	file, _ := fs.GetString("config")
 	return Load(Sources{File: file, Env: env, Flags: fs})
+}
+
+// TestParseRoundTrip: the YAML a learner sends a worker node parses back
+// into the same configuration.
+func TestParseRoundTrip(t *testing.T) {
+	c, err := loadArgs([]string{"--config", "recipe:countdown-maxent_listwise", "--train.prompts_per_part=3", "--cluster.generators=2"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(text, "config from the learner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := back.YAML()
+	if err != nil || !bytes.Equal(again, text) || back.Train.PromptsPerPart != 3 || back.Cluster.Generators != 2 {
+		t.Errorf("parsed config renders as\n%s\nwant\n%s", again, text)
+	}
+	if _, err := Parse([]byte("train:\n  steps: -1\n"), "bad"); err == nil || !strings.Contains(err.Error(), "train.steps") {
+		t.Errorf("a bad value parsed: %v", err)
+	}
 }

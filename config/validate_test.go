@@ -143,13 +143,21 @@ func TestValidate(t *testing.T) {
 		{"host", func(c *Config) { c.Cluster.Host = "" }, "cluster.host", ErrRange},
 		{"port", func(c *Config) { c.Cluster.Port = 70000 }, "cluster.port", ErrRange},
 		{"seed not host:port", func(c *Config) { c.Cluster.Seeds = []string{"10.0.0.1"} }, "cluster.seeds", ErrRange},
-		{"provider", func(c *Config) { c.Cluster.Provider = "consul" }, "cluster.provider", ErrRange},
+		{"role in a list", func(c *Config) { c.Cluster.Role = "learner,boss" }, "cluster.role", ErrRange},
+		{"all with others", func(c *Config) { c.Cluster.Role = "all,reward" }, "cluster.role", ErrConflict},
+		{"worker without seeds", func(c *Config) { c.Cluster.Role = "generator" }, "cluster.seeds", ErrConflict},
+		{"public host without tls", func(c *Config) { c.Cluster.Role, c.Cluster.Host = RoleLearner, "0.0.0.0" }, "cluster.host", ErrConflict},
+		{"tls half given", func(c *Config) { c.Cluster.Role, c.Cluster.TLS.CA = RoleLearner, "ca.pem" }, "cluster.tls", ErrConflict},
+		{"tls and insecure", func(c *Config) {
+			c.Cluster.Role, c.Cluster.Insecure, c.Cluster.TLS = RoleLearner, true, TLS{CA: "a", Cert: "b", Key: "c"}
+		}, "cluster.insecure", ErrConflict},
+		{"remote port", func(c *Config) { c.Cluster.RemotePort = -1 }, "cluster.remote_port", ErrRange},
+		{"reward evaluators", func(c *Config) { c.Cluster.RewardEvaluators = 0 }, "cluster.reward_evaluators", ErrRange},
 		{"generators", func(c *Config) { c.Cluster.Generators = 0 }, "cluster.generators", ErrRange},
 		{"max message bytes", func(c *Config) { c.Cluster.MaxMessageBytes = 1 << 20 }, "cluster.max_message_bytes", ErrRange},
 		{"chunk bytes", func(c *Config) { c.Cluster.WeightChunkBytes = 10 }, "cluster.weight_chunk_bytes", ErrRange},
 		{"chunk above message limit", func(c *Config) { c.Cluster.WeightChunkBytes = c.Cluster.MaxMessageBytes }, "cluster.weight_chunk_bytes", ErrConflict},
 		{"request timeout", func(c *Config) { c.Cluster.RequestTimeout = 0 }, "cluster.request_timeout", ErrRange},
-		{"test provider with one role", func(c *Config) { c.Cluster.Provider = "test"; c.Cluster.Role = RoleLearner }, "cluster.provider", ErrConflict},
 		// trace
 		{"otlp endpoint", func(c *Config) { c.Trace.OTLPEndpoint = "localhost" }, "trace.otlp_endpoint", ErrRange},
 		{"protocol", func(c *Config) { c.Trace.Protocol = "udp" }, "trace.protocol", ErrRange},

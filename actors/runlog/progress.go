@@ -25,6 +25,12 @@ const (
 	// KeyEvalGreedyAccuracy is the greedy accuracy on held-out problems,
 	// on the steps that evaluate.
 	KeyEvalGreedyAccuracy = "eval/greedy_accuracy"
+	// KeyWeightSyncBytes is the weight bytes sent over the network to
+	// generators after the step (time/weight_sync_s is how long it took).
+	KeyWeightSyncBytes = "perf/weight_sync_bytes"
+	// KeyReissuedParts counts, since the run (or resume) started, the parts
+	// of work sent again because the actor doing them was lost.
+	KeyReissuedParts = "cluster/reissued_parts"
 )
 
 // etaAlpha is the weight of the newest step time in the exponential moving
