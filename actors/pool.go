@@ -33,9 +33,9 @@ type pool struct {
 	// stateful members (learner, controller) change state on every request:
 	// a part that gets no answer is an error that ends the run, not a skip.
 	stateful bool
-	waiting  []*task         // parts waiting for a member
-	running  map[*task]bool  // parts sent and not yet answered
-	reissued int             // parts sent again because their actor was lost
+	waiting  []*task        // parts waiting for a member
+	running  map[*task]bool // parts sent and not yet answered
+	reissued int            // parts sent again because their actor was lost
 }
 
 // gather collects the replies of one scatter.
