@@ -59,10 +59,8 @@ func Build() string {
 // messages cannot fit are refused with a config error.
 func startNode(cfg *config.Config, learner bool, bound int, log io.Writer) (*node.Node, error) {
 	cl := cfg.Cluster
-	if bound > cl.MaxMessageBytes {
-		return nil, &config.Error{Key: "cluster.max_message_bytes", Value: fmt.Sprint(cl.MaxMessageBytes),
-			Reason: fmt.Sprintf("below the largest message of this run (%d bytes): raise it, or lower cluster.weight_chunk_bytes or train.prompts_per_part", bound),
-			Err:    config.ErrConflict}
+	if err := checkMessageBound(cfg, bound); err != nil {
+		return nil, err
 	}
 	o := node.Options{Name: cl.Name, Host: cl.Host, Port: cl.Port, RemotePort: cl.RemotePort, Seeds: cl.Seeds,
 		Learner: learner, MaxMessageBytes: cl.MaxMessageBytes, BatchSize: cl.MaxMessageBytes / max(bound, 1), Log: log}
@@ -74,6 +72,17 @@ func startNode(cfg *config.Config, learner bool, bound int, log io.Writer) (*nod
 		o.TLS = t
 	}
 	return node.Start(o)
+}
+
+// checkMessageBound refuses a configuration whose largest message
+// (messageBound) does not fit cluster.max_message_bytes.
+func checkMessageBound(cfg *config.Config, bound int) error {
+	if max := cfg.Cluster.MaxMessageBytes; bound > max {
+		return &config.Error{Key: "cluster.max_message_bytes", Value: fmt.Sprint(max),
+			Reason: fmt.Sprintf("below the largest message of this run (%d bytes): raise it, or lower cluster.weight_chunk_bytes or train.prompts_per_part", bound),
+			Err:    config.ErrConflict}
+	}
+	return nil
 }
 
 // messageBound is an upper bound, in bytes, of the largest message nodes

@@ -71,17 +71,16 @@ type stageRequest struct {
 	parts []any
 }
 
-// stageReply carries the replies in part order, or the stage's error, and
-// for a publishRequest the weight bytes sent over the network.
+// stageReply carries the replies in part order, or the stage's error.
 type stageReply struct {
 	replies []any
 	err     error
-	bytes   int64
 }
 
 // publishRequest asks the coordinator to hand new weights to every
-// generator; the reply is a stageReply, sent once every remote generator
-// has the new weights in use (or has left).
+// generator; the reply is a stageReply, sent as soon as the weights are
+// on their way (a generator takes messages in order, so it uses them for
+// any later work). The coordinator times their arrival (coordinatorStats).
 type publishRequest struct {
 	policy *gpu.Model
 }
@@ -89,9 +88,18 @@ type publishRequest struct {
 // statsRequest asks for the coordinator's counters (a coordinatorStats).
 type statsRequest struct{}
 
-// coordinatorStats are the coordinator's cumulative counters.
+// coordinatorStats are the coordinator's counters.
 type coordinatorStats struct {
-	reissued int // parts sent again because their actor was lost
+	reissued int         // parts sent again because their actor was lost
+	lastSync SyncMeasure // the newest weight publication every remote generator acknowledged
+}
+
+// SyncMeasure is one weight publication to remote generators: the bytes
+// sent and the time until the last of them had the weights in use.
+type SyncMeasure struct {
+	Version int64
+	Bytes   int64
+	Seconds float64
 }
 
 // tick is the coordinator's timer: report roles missing while work waits.
@@ -118,8 +126,19 @@ type coordinator struct {
 	latest   *gpu.Model // the newest weights published to the generators (nil: none yet)
 	nodes    map[string]*workerNode
 	chunks   map[int64][]*messages.PolicyWeights // by version: the newest policy, and the reference as -1
+	syncs    []*weightSync                       // weight publications waiting for their acks
+	lastSync SyncMeasure                         // the newest acknowledged one
 	stopping bool                                // the run is ending: stopped children stay stopped
 	timer    *scheduler.TimerScheduler
+}
+
+// weightSync is one publication of new weights waiting for the remote
+// generators to have them in use.
+type weightSync struct {
+	version int64
+	start   time.Time
+	bytes   int64
+	waiting map[*actor.PID]bool // generators whose WeightsApplied has not come
 }
 
 // referenceVersion keys the reference weights' chunks.
@@ -151,7 +170,7 @@ func (a *coordinator) Receive(c actor.Context) {
 		a.publish(c, m.policy)
 	case *statsRequest:
 		c.Respond(&coordinatorStats{reissued: a.pools[messages.Stage_GENERATE].reissued +
-			a.pools[messages.Stage_REWARD].reissued + a.pools[messages.Stage_REFERENCE].reissued})
+			a.pools[messages.Stage_REWARD].reissued + a.pools[messages.Stage_REFERENCE].reissued, lastSync: a.lastSync})
 	case *messages.JoinRequest:
 		c.Respond(a.join(m))
 	case *messages.Register:
@@ -225,6 +244,7 @@ func (a *coordinator) terminated(c actor.Context, who *actor.PID) {
 			continue
 		}
 		old := p.members[i]
+		a.synced(c, who) // it will not acknowledge weights any more
 		if old.node != "" {
 			p.remove(c, who)
 			a.dropNode(c, old.node, fmt.Sprintf("its %s actor %s stopped", p.name, who.GetId()))
@@ -258,6 +278,7 @@ func (a *coordinator) dropNode(c actor.Context, id, why string) {
 	delete(a.nodes, id)
 	for _, pid := range n.actors {
 		c.Unwatch(pid)
+		a.synced(c, pid)
 		for _, p := range a.pools {
 			p.remove(c, pid)
 		}
@@ -383,36 +404,49 @@ func (a *coordinator) sendWeights(c actor.Context, pid *actor.PID, chunks []*mes
 // immutable in-memory model (or chunks with ChunkWeights), a remote one
 // chunks. Both are sent by this actor before any later PromptBatch, so a
 // generator always samples with the weights published before it was asked.
-// The reply waits for every remote generator's WeightsApplied (or its
-// failure) and carries the bytes sent.
+// The reply goes at once; the remote generators' WeightsApplied time the
+// publication (lastSync). Not waiting for them keeps a generator that
+// froze from holding up the step: it holds its next part instead, which is
+// sent again when it is dropped.
 func (a *coordinator) publish(c actor.Context, policy *gpu.Model) {
 	a.latest = policy
-	sender := c.Sender()
-	var pending []*actor.Future
-	var sent int64
+	c.Respond(&stageReply{})
+	s := &weightSync{version: policy.Version(), start: time.Now(), waiting: map[*actor.PID]bool{}}
+	a.syncs = append(a.syncs, s)
 	for _, m := range a.pools[messages.Stage_GENERATE].members {
 		if m.node == "" && !a.opt.ChunkWeights {
 			c.Send(m.pid, &policySnapshot{model: policy})
 			continue
 		}
 		chunks := a.chunksOf(policy, policy.Version())
-		sent += chunkBytes(chunks)
+		s.bytes += chunkBytes(chunks)
 		if f := a.sendWeights(c, m.pid, chunks); f != nil {
-			pending = append(pending, f)
+			pid := m.pid
+			s.waiting[pid] = true
+			c.ReenterAfter(f, func(any, error) { a.synced(c, pid) })
 		}
 	}
-	left := len(pending)
-	if left == 0 {
-		c.Send(sender, &stageReply{bytes: sent})
-		return
-	}
-	for _, f := range pending {
-		c.ReenterAfter(f, func(any, error) { // a generator that failed to apply them leaves by Terminated
-			if left--; left == 0 {
-				c.Send(sender, &stageReply{bytes: sent})
+	a.synced(c, nil)
+}
+
+// synced notes that pid has the newest weights in use, failed to take
+// them, or left the pool (nil: nothing but a check), and records every
+// publication that waits for no one any more.
+func (a *coordinator) synced(c actor.Context, pid *actor.PID) {
+	a.syncs = slices.DeleteFunc(a.syncs, func(s *weightSync) bool {
+		for w := range s.waiting {
+			if pid != nil && w.Equal(pid) {
+				delete(s.waiting, w)
 			}
-		})
-	}
+		}
+		if len(s.waiting) > 0 {
+			return false
+		}
+		if s.bytes > 0 && s.version >= a.lastSync.Version {
+			a.lastSync = SyncMeasure{Version: s.version, Bytes: s.bytes, Seconds: time.Since(s.start).Seconds()}
+		}
+		return true
+	})
 }
 
 // chunkBytes is the tensor bytes of a weight snapshot.
@@ -527,12 +561,9 @@ func (s *actorStages) control(ctx context.Context, st *messages.StepStats) (*mes
 	return first(scatter[*messages.StepStats, *messages.ControllerUpdate](ctx, s, messages.Stage_CONTROL, []*messages.StepStats{st}))
 }
 
-func (s *actorStages) publish(ctx context.Context, policy *gpu.Model) (int64, error) {
-	r, err := s.askStage(ctx, &publishRequest{policy: policy})
-	if err != nil {
-		return 0, err
-	}
-	return r.bytes, nil
+func (s *actorStages) publish(ctx context.Context, policy *gpu.Model) error {
+	_, err := s.askStage(ctx, &publishRequest{policy: policy})
+	return err
 }
 
 func (s *actorStages) checkpoint(ctx context.Context, dir string) error {
@@ -547,12 +578,12 @@ func (s *actorStages) checkpoint(ctx context.Context, dir string) error {
 	return nil
 }
 
-func (s *actorStages) reissued(ctx context.Context) int {
+func (s *actorStages) stats(ctx context.Context) (int, SyncMeasure) {
 	res, err := s.ask(ctx, &statsRequest{})
 	if st, ok := res.(*coordinatorStats); ok && err == nil {
-		return st.reissued
+		return st.reissued, st.lastSync
 	}
-	return 0
+	return 0, SyncMeasure{}
 }
 
 // replies type-checks a stage's replies.

@@ -80,11 +80,11 @@ func (f *freezingStages) control(ctx context.Context, st *messages.StepStats) (*
 	return up, err
 }
 
-func (f *freezingStages) publish(ctx context.Context, m *gpu.Model) (int64, error) {
+func (f *freezingStages) publish(ctx context.Context, m *gpu.Model) error {
 	return f.inner.publish(ctx, m)
 }
 
-func (f *freezingStages) reissued(ctx context.Context) int { return f.inner.reissued(ctx) }
+func (f *freezingStages) stats(ctx context.Context) (int, SyncMeasure) { return f.inner.stats(ctx) }
 
 func (f *freezingStages) checkpoint(ctx context.Context, dir string) error {
 	return f.inner.checkpoint(ctx, dir)

@@ -51,8 +51,13 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 			m[runlog.KeyEvalGreedyAccuracy] = acc
 		}
 	}
-	if n := r.trainer.Reissued(ctx); n > 0 {
-		m[runlog.KeyReissuedParts] = float64(n)
+	if n, sync := r.trainer.ClusterStats(ctx); n > 0 || sync.Bytes > 0 {
+		if n > 0 {
+			m[runlog.KeyReissuedParts] = float64(n)
+		}
+		if sync.Bytes > 0 { // over a network, the newest acknowledged sync replaces the hand-over time
+			m[runlog.KeyWeightSyncBytes], m[runlog.TimePrefix+"weight_sync_s"] = float64(sync.Bytes), sync.Seconds
+		}
 	}
 	for k, v := range m {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -129,9 +134,6 @@ func stepMetrics(d *Deps, n int64, out *Outcome, numTokens float64) map[string]f
 	if g := out.Timings["generate_reward"]; g > 0 {
 		m[runlog.KeyTokensPerSec] = float64(rep.GetTokens()) / g.Seconds()
 	}
-	if out.WeightSyncBytes > 0 {
-		m[runlog.KeyWeightSyncBytes] = float64(out.WeightSyncBytes)
-	}
 	return m
 }
 
@@ -196,7 +198,7 @@ func sampleRows(step int, out *Outcome, rows int) [][]any {
 		for j := range r {
 			row = append(row, sc.GetRewards()[i*r+j])
 		}
-		data = append(data, row)
+		data = append(data, append(row, c.GetGeneratorId()))
 	}
 	return data
 }

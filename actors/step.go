@@ -76,11 +76,10 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	}
 	t.control = up.GetState()
 	controlled := time.Since(start)
-	synced, err := t.sync(ctx, policy) // PolicyWeights to the generators
-	if err != nil {
+	if err := t.sync(ctx, policy); err != nil { // PolicyWeights to the generators
 		return nil, skip(messages.Stage_SYNC, err)
 	}
-	return &Outcome{Report: report, Prepared: p, Scored: b.ref.GetScored(), Control: used, Update: up, WeightSyncBytes: synced,
+	return &Outcome{Report: report, Prepared: p, Scored: b.ref.GetScored(), Control: used, Update: up,
 		Timings: map[string]time.Duration{
 			"generate_reward": b.generate, "reference": b.reference, "learn": learned,
 			"control": controlled - learned, "weight_sync": time.Since(start) - controlled,
@@ -103,10 +102,7 @@ type Outcome struct {
 	Scored   *messages.Scored
 	Control  *messages.ControllerState
 	Update   *messages.ControllerUpdate
-	// WeightSyncBytes are the weight bytes sent over the network after the
-	// step (0 when every generator is in this process).
-	WeightSyncBytes int64
-	Timings         map[string]time.Duration // by stage: generate_reward, reference, learn, control, weight_sync
+	Timings  map[string]time.Duration // by stage: generate_reward, reference, learn, control, weight_sync
 }
 
 // stepStats are the statistics of a step that the controllers read.
@@ -238,17 +234,15 @@ func first[T any](xs []T, err error) (T, error) {
 }
 
 // sync publishes new weights every train.sync_every steps (every step in
-// synchronous mode, which is on-policy) and returns the bytes that crossed
-// a network.
-func (t *Trainer) sync(ctx context.Context, policy *gpu.Model) (int64, error) {
+// synchronous mode, which is on-policy).
+func (t *Trainer) sync(ctx context.Context, policy *gpu.Model) error {
 	every := int64(max(t.deps.Cfg.Train.SyncEvery, 1))
 	if t.deps.Cfg.Train.MaxStaleness > 0 && policy.Version()%every != 0 {
-		return 0, nil
+		return nil
 	}
-	n, err := t.stages.publish(ctx, policy)
-	if err != nil {
-		return 0, err
+	if err := t.stages.publish(ctx, policy); err != nil {
+		return err
 	}
 	t.version.Store(policy.Version())
-	return n, nil
+	return nil
 }

@@ -21,13 +21,13 @@ type stages interface {
 	reference(ctx context.Context, parts []*messages.Scored) ([]*messages.RefScored, error)
 	learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error)
 	control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error)
-	// publish hands the new weights to the generators and returns the
-	// bytes that crossed a network.
-	publish(ctx context.Context, policy *gpu.Model) (int64, error)
+	// publish hands the new weights to the generators.
+	publish(ctx context.Context, policy *gpu.Model) error
 	// checkpoint asks the learner to write its policy and optimiser into dir.
 	checkpoint(ctx context.Context, dir string) error
-	// reissued counts the parts sent again because their actor was lost.
-	reissued(ctx context.Context) int
+	// stats counts the parts sent again because their actor was lost and
+	// measures the newest weight sync to remote generators.
+	stats(ctx context.Context) (reissued int, sync SyncMeasure)
 }
 
 // Trainer drives a run's steps through its stages. Between steps it holds
@@ -69,9 +69,12 @@ func (t *Trainer) Control() rewards.ControllerState { return controllerState(t.c
 // Policy returns the learner's newest weights.
 func (t *Trainer) Policy() *gpu.Model { return t.policy }
 
-// Reissued counts the parts of any stage that were sent again because the
-// actor doing them was lost (a worker node died or hung).
-func (t *Trainer) Reissued(ctx context.Context) int { return t.stages.reissued(ctx) }
+// ClusterStats count the parts of any stage that were sent again because
+// the actor doing them was lost (a worker node died or hung), and measure
+// the newest weight sync that every remote generator acknowledged.
+func (t *Trainer) ClusterStats(ctx context.Context) (reissued int, sync SyncMeasure) {
+	return t.stages.stats(ctx)
+}
 
 // Checkpoint has the learner write its policy and optimiser state into dir
 // (between steps).
@@ -141,12 +144,12 @@ func (s *localStages) control(_ context.Context, st *messages.StepStats) (*messa
 	return up, nil
 }
 
-func (s *localStages) publish(_ context.Context, policy *gpu.Model) (int64, error) {
+func (s *localStages) publish(_ context.Context, policy *gpu.Model) error {
 	s.policy = policy
-	return 0, nil
+	return nil
 }
 
-func (s *localStages) reissued(context.Context) int { return 0 }
+func (s *localStages) stats(context.Context) (int, SyncMeasure) { return 0, SyncMeasure{} }
 
 func (s *localStages) checkpoint(_ context.Context, dir string) error {
 	return saveLearner(s.learner, s.deps.Tokenizer, dir)

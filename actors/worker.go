@@ -97,7 +97,9 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 	res, err := sys.Root.RequestFuture(coord, &messages.JoinRequest{NodeId: w.id, Roles: w.cfg.Cluster.Roles(),
 		Build: Build(), Protocol: ProtocolVersion, Address: w.node.Address()}, askTimeout).Result()
 	if err != nil {
-		return nil // not ready, or gone: look again
+		// Not ready, gone, or unable to talk: a transport that does not fit
+		// (TLS on one side only, certificates of another CA) never will.
+		return w.node.CheckPeer(coord.GetAddress())
 	}
 	reply, ok := res.(*messages.JoinReply)
 	if !ok {

@@ -71,6 +71,14 @@ func samples(t *testing.T) []proto.Message {
 			IsTruncatedFrac: 0.01, StalenessMin: 1, StalenessMax: 2, ListwiseClipLoss: 0.3},
 		&CheckpointRequest{Meta: meta(), Dir: "runs/a/checkpoints/.tmp-step-5"},
 		&CheckpointDone{Meta: meta(), Error: "disk full"},
+		&JoinRequest{NodeId: "host-12-ab", Roles: []string{"generator", "reward"}, Build: "v1 abc", Protocol: 1, Address: "10.0.0.2:4101"},
+		&JoinReply{Accepted: true, Reason: "", RunId: "run", ConfigYaml: []byte("train:\n  steps: 3\n"), TokenizerJson: []byte("{}"), ModelJson: []byte(`{"vocab":98}`)},
+		&StageActor{Stage: Stage_GENERATE, Id: "generator-host-0"},
+		&Register{NodeId: "host-12-ab", Address: "10.0.0.2:4101", Actors: []*StageActor{{Stage: Stage_REWARD, Id: "reward-host-0"}}},
+		&Registered{NodeId: "host-12-ab"},
+		&Heartbeat{NodeId: "host-12-ab"},
+		&HeartbeatAck{Known: true},
+		&WeightsApplied{Meta: meta(), Version: 4, Actor: "generator-host-0", Bytes: 107648},
 		&SkipNotice{Meta: meta(), Stage: Stage_REWARD, Reason: SkipReason_NON_FINITE_REWARD, Detail: "rollout 3: reward NaN", Actor: "reward-0"},
 	}
 }
@@ -97,10 +105,12 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("%s: hash differs after round trip", name)
 		}
 	}
-	msgs := File_messages_step_proto.Messages()
-	for i := range msgs.Len() {
-		if name := msgs.Get(i).FullName(); !covered[name] {
-			t.Errorf("message %s has no round-trip sample", name)
+	for _, file := range []protoreflect.FileDescriptor{File_messages_step_proto, File_messages_node_proto} {
+		msgs := file.Messages()
+		for i := range msgs.Len() {
+			if name := msgs.Get(i).FullName(); !covered[name] {
+				t.Errorf("message %s has no round-trip sample", name)
+			}
 		}
 	}
 }

@@ -86,6 +86,7 @@ type Node struct {
 	cluster    *cluster.Cluster
 	seed       string // membership address (learner nodes)
 	remotePort int
+	tls        *TLSConfigs
 }
 
 // ErrBind: a port of the node cannot be bound.
@@ -102,7 +103,7 @@ func Start(o Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{sys: actor.NewActorSystem(actor.WithLoggerFactory(loggerFactory(o.Log))), remotePort: remotePort}
+	n := &Node{sys: actor.NewActorSystem(actor.WithLoggerFactory(loggerFactory(o.Log))), remotePort: remotePort, tls: o.TLS}
 	var health *echo.Echo
 	hosts := slices.Clone(o.Seeds)
 	if o.Learner {
@@ -192,8 +193,19 @@ func (n *Node) Learners() []string {
 	return out
 }
 
-// Stop stops the node without waiting for a graceful leave.
-func (n *Node) Stop() { n.cluster.Shutdown(false) }
+// CheckPeer is CheckPeer(addr) with this node's transport security.
+func (n *Node) CheckPeer(addr string) error { return CheckPeer(addr, n.tls) }
+
+// Stop stops the node without waiting for a graceful leave. (A cluster
+// client has no gossip to leave: Cluster.Shutdown would dereference it.)
+func (n *Node) Stop() {
+	if n.seed != "" {
+		n.cluster.Shutdown(false)
+		return
+	}
+	n.sys.Shutdown()
+	n.cluster.Remote.Shutdown(false)
+}
 
 // loggerFactory sends the library's WARN and above to w, without the
 // membership poller's reports of seeds that do not answer yet (the node
@@ -214,7 +226,8 @@ type quiet struct{ slog.Handler }
 // cluster whose nodes come and go.
 var routine = []string{
 	"Bad connection to the node health status", "Failure reaching nodes",
-	"EndpointWriter failed to connect", "EndpointWriter lost connection", "Automanaged server stopping..!",
+	"EndpointWriter failed to connect", "EndpointWriter lost connection", "EndpointWriter failed to create receive stream",
+	"Automanaged server stopping..!",
 }
 
 // Handle implements slog.Handler.

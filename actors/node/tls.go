@@ -5,7 +5,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strings"
+	"time"
 )
 
 // ErrTLS: the TLS files cannot be used.
@@ -65,6 +68,39 @@ func verifyChain(raw [][]byte, pool *x509.CertPool) error {
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}})
 	if err != nil {
 		return fmt.Errorf("%w: peer certificate not signed by the cluster's CA: %w", ErrTLS, err)
+	}
+	return nil
+}
+
+// CheckPeer tells whether this node's transport security fits the actor
+// system at addr: nil when both use mutual TLS that accepts the other, or
+// both plaintext; otherwise an ErrTLS saying what does not fit, for the
+// one line a node prints when it cannot join. t is this node's TLS (nil:
+// plaintext).
+func CheckPeer(addr string, t *TLSConfigs) error {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	if t != nil {
+		conn, err := tls.DialWithDialer(d, "tcp", addr, t.Client)
+		if err != nil {
+			return fmt.Errorf("%w: mutual TLS with %s failed (is its certificate signed by this node's cluster.tls.ca, and this node's by its?): %v", ErrTLS, addr, err)
+		}
+		// The server checks this node's certificate after the handshake
+		// completes on the client side: a refusal arrives on the first read.
+		conn.SetReadDeadline(time.Now().Add(time.Second))
+		_, err = conn.Read(make([]byte, 1))
+		conn.Close()
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("%w: %s refused this node's certificate (signed by another CA?): %v", ErrTLS, addr, err)
+		}
+		return nil
+	}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err == nil {
+		conn.Close()
+		return fmt.Errorf("%w: %s uses mutual TLS: give this node cluster.tls.ca, .cert and .key", ErrTLS, addr)
+	}
+	if strings.Contains(err.Error(), "certificate required") || strings.Contains(err.Error(), "handshake failure") {
+		return fmt.Errorf("%w: %s uses mutual TLS: give this node cluster.tls.ca, .cert and .key", ErrTLS, addr)
 	}
 	return nil
 }
