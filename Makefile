@@ -22,7 +22,7 @@ FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards
 	FuzzAssembler:./messages
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build build-cuda run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check
+.PHONY: help deps build build-cuda run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check jaeger
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -99,3 +99,25 @@ build-cuda: deps ## build bin/mgrpo-node-cuda: OpenBLAS plus cuBLAS (-tags cuda;
 	@test -f $(CUDA_HOME)/include/cuda.h || { echo "build-cuda: no CUDA toolkit at CUDA_HOME=$(CUDA_HOME) (no include/cuda.h); install it or set CUDA_HOME"; exit 2; }
 	CGO_CFLAGS="-I$(CUDA_HOME)/include -Wno-deprecated-declarations" \
 	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas -o $(BIN)-cuda ./cmd/mgrpo-node
+
+# Jaeger v2 for tests and demos, built from the module proxy in its own tools module (go-deps §8:
+# `go install` is refused, and its 300+ modules stay out of go.mod). Cached in .tools/: a warm
+# `make test` does not build it again. The config binds only 127.0.0.1, with in-memory storage.
+JAEGER_VERSION := v1.76.0
+JAEGER := $(CURDIR)/.tools/bin/jaeger
+JAEGER_BUILD := $(CURDIR)/.tools/jaegerbuild
+jaeger: $(JAEGER) $(CURDIR)/.tools/jaeger-local.yaml ## build Jaeger v2 (cached in .tools/; ~8 min the first time) and its 127.0.0.1-only config
+
+$(JAEGER):
+	@echo "building Jaeger $(JAEGER_VERSION) into .tools/bin (once; several minutes)"
+	@mkdir -p $(JAEGER_BUILD) $(TOOLS)
+	@cd $(JAEGER_BUILD) && \
+	  printf 'module x/jaegerbuild\n\ngo 1.26\n\nreplace github.com/Shopify/sarama => github.com/Shopify/sarama v1.33.0\n' > go.mod && \
+	  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/jaegertracing/jaeger/cmd/jaeger"\n' > tools.go && \
+	  $(GO) mod download github.com/jaegertracing/jaeger@$(JAEGER_VERSION) && \
+	  cp "$$($(GO) env GOMODCACHE)/github.com/jaegertracing/jaeger@$(JAEGER_VERSION)/go.sum" . && chmod u+w go.sum && \
+	  $(GO) get github.com/jaegertracing/jaeger/cmd/jaeger@$(JAEGER_VERSION) && \
+	  $(GO) build -trimpath -ldflags="-s -w" -o $(JAEGER).tmp github.com/jaegertracing/jaeger/cmd/jaeger && mv $(JAEGER).tmp $(JAEGER)
+
+$(CURDIR)/.tools/jaeger-local.yaml: tests/testdata/jaeger-local.yaml
+	@mkdir -p $(CURDIR)/.tools && cp $< $@

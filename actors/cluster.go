@@ -1,9 +1,11 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mgrpo/mgrpo/actors/node"
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/tokenizer"
@@ -192,4 +195,30 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// nodeTracing is a node's tracer provider and the id its spans carry.
+type nodeTracing struct {
+	*trace.Provider
+	node string
+}
+
+// newTracing starts the tracing of a node named node with roles, from
+// cfg's trace section.
+func newTracing(ctx context.Context, cfg *config.Config, node string, roles []string) (*nodeTracing, error) {
+	t := cfg.Trace
+	p, err := trace.New(ctx, trace.Options{ServiceName: t.ServiceName, InstanceID: node, Version: Build(), Roles: roles,
+		OTLPEndpoint: t.OTLPEndpoint, Protocol: t.Protocol, File: t.File, SampleRatio: t.SampleRatio})
+	if err != nil {
+		return nil, err
+	}
+	return &nodeTracing{Provider: p, node: node}, nil
+}
+
+// newNodeID names this process in a cluster and in traces: its first
+// role, host and process id, and a random suffix (a restarted process on
+// the same host has another id).
+func newNodeID(role string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%s-%d-%04x", role, host, os.Getpid(), rand.Uint32()&0xffff)
 }

@@ -2,11 +2,14 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"time"
+
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
@@ -83,6 +86,7 @@ type stageReply struct {
 // any later work). The coordinator times their arrival (coordinatorStats).
 type publishRequest struct {
 	policy *gpu.Model
+	ctx    context.Context // the step's trace, in this process
 }
 
 // statsRequest asks for the coordinator's counters (a coordinatorStats).
@@ -138,7 +142,8 @@ type weightSync struct {
 	version int64
 	start   time.Time
 	bytes   int64
-	waiting map[*actor.PID]bool // generators whose WeightsApplied has not come
+	span    oteltrace.Span
+	waiting map[*actor.PID]oteltrace.Span // generators whose WeightsApplied has not come, with their spans
 }
 
 // referenceVersion keys the reference weights' chunks.
@@ -167,7 +172,7 @@ func (a *coordinator) Receive(c actor.Context) {
 			c.Send(sender, &stageReply{replies: replies, err: err})
 		})
 	case *publishRequest:
-		a.publish(c, m.policy)
+		a.publish(c, m)
 	case *statsRequest:
 		c.Respond(&coordinatorStats{reissued: a.pools[messages.Stage_GENERATE].reissued +
 			a.pools[messages.Stage_REWARD].reissued + a.pools[messages.Stage_REFERENCE].reissued, lastSync: a.lastSync})
@@ -188,7 +193,7 @@ func (a *coordinator) spawn(c actor.Context) {
 	d, o := a.deps, a.opt
 	a.pools, a.nodes, a.chunks = map[messages.Stage]*pool{}, map[string]*workerNode{}, map[int64][]*messages.PolicyWeights{}
 	newPool := func(stage messages.Stage, name string, n int, props func(id string) *actor.Props) {
-		p := &pool{name: name, stage: stage, timeout: o.RequestTimeout, retries: o.Retries}
+		p := &pool{name: name, stage: stage, timeout: o.RequestTimeout, retries: o.Retries, tracer: d.Tracer}
 		if stage == messages.Stage_LEARN || stage == messages.Stage_CONTROL {
 			// Stateful: a request that timed out is still in the mailbox and
 			// will run, so a retry would apply the batch twice. No retry, and
@@ -214,15 +219,15 @@ func (a *coordinator) spawn(c actor.Context) {
 		return newGeneratorProps(id, d, newPolicySlot(s))
 	})
 	newPool(messages.Stage_REWARD, "reward", o.RewardEvaluators, func(id string) *actor.Props {
-		return newRewardProps(id, rewardSettingsOf(d))
+		return newRewardProps(id, d)
 	})
 	newPool(messages.Stage_REFERENCE, "reference", o.ReferenceScorers, func(id string) *actor.Props {
-		return newReferenceProps(id, d.Model, a.models.Reference, referenceSettingsOf(d))
+		return newReferenceProps(id, d, a.models.Reference)
 	})
 	newPool(messages.Stage_LEARN, "learner", 1, func(string) *actor.Props {
-		return newLearnerProps(a.models.Learner, learnSettingsOf(d))
+		return newLearnerProps(a.models.Learner, d)
 	})
-	ctrl := &controllerActor{settings: controlSettingsOf(d), state: a.ctrl} // the state's one owner from here on
+	ctrl := &controllerActor{settings: controlSettingsOf(d), state: a.ctrl, deps: d} // the state's one owner from here on
 	newPool(messages.Stage_CONTROL, "controller", 1, func(string) *actor.Props {
 		return actor.PropsFromProducer(func() actor.Actor { return ctrl }) // one instance: state survives a restart
 	})
@@ -244,7 +249,7 @@ func (a *coordinator) terminated(c actor.Context, who *actor.PID) {
 			continue
 		}
 		old := p.members[i]
-		a.synced(c, who) // it will not acknowledge weights any more
+		a.synced(c, who, errors.New("left the pool")) // it will not acknowledge weights any more
 		if old.node != "" {
 			p.remove(c, who)
 			a.dropNode(c, old.node, fmt.Sprintf("its %s actor %s stopped", p.name, who.GetId()))
@@ -278,7 +283,7 @@ func (a *coordinator) dropNode(c actor.Context, id, why string) {
 	delete(a.nodes, id)
 	for _, pid := range n.actors {
 		c.Unwatch(pid)
-		a.synced(c, pid)
+		a.synced(c, pid, errors.New("its node left"))
 		for _, p := range a.pools {
 			p.remove(c, pid)
 		}
@@ -408,10 +413,13 @@ func (a *coordinator) sendWeights(c actor.Context, pid *actor.PID, chunks []*mes
 // publication (lastSync). Not waiting for them keeps a generator that
 // froze from holding up the step: it holds its next part instead, which is
 // sent again when it is dropped.
-func (a *coordinator) publish(c actor.Context, policy *gpu.Model) {
+func (a *coordinator) publish(c actor.Context, req *publishRequest) {
+	policy := req.policy
 	a.latest = policy
 	c.Respond(&stageReply{})
-	s := &weightSync{version: policy.Version(), start: time.Now(), waiting: map[*actor.PID]bool{}}
+	tr := a.deps.Tracer
+	ctx, span := tr.Start(req.ctx, spanPublish, oteltrace.WithAttributes(attrVersion.Int64(policy.Version())))
+	s := &weightSync{version: policy.Version(), start: time.Now(), span: span, waiting: map[*actor.PID]oteltrace.Span{}}
 	a.syncs = append(a.syncs, s)
 	for _, m := range a.pools[messages.Stage_GENERATE].members {
 		if m.node == "" && !a.opt.ChunkWeights {
@@ -419,29 +427,34 @@ func (a *coordinator) publish(c actor.Context, policy *gpu.Model) {
 			continue
 		}
 		chunks := a.chunksOf(policy, policy.Version())
-		s.bytes += chunkBytes(chunks)
+		bytes := chunkBytes(chunks)
+		s.bytes += bytes
 		if f := a.sendWeights(c, m.pid, chunks); f != nil {
 			pid := m.pid
-			s.waiting[pid] = true
-			c.ReenterAfter(f, func(any, error) { a.synced(c, pid) })
+			_, s.waiting[pid] = tr.Start(ctx, spanPublish+".generator", oteltrace.WithAttributes(attrActor.String(pid.GetId()),
+				attrNode.String(nodeName(m)), attrBytes.Int64(bytes), attrChunks.Int(len(chunks))))
+			c.ReenterAfter(f, func(_ any, err error) { a.synced(c, pid, err) })
 		}
 	}
-	a.synced(c, nil)
+	a.synced(c, nil, nil)
 }
 
 // synced notes that pid has the newest weights in use, failed to take
-// them, or left the pool (nil: nothing but a check), and records every
-// publication that waits for no one any more.
-func (a *coordinator) synced(c actor.Context, pid *actor.PID) {
+// them (err), or left the pool (nil: nothing but a check), and records
+// every publication that waits for no one any more.
+func (a *coordinator) synced(c actor.Context, pid *actor.PID, err error) {
 	a.syncs = slices.DeleteFunc(a.syncs, func(s *weightSync) bool {
-		for w := range s.waiting {
+		for w, span := range s.waiting {
 			if pid != nil && w.Equal(pid) {
+				endSpan(span, err)
 				delete(s.waiting, w)
 			}
 		}
 		if len(s.waiting) > 0 {
 			return false
 		}
+		s.span.SetAttributes(attrBytes.Int64(s.bytes))
+		endSpan(s.span, nil)
 		if s.bytes > 0 && s.version >= a.lastSync.Version {
 			a.lastSync = SyncMeasure{Version: s.version, Bytes: s.bytes, Seconds: time.Since(s.start).Seconds()}
 		}
@@ -562,7 +575,7 @@ func (s *actorStages) control(ctx context.Context, st *messages.StepStats) (*mes
 }
 
 func (s *actorStages) publish(ctx context.Context, policy *gpu.Model) error {
-	_, err := s.askStage(ctx, &publishRequest{policy: policy})
+	_, err := s.askStage(ctx, &publishRequest{policy: policy, ctx: ctx})
 	return err
 }
 

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/loss"
@@ -10,6 +11,8 @@ import (
 	"github.com/mgrpo/mgrpo/gpu/tokenizer"
 	"github.com/mgrpo/mgrpo/rewards"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
+	oteltrace "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Deps are the immutable things every stage reads, built once from the
@@ -33,6 +36,11 @@ type Deps struct {
 	// closes it when the run ends.
 	Device gpu.Device
 	RunID  string
+	// Tracer makes the spans of this node's actors (a no-op one unless
+	// trace.otlp_endpoint or trace.file is set); NodeID names the node in
+	// them.
+	Tracer oteltrace.Tracer
+	NodeID string
 }
 
 // NewDeps resolves the task, reward functions, tokenizer and the settings
@@ -89,7 +97,8 @@ func workerDeps(cfg *config.Config, model gpu.Config, tok tokenizer.Tokenizer, r
 // stageDeps are the Deps the stage actors read: task, reward functions,
 // tokenizer, model dimensions and sampling options.
 func stageDeps(cfg *config.Config, task tasks.Task, fns []tasks.Weighted, model gpu.Config, tok tokenizer.Tokenizer, runID string) *Deps {
-	d := &Deps{Cfg: cfg, Task: task, Rewards: fns, Tokenizer: tok, Model: model, RunID: runID}
+	d := &Deps{Cfg: cfg, Task: task, Rewards: fns, Tokenizer: tok, Model: model, RunID: runID,
+		Tracer: noop.NewTracerProvider().Tracer(trace.ScopeName), NodeID: "local"}
 	d.Sample = gpu.SampleOptions{
 		Temperature:  cfg.Generation.Temperature,
 		TopK:         cfg.Generation.TopK,

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -140,12 +141,23 @@ func (a *generatorActor) Receive(c actor.Context) {
 			a.slot.set(model)
 		}
 	case *messages.PromptBatch:
+		_, span := actorSpan(a.deps.Tracer, m.GetMeta(), spanGenerate+".part", a.id, a.deps.NodeID, attrPrompts.Int(len(m.GetPrompts())))
+		start := time.Now()
 		p := a.slot.get()
-		if p == nil {
-			respond(c, m.GetMeta(), a.id, messages.Stage_GENERATE, nil, errNoWeights)
-			return
+		var ro *messages.Rollouts
+		err := errNoWeights
+		if p != nil {
+			ro, err = generate(p, a.deps.Sample, a.deps.Tokenizer, a.id, m)
 		}
-		ro, err := generate(p, a.deps.Sample, a.deps.Tokenizer, a.id, m)
+		if err == nil {
+			tokens := 0
+			for _, r := range ro.GetRollouts() {
+				tokens += len(r.GetTokenIds())
+			}
+			span.SetAttributes(attrSamples.Int(len(ro.GetRollouts())), attrTokens.Int(tokens),
+				attrTokensPS.Float64(float64(tokens)/time.Since(start).Seconds()), attrVersion.Int64(ro.GetMeta().GetPolicyVersion()))
+		}
+		endSpan(span, err)
 		respond(c, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
 	}
 }

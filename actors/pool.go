@@ -1,13 +1,17 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -36,6 +40,7 @@ type pool struct {
 	waiting  []*task        // parts waiting for a member
 	running  map[*task]bool // parts sent and not yet answered
 	reissued int            // parts sent again because their actor was lost
+	tracer   oteltrace.Tracer
 }
 
 // gather collects the replies of one scatter.
@@ -52,7 +57,8 @@ type task struct {
 	i    int
 	part any
 	try  int
-	on   *member // nil while waiting
+	on   *member        // nil while waiting
+	span oteltrace.Span // the request's span, from the send to the answer
 }
 
 // scatter sends every part to a member and calls done exactly once, on
@@ -92,8 +98,39 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 		p.running = map[*task]bool{}
 	}
 	p.running[t] = true
-	f := c.RequestFuture(m.pid, t.part, p.timeout)
+	msg := t.part
+	if h, ok := t.part.(messages.Header); ok && p.tracer != nil && len(h.GetMeta().GetTrace()) > 0 {
+		// One request span per try, naming where it went; the actor's span
+		// is its child, on whichever node.
+		var ctx context.Context
+		ctx, t.span = p.tracer.Start(trace.Extract(context.Background(), h.GetMeta()), p.name+".request",
+			oteltrace.WithSpanKind(oteltrace.SpanKindProducer), oteltrace.WithAttributes(
+				attrActor.String(m.pid.GetId()), attrNode.String(nodeName(m)), attrPart.Int(t.i), attrTry.Int(t.try)))
+		if oteltrace.SpanContextFromContext(ctx).IsValid() {
+			msg = messages.WithMeta(h, trace.WithSpan(ctx, h.GetMeta()))
+		}
+	}
+	f := c.RequestFuture(m.pid, msg, p.timeout)
 	c.ReenterAfter(f, func(res any, err error) { p.answered(c, t, res, err) })
+}
+
+// nodeName names where a member runs: its worker node, or this process.
+func nodeName(m *member) string {
+	if m.node != "" {
+		return m.node
+	}
+	return "local"
+}
+
+// endTask ends t's span with what became of the try (err nil: answered).
+func endTask(t *task, event string, err error) {
+	if t.span == nil {
+		return
+	}
+	if event != "" {
+		t.span.AddEvent(event)
+	}
+	endSpan(t.span, err)
 }
 
 // answered handles the reply (or failure) of try t.
@@ -104,6 +141,13 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 	delete(p.running, t)
 	t.on.busy--
 	g := t.g
+	if n, ok := res.(*messages.SkipNotice); ok && err == nil {
+		endTask(t, "", fromNotice(n))
+	} else if err != nil && t.try < p.retries {
+		endTask(t, "retried on another actor", err)
+	} else {
+		endTask(t, "", err)
+	}
 	if g.over {
 		return
 	}
@@ -165,6 +209,7 @@ func (p *pool) remove(c actor.Context, pid *actor.PID) (*member, bool) {
 			continue
 		}
 		delete(p.running, t)
+		endTask(t, "reissued: its actor was lost", fmt.Errorf("%s %s lost", p.name, pid.GetId()))
 		if !t.g.over {
 			p.reissued++
 			p.dispatch(c, &task{g: t.g, i: t.i, part: t.part, try: t.try})

@@ -8,7 +8,11 @@ import (
 	"math"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/mgrpo/mgrpo/actors/runlog"
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
@@ -26,9 +30,12 @@ const (
 // skipped, evaluated or last step), sample table, evaluation, checkpoint
 // and progress line. A skipped step (err a *SkipError) is recorded with
 // its reason; any other error ends the run.
-func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, took time.Duration) error {
+func (r *runner) record(ctx context.Context, res stepResult) error {
 	d := r.deps
+	n, out, err, took := res.n, res.out, res.err, res.took
 	step := int(n + 1)
+	root := oteltrace.SpanFromContext(res.ctx)
+	defer func() { endSpan(root, err) }()
 	var skipErr *SkipError
 	if err != nil && !errors.As(err, &skipErr) {
 		return fmt.Errorf("step %d: %w", step, err)
@@ -36,8 +43,9 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 	m := map[string]float64{runlog.KeyStepTime: took.Seconds()}
 	if skipErr != nil {
 		m[keySkipped], m[keySkipStage], m[keySkipReason] = 1, float64(skipErr.Stage), float64(skipErr.Reason)
-		fmt.Fprintf(r.out, "step %d skipped: %v\n", step, skipErr)
+		r.progress.Note(fmt.Sprintf("step %d skipped: %v", step, skipErr))
 	} else {
+		root.SetAttributes(stepAttrs(out)...)
 		r.tokens += batchTokens(out.Scored)
 		maps.Copy(m, stepMetrics(d, n, out, r.tokens))
 		if every := d.Cfg.Output.SampleEvery; every > 0 && step%every == 0 {
@@ -64,9 +72,18 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 			delete(m, k)
 		}
 	}
+	traceID := trace.TraceID(res.ctx)
+	if slow, threshold := r.slow.observe(time.Since(res.started)); slow {
+		root.SetAttributes(attrSlow.Bool(true))
+		note := fmt.Sprintf("step %d slow: %.2fs (threshold %.2fs)", step, time.Since(res.started).Seconds(), threshold.Seconds())
+		if traceID != "" {
+			note += ", trace " + traceID
+		}
+		r.progress.Note(note)
+	}
 	_, evaluated := m[runlog.KeyEvalGreedyAccuracy]
 	if every := max(d.Cfg.Output.LogEvery, 1); step%every == 0 || skipErr != nil || evaluated || step == d.Cfg.Train.Steps {
-		if err := r.dir.WriteMetrics(step, m); err != nil {
+		if err := r.dir.WriteTracedMetrics(step, m, traceID); err != nil {
 			return err
 		}
 	}
@@ -81,6 +98,13 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 	}
 	r.progress.Update(ps, took)
 	return nil
+}
+
+// stepAttrs are the root span's attributes of a trained step.
+func stepAttrs(out *Outcome) []attribute.KeyValue {
+	ro, rep := out.Scored.GetRollouts(), out.Report
+	return []attribute.KeyValue{attrVersion.Int64(rep.GetMeta().GetPolicyVersion()), attrStaleness.Int64(rep.GetStalenessMax()),
+		attrPrompts.Int(len(ro.GetPrompts())), attrSamples.Int(len(ro.GetRollouts())), attrTokens.Int64(rep.GetTokens())}
 }
 
 // batchTokens counts the prompt and completion tokens of a trained batch

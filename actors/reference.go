@@ -69,13 +69,14 @@ type referenceActor struct {
 	ref      Scorer
 	settings referenceSettings
 	weights  weightReceiver
+	deps     *Deps
 }
 
-// newReferenceProps returns the props of reference scorer id for a model
-// of cfg scoring with ref (nil: weights to come as chunks).
-func newReferenceProps(id string, cfg gpu.Config, ref Scorer, s referenceSettings) *actor.Props {
+// newReferenceProps returns the props of reference scorer id scoring with
+// ref (nil: weights to come as chunks).
+func newReferenceProps(id string, d *Deps, ref Scorer) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &referenceActor{id: id, ref: ref, settings: s, weights: weightReceiver{cfg: cfg}}
+		return &referenceActor{id: id, ref: ref, settings: referenceSettingsOf(d), weights: weightReceiver{cfg: d.Model}, deps: d}
 	})
 }
 
@@ -87,11 +88,14 @@ func (a *referenceActor) Receive(c actor.Context) {
 			a.ref = model
 		}
 	case *messages.Scored:
-		if a.ref == nil {
-			respond(c, m.GetMeta(), a.id, messages.Stage_REFERENCE, nil, errNoWeights)
-			return
+		_, span := actorSpan(a.deps.Tracer, m.GetMeta(), spanReference+".part", a.id, a.deps.NodeID,
+			attrSamples.Int(len(m.GetRollouts().GetRollouts())))
+		var rs *messages.RefScored
+		err := errNoWeights
+		if a.ref != nil {
+			rs, err = referenceScore(a.ref, a.settings, m)
 		}
-		rs, err := referenceScore(a.ref, a.settings, m)
+		endSpan(span, err)
 		respond(c, m.GetMeta(), a.id, messages.Stage_REFERENCE, rs, err)
 	}
 }

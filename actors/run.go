@@ -39,6 +39,12 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	if err := preflight(d); err != nil {
 		return err
 	}
+	tp, err := newTracing(ctx, cfg, newNodeID(cfg.Cluster.Roles()[0]), cfg.Cluster.Roles())
+	if err != nil {
+		return err
+	}
+	defer tp.Shutdown(context.WithoutCancel(ctx)) // spans of an interrupted run too
+	d.Tracer, d.NodeID = tp.Tracer(), tp.node
 	dir, resume, discard, err := openRun(cfg, name)
 	if err != nil {
 		return err
@@ -59,6 +65,7 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	}
 	r := &runner{deps: d, dir: dir, out: out, progress: runlog.NewProgress(out, 10),
 		warmAccuracy: math.NaN(), startName: "start"}
+	r.slow.fixed, r.slow.auto, _ = cfg.Trace.SlowThreshold() // valid: config checked it
 	models, control, err := r.loadModels(ctx, resume)
 	if err != nil {
 		return err
@@ -93,7 +100,8 @@ type runner struct {
 	tokens    float64 // cumulative prompt + completion tokens (train/num_tokens)
 
 	warmAccuracy float64 // greedy accuracy of the policy RL started from (NaN: not measured)
-	startName    string  // what that policy is: "warm start" or "start"
+	slow         slowSteps
+	startName    string // what that policy is: "warm start" or "start"
 }
 
 // loadModels builds the models the actors will own (startModels) and the

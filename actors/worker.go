@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -38,8 +37,7 @@ var ErrRefused = errors.New("actors: refused by the learner")
 // goes away or drops the node, it stops its actors and joins again, so a
 // node outlives runs and restarts of the learner.
 func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
-	host, _ := os.Hostname()
-	w := &worker{cfg: cfg, out: out, id: fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.Uint32()&0xffff)}
+	w := &worker{cfg: cfg, out: out, id: newNodeID(strings.ReplaceAll(cfg.Cluster.Role, ",", "+"))}
 	n, err := startNode(cfg, false, cfg.Cluster.MaxMessageBytes, os.Stderr)
 	if err != nil {
 		return err
@@ -61,11 +59,12 @@ func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 
 // worker is one worker node's state.
 type worker struct {
-	cfg    *config.Config
-	out    io.Writer
-	id     string
-	node   *node.Node
-	actors []*actor.PID // the stage actors of the current run
+	cfg     *config.Config
+	out     io.Writer
+	id      string
+	node    *node.Node
+	actors  []*actor.PID // the stage actors of the current run
+	tracing *nodeTracing // the current run's tracing (nil before one)
 }
 
 // findLearner waits until a learner node is among the members and returns
@@ -160,6 +159,13 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 	if err != nil {
 		return nil, err
 	}
+	// The learner's trace settings: its collector, sampling and service.
+	tp, err := newTracing(context.Background(), cfg, w.id, w.cfg.Cluster.Roles())
+	if err != nil {
+		return nil, err
+	}
+	w.tracing = tp
+	d.Tracer, d.NodeID = tp.Tracer(), w.id
 	reg := &messages.Register{NodeId: w.id, Address: w.node.Address()}
 	spawn := func(stage messages.Stage, name string, props *actor.Props) error {
 		pid, err := w.node.System().Root.SpawnNamed(props, name)
@@ -182,24 +188,29 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 	for i := range w.cfg.Cluster.RewardEvaluators {
 		if slices.Contains(roles, config.RoleReward) {
 			id := fmt.Sprintf("reward-%s-%d", w.id, i)
-			if err := spawn(messages.Stage_REWARD, id, newRewardProps(id, rewardSettingsOf(d))); err != nil {
+			if err := spawn(messages.Stage_REWARD, id, newRewardProps(id, d)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if slices.Contains(roles, config.RoleReference) {
 		id := "reference-" + w.id
-		if err := spawn(messages.Stage_REFERENCE, id, newReferenceProps(id, d.Model, nil, referenceSettingsOf(d))); err != nil {
+		if err := spawn(messages.Stage_REFERENCE, id, newReferenceProps(id, d, nil)); err != nil {
 			return nil, err
 		}
 	}
 	return reg, nil
 }
 
-// stopActors stops the stage actors of the current run.
+// stopActors stops the stage actors of the current run and exports
+// their last spans.
 func (w *worker) stopActors() {
 	for _, pid := range w.actors {
 		_ = w.node.System().Root.StopFuture(pid).Wait()
 	}
 	w.actors = nil
+	if w.tracing != nil {
+		w.tracing.Shutdown(context.Background())
+		w.tracing = nil
+	}
 }

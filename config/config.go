@@ -427,19 +427,40 @@ func (c Cluster) HasRole(role string) bool {
 
 // Trace configures OpenTelemetry export.
 type Trace struct {
-	// OTLPEndpoint is host:port of an OTLP collector; "" disables export.
-	OTLPEndpoint string `koanf:"otlp_endpoint" help:"OTLP collector host:port (\"\" = off); not built yet"`
+	// OTLPEndpoint is host:port of an OTLP collector; "" exports no spans
+	// there.
+	OTLPEndpoint string `koanf:"otlp_endpoint" help:"OTLP collector host:port (\"\" = none)"`
 	// Protocol is grpc (port 4317) or http (port 4318).
-	Protocol string `koanf:"protocol" help:"grpc|http; not built yet"`
-	// SampleRatio is the fraction of steps traced, in [0, 1].
-	SampleRatio float64 `koanf:"sample_ratio" help:"fraction of steps traced; not built yet"`
-	// SlowStep marks steps slower than this and prints their trace id;
-	// 0 disables.
-	SlowStep time.Duration `koanf:"slow_step" help:"slow-step threshold (0 = off); not built yet"`
+	Protocol string `koanf:"protocol" help:"grpc|http, the OTLP protocol"`
+	// File, when set, receives every span as one JSON line (a run without
+	// a collector); with neither File nor OTLPEndpoint tracing is off.
+	File string `koanf:"file" help:"JSONL file of spans (\"\" = none)"`
+	// SampleRatio is the fraction of steps traced, in [0, 1], decided
+	// once per step: a sampled step has all its spans, others none.
+	SampleRatio float64 `koanf:"sample_ratio" help:"fraction of steps traced, decided once per step"`
+	// SlowStep marks a step slow: a duration (slower than that), auto
+	// (slower than twice the median of the last 50 steps) or 0 (never).
+	SlowStep string `koanf:"slow_step" help:"slow-step threshold: a duration, auto (2x the running median of 50 steps) or 0 (off)"`
 	// ServiceName is the OTel service.name.
-	ServiceName string `koanf:"service_name" help:"OTel service name; not built yet"`
+	ServiceName string `koanf:"service_name" help:"OTel service name"`
 	// QueryURL is the Jaeger query API used by `mgrpo-node traces`.
-	QueryURL string `koanf:"query_url" help:"Jaeger query API base URL; not built yet"`
+	QueryURL string `koanf:"query_url" help:"Jaeger query API base URL (mgrpo-node traces)"`
+}
+
+// SlowStepAuto is the trace.slow_step value that marks a step slower than
+// twice the running median.
+const SlowStepAuto = "auto"
+
+// SlowThreshold parses trace.slow_step: auto, a fixed duration (0: off).
+func (t Trace) SlowThreshold() (fixed time.Duration, auto bool, err error) {
+	if t.SlowStep == SlowStepAuto {
+		return 0, true, nil
+	}
+	if t.SlowStep == "" || t.SlowStep == "0" {
+		return 0, false, nil
+	}
+	d, err := time.ParseDuration(t.SlowStep)
+	return d, false, err
 }
 
 // Output says where a run writes and how often.

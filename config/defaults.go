@@ -114,7 +114,7 @@ func Default() *Config {
 		Trace: Trace{
 			Protocol:    "grpc",
 			SampleRatio: 1.0,
-			SlowStep:    10 * time.Second,
+			SlowStep:    SlowStepAuto,
 			ServiceName: "mgrpo",
 			QueryURL:    "http://127.0.0.1:16686",
 		},

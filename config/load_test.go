@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/spf13/pflag"
@@ -97,7 +96,7 @@ func TestLayerTypes(t *testing.T) {
 	if got := c.Rewards.Weights; !reflect.DeepEqual(got, []float64{1, 0.1}) {
 		t.Errorf("rewards.weights = %v", got)
 	}
-	if c.Trace.SlowStep != 1500*time.Millisecond || !c.Train.DynamicSampling || len(c.Cluster.Seeds) != 2 {
+	if c.Trace.SlowStep != "1500ms" || !c.Train.DynamicSampling || len(c.Cluster.Seeds) != 2 {
 		t.Errorf("slow_step %v, dynamic_sampling %v, seeds %q", c.Trace.SlowStep, c.Train.DynamicSampling, c.Cluster.Seeds)
 	}
 	if !c.Model.TieEmbeddings || c.Cluster.Role != RoleLearner {
@@ -123,7 +122,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "wrong type in file", file: "train: {steps: \"abc\"}\n", want: ErrType, wantLine: `config: train.steps = "abc": must be an integer (file `},
 		{name: "wrong type bool", file: "train: {dynamic_sampling: 3}\n", want: ErrType, wantLine: "config: train.dynamic_sampling = 3: must be true or false"},
 		{name: "wrong list item", file: "rewards: {weights: [1, x]}\n", want: ErrType, wantLine: "config: rewards.weights = [1 x]: item 1 must be a number"},
-		{name: "bad duration", file: "trace: {slow_step: fast}\n", want: ErrType, wantLine: `config: trace.slow_step = "fast": must be a duration`},
+		{name: "bad duration", file: "cluster: {request_timeout: fast}\n", want: ErrType, wantLine: `config: cluster.request_timeout = "fast": must be a duration`},
+		{name: "bad slow step", file: "trace: {slow_step: fast}\n", want: ErrRange, wantLine: `config: trace.slow_step = "fast": must be auto, 0 or a positive duration such as 1.5s`},
 		{name: "out of range in file", file: "train: {max_staleness: -1}\n", want: ErrRange, wantLine: "config: train.max_staleness = -1: must be 0 or more"},
 		{name: "unknown env key", env: []string{"MGRPO_TRAIN__MAX_STALENES=1"}, want: ErrUnknownKey, wantLine: "config: train.max_stalenes: unknown key (did you mean train.max_staleness?) (env MGRPO_TRAIN__MAX_STALENES)"},
 		{name: "env single underscore", env: []string{"MGRPO_TRAIN_STEPS=1"}, want: ErrUnknownKey, wantLine: "config: train_steps: unknown key (write MGRPO_TRAIN__KEY, with two underscores) (env MGRPO_TRAIN_STEPS)"},

@@ -315,7 +315,8 @@ func validateTrace(v *validator, c *Config) {
 	v.need(t.OTLPEndpoint == "" || validHostPort(t.OTLPEndpoint), "trace.otlp_endpoint", t.OTLPEndpoint, "must be host:port or empty")
 	v.oneOf("trace.protocol", t.Protocol, "grpc", "http")
 	v.need(t.SampleRatio >= 0 && t.SampleRatio <= 1, "trace.sample_ratio", t.SampleRatio, "must be in [0, 1]")
-	v.need(t.SlowStep >= 0, "trace.slow_step", t.SlowStep, "must be 0 or more")
+	d, _, err := t.SlowThreshold()
+	v.need(err == nil && d >= 0, "trace.slow_step", t.SlowStep, "must be auto, 0 or a positive duration such as 1.5s")
 	v.need(t.ServiceName != "", "trace.service_name", t.ServiceName, "must not be empty")
 }
 

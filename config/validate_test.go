@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestValidate breaks one rule per case, starting from the defaults, and
@@ -162,7 +161,7 @@ func TestValidate(t *testing.T) {
 		{"otlp endpoint", func(c *Config) { c.Trace.OTLPEndpoint = "localhost" }, "trace.otlp_endpoint", ErrRange},
 		{"protocol", func(c *Config) { c.Trace.Protocol = "udp" }, "trace.protocol", ErrRange},
 		{"sample ratio", func(c *Config) { c.Trace.SampleRatio = 1.5 }, "trace.sample_ratio", ErrRange},
-		{"slow step", func(c *Config) { c.Trace.SlowStep = -time.Second }, "trace.slow_step", ErrRange},
+		{"slow step", func(c *Config) { c.Trace.SlowStep = "-1s" }, "trace.slow_step", ErrRange},
 		{"service name", func(c *Config) { c.Trace.ServiceName = "" }, "trace.service_name", ErrRange},
 		// output
 		{"output dir", func(c *Config) { c.Output.Dir = "" }, "output.dir", ErrRange},

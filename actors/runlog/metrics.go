@@ -15,6 +15,10 @@ import (
 // StepKey is the key of the step number in every metrics.jsonl line.
 const StepKey = "step"
 
+// TraceIDKey is the key of a traced step's trace id (a string: readers
+// of numbers skip it).
+const TraceIDKey = "trace_id"
+
 // Record is one metrics.jsonl line read back: the step and its values,
 // with JSON null read as NaN.
 type Record struct {
@@ -26,7 +30,14 @@ type Record struct {
 // the operating system before returning. Steps must increase from call to
 // call. The key "step" is reserved.
 func (d *Dir) WriteMetrics(step int, m map[string]float64) error {
-	line, err := EncodeMetrics(step, m)
+	return d.WriteTracedMetrics(step, m, "")
+}
+
+// WriteTracedMetrics is WriteMetrics for a step whose trace has the id
+// traceID ("" for none), written as TraceIDKey so that a person can go
+// from a number to its trace.
+func (d *Dir) WriteTracedMetrics(step int, m map[string]float64, traceID string) error {
+	line, err := encodeLine(step, m, traceID)
 	if err != nil {
 		return fmt.Errorf("write metrics step %d: %w", step, err)
 	}
@@ -51,8 +62,15 @@ func (d *Dir) WriteMetrics(step int, m map[string]float64) error {
 //
 // with the other keys in sorted order and NaN/±Inf written as null.
 func EncodeMetrics(step int, m map[string]float64) ([]byte, error) {
-	if _, ok := m[StepKey]; ok {
-		return nil, fmt.Errorf("key %q is reserved: %w", StepKey, ErrBadMetrics)
+	return encodeLine(step, m, "")
+}
+
+// encodeLine is EncodeMetrics with a trace id ("" for none) after the step.
+func encodeLine(step int, m map[string]float64, traceID string) ([]byte, error) {
+	for _, k := range []string{StepKey, TraceIDKey} {
+		if _, ok := m[k]; ok {
+			return nil, fmt.Errorf("key %q is reserved: %w", k, ErrBadMetrics)
+		}
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -62,6 +80,14 @@ func EncodeMetrics(step int, m map[string]float64) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"step":`)
 	b.WriteString(strconv.Itoa(step))
+	if traceID != "" {
+		id, err := json.Marshal(traceID)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"` + TraceIDKey + `":`)
+		b.Write(id)
+	}
 	for _, k := range keys {
 		kb, err := json.Marshal(k)
 		if err != nil {

@@ -173,6 +173,17 @@ func (p *Progress) Update(s ProgressStats, stepTime time.Duration) string {
 	return line
 }
 
+// Note prints line on a line of its own (a skipped or slow step): on a
+// terminal it first clears the rewritten progress line, which the next
+// Update draws again below it.
+func (p *Progress) Note(line string) {
+	if p.tty && p.lastLen > 0 {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.lastLen))
+		p.lastLen = 0
+	}
+	fmt.Fprintln(p.w, line)
+}
+
 // Done ends the rewritten line on a terminal with a newline.
 func (p *Progress) Done() {
 	if p.tty && p.lastLen > 0 {
