@@ -22,7 +22,7 @@ FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards
 	FuzzAssembler:./messages
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build build-cuda run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check jaeger
+.PHONY: help deps build build-cuda run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check jaeger trace-demo
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -121,3 +121,6 @@ $(JAEGER):
 
 $(CURDIR)/.tools/jaeger-local.yaml: tests/testdata/jaeger-local.yaml
 	@mkdir -p $(CURDIR)/.tools && cp $< $@
+
+trace-demo: build jaeger ## start Jaeger and a 3-process run traced into it, then list the slowest steps
+	@docs/trace-demo.sh
