@@ -14,5 +14,4 @@ seed=127.0.0.1:6330
   --output.dir "$work" --output.name demo --trace.otlp_endpoint 127.0.0.1:4317
 kill -INT $(jobs -p | tail -2) && sleep 2
 "$bin" traces --slow --run demo --limit 3 --html trace-demo.html
-echo "waterfall: trace-demo.html; Jaeger query API: http://127.0.0.1:16686/api/traces?service=mgrpo (Ctrl-C ends the demo)"
-wait
+echo "waterfall of the slowest steps: trace-demo.html (Jaeger stops with the demo; start it yourself to keep it)"
