@@ -226,13 +226,3 @@ func (p *pool) replace(c actor.Context, pid *actor.PID, next *member) {
 	}
 }
 
-// nodes lists the worker nodes with a member in the pool.
-func (p *pool) nodes() []string {
-	var out []string
-	for _, m := range p.members {
-		if m.node != "" && !slices.Contains(out, m.node) {
-			out = append(out, m.node)
-		}
-	}
-	return out
-}

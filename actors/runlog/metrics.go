@@ -56,16 +56,12 @@ func (d *Dir) WriteTracedMetrics(step int, m map[string]float64, traceID string)
 	return nil
 }
 
-// EncodeMetrics returns the metrics.jsonl line for step, newline included:
+// encodeLine returns the metrics.jsonl line for step, newline included:
 //
-//	{"step":N,"<key>":<value>,...}
+//	{"step":N,"trace_id":"...","<key>":<value>,...}
 //
-// with the other keys in sorted order and NaN/±Inf written as null.
-func EncodeMetrics(step int, m map[string]float64) ([]byte, error) {
-	return encodeLine(step, m, "")
-}
-
-// encodeLine is EncodeMetrics with a trace id ("" for none) after the step.
+// with the trace id only when traceID is not empty, the other keys in
+// sorted order and NaN/±Inf written as null.
 func encodeLine(step int, m map[string]float64, traceID string) ([]byte, error) {
 	for _, k := range []string{StepKey, TraceIDKey} {
 		if _, ok := m[k]; ok {

@@ -133,9 +133,6 @@ func otlpExporter(ctx context.Context, o Options) (sdktrace.SpanExporter, error)
 // Tracer is the node's tracer.
 func (p *Provider) Tracer() oteltrace.Tracer { return p.tracer }
 
-// Enabled reports whether spans are exported anywhere.
-func (p *Provider) Enabled() bool { return p.sdk != nil }
-
 // Shutdown exports the spans still queued (waiting at most until ctx
 // ends) and closes the exporters.
 func (p *Provider) Shutdown(ctx context.Context) error {
