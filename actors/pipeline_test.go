@@ -91,11 +91,15 @@ func (f *freezingStages) checkpoint(ctx context.Context, dir string) error {
 }
 
 // TestMessagesNotMutated hashes every message when it is sent and checks,
-// after two steps through the actors (2 generators, 2 reward evaluators),
-// that none changed.
+// after two traced steps through the actors (2 generators, 2 reward
+// evaluators, parts of 2 prompts), that none changed.
 func TestMessagesNotMutated(t *testing.T) {
-	cfg := testConfig(t, func(c *config.Config) { c.MaxEnt.Objective = config.ObjectiveMaxEntListwise })
+	cfg := testConfig(t, func(c *config.Config) {
+		c.MaxEnt.Objective = config.ObjectiveMaxEntListwise
+		c.Train.PromptsPerPart = 2
+	})
 	d := testDeps(t, cfg)
+	d.Tracer, _ = memoryTracer(1) // tracing writes trace context into headers: never into a sent message
 	opt := pipelineOptionsOf(d)
 	opt.Generators, opt.RewardEvaluators = 2, 2
 	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
