@@ -433,7 +433,8 @@ func (a *coordinator) publish(c actor.Context, req *publishRequest) {
 			pid := m.pid
 			_, s.waiting[pid] = tr.Start(ctx, spanPublish+".generator", oteltrace.WithAttributes(attrActor.String(pid.GetId()),
 				attrNode.String(nodeName(m)), attrBytes.Int64(bytes), attrChunks.Int(len(chunks))))
-			c.ReenterAfter(f, func(_ any, err error) { a.synced(c, pid, err) })
+			version := policy.Version()
+			c.ReenterAfter(f, func(res any, err error) { a.synced(c, pid, ackError(res, err, version)) })
 		}
 	}
 	a.synced(c, nil, nil)
@@ -460,6 +461,24 @@ func (a *coordinator) synced(c actor.Context, pid *actor.PID, err error) {
 		}
 		return true
 	})
+}
+
+// ackError is what an answer to the last chunk of version says: nil for
+// a WeightsApplied of that version, else why the weights are not in use.
+func ackError(res any, err error, version int64) error {
+	if err != nil {
+		return err
+	}
+	switch m := res.(type) {
+	case *messages.WeightsApplied:
+		if m.GetVersion() != version {
+			return fmt.Errorf("%s applied weights version %d, want %d", m.GetActor(), m.GetVersion(), version)
+		}
+		return nil
+	case *messages.SkipNotice:
+		return fromNotice(m)
+	}
+	return fmt.Errorf("answer %T to weights", res)
 }
 
 // chunkBytes is the tensor bytes of a weight snapshot.

@@ -87,8 +87,7 @@ func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyW
 			c.Respond(notice(m.GetMeta(), id, skip(messages.Stage_SYNC, err)))
 		}
 	case model != nil && c.Sender() != nil:
-		c.Respond(&messages.WeightsApplied{Meta: messages.DeriveMeta(m.GetMeta()), Version: m.GetVersion(), Actor: id,
-			Bytes: int64(4 * w.cfg.NumParams())})
+		c.Respond(&messages.WeightsApplied{Meta: messages.DeriveMeta(m.GetMeta()), Version: m.GetVersion(), Actor: id})
 	}
 	return model
 }

@@ -79,7 +79,7 @@ func samples(t *testing.T) []proto.Message {
 		&Registered{NodeId: "host-12-ab"},
 		&Heartbeat{NodeId: "host-12-ab"},
 		&HeartbeatAck{Known: true},
-		&WeightsApplied{Meta: meta(), Version: 4, Actor: "generator-host-0", Bytes: 107648},
+		&WeightsApplied{Meta: meta(), Version: 4, Actor: "generator-host-0"},
 		&SkipNotice{Meta: meta(), Stage: Stage_REWARD, Reason: SkipReason_NON_FINITE_REWARD, Detail: "rollout 3: reward NaN", Actor: "reward-0"},
 	}
 }

@@ -448,7 +448,6 @@ type WeightsApplied struct {
 	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
 	Version       int64                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	Actor         string                 `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
-	Bytes         int64                  `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"` // tensor bytes received for the version
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -504,13 +503,6 @@ func (x *WeightsApplied) GetActor() string {
 	return ""
 }
 
-func (x *WeightsApplied) GetBytes() int64 {
-	if x != nil {
-		return x.Bytes
-	}
-	return 0
-}
-
 var File_messages_node_proto protoreflect.FileDescriptor
 
 const file_messages_node_proto_rawDesc = "" +
@@ -545,12 +537,11 @@ const file_messages_node_proto_rawDesc = "" +
 	"\tHeartbeat\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"$\n" +
 	"\fHeartbeatAck\x12\x14\n" +
-	"\x05known\x18\x01 \x01(\bR\x05known\"\x84\x01\n" +
+	"\x05known\x18\x01 \x01(\bR\x05known\"n\n" +
 	"\x0eWeightsApplied\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x14\n" +
-	"\x05actor\x18\x03 \x01(\tR\x05actor\x12\x14\n" +
-	"\x05bytes\x18\x04 \x01(\x03R\x05bytesB!Z\x1fgithub.com/mgrpo/mgrpo/messagesb\x06proto3"
+	"\x05actor\x18\x03 \x01(\tR\x05actorB!Z\x1fgithub.com/mgrpo/mgrpo/messagesb\x06proto3"
 
 var (
 	file_messages_node_proto_rawDescOnce sync.Once
