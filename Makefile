@@ -37,14 +37,14 @@ build: deps ## build bin/mgrpo-node (with OpenBLAS when installed)
 run: build ## build and train the default recipe on this machine (--role all)
 	./$(BIN) --role all
 
-test: deps lint ## lint, race tests (-short), the OpenBLAS build's gpu tests, the long TestLong* tests, fuzzing, proto-check
+test: deps lint jaeger ## lint, race tests (-short), the OpenBLAS build's gpu tests, the long TestLong* tests (multi-process clusters, Jaeger), fuzzing, proto-check
 	$(GO) test -race -short ./...
 	$(call goblas,test,-short ./gpu/...)
 	$(call goblas,test,-count=1 -run '^TestLong' ./...)
 	@$(MAKE) --no-print-directory fuzz
 	@if command -v protoc >/dev/null 2>&1; then $(MAKE) --no-print-directory proto-check; else echo "protoc not installed: skipping proto-check"; fi
 
-test-long: deps ## only the long tests (TestLong*, skipped under -short), without -race
+test-long: deps jaeger ## only the long tests (TestLong*, skipped under -short), without -race
 	$(call goblas,test,-count=1 -run '^TestLong' ./...)
 
 fuzz: ## run every fuzz target for FUZZTIME (200000x: 200k inputs, ~3-15 s each)
