@@ -1,8 +1,8 @@
 // Package tasks provides the verifiable-reward tasks mgrpo trains on:
-// seeded problem generators, exact verifiers, a JSONL dataset loader, and
-// the reward functions (accuracy, correct, format, length) that score
-// completions with a task's verifier. It imports only the standard
-// library: nothing of actors, gpu or messages.
+// seeded problem generators, exact verifiers, a data set loader (JSONL
+// and Parquet), and the reward functions (accuracy, correct, format,
+// length) that score completions with a task's verifier. It imports the
+// standard library and parquet-go: nothing of actors, gpu or messages.
 //
 // # Text formats
 //
@@ -52,11 +52,19 @@
 //
 // # Datasets
 //
-// LoadJSONL reads {"prompt": ..., "answer": ...} lines (answer a string or
-// a number; other keys ignored; blank lines skipped); a bad line fails
-// with its number, e.g. `dataset data.jsonl: line 7: missing "answer"`.
-// NewDataset and LoadDataset serve loaded problems as a Task judged by a
-// built-in verifier, checking every answer's format up front.
+// LoadRows reads a data file by its extension: JSONL (.jsonl, .ndjson,
+// .json; one object per line, blank lines skipped) or Parquet (.parquet,
+// the Hugging Face hub's format; top-level columns). Fields names the
+// prompt and answer columns; left empty, the first present of prompt,
+// question, problem and of answer, solution is taken (TRL's
+// prompt/solution, GSM8K's question/answer). The prompt is a string, the
+// answer a string or a number (kept as its text). A missing column names
+// itself and lists the columns there are; a bad line or row fails with its
+// number, e.g. `dataset data.jsonl: line 7: missing "answer"` or `dataset
+// d.parquet: row 12: "answer" is null`. NewDataset and OpenDatasets serve
+// loaded problems as a Task judged by a built-in verifier, checking every
+// answer's format up front; OpenDatasets also holds rows out for
+// evaluation (a separate file, or a seeded share of the rows).
 //
 // # Reward functions
 //

@@ -79,11 +79,11 @@ func TestLoadJSONLFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"prompt":"1+1=","answer":"2"}`+"\n"+`{"prompt":"1+2="}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := LoadJSONLFile(path)
+	_, err := LoadJSONLFile(path, Fields{})
 	if want := "dataset " + path + `: line 2: missing "answer"`; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %q", err, want)
 	}
-	if _, err := LoadJSONLFile(filepath.Join(dir, "none.jsonl")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := LoadJSONLFile(filepath.Join(dir, "none.jsonl"), Fields{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: error = %v, want os.ErrNotExist", err)
 	}
 }
