@@ -14,7 +14,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
 )
 
 // Hugging Face's tokenizers (its Node binding, prebuilt binaries inside the
