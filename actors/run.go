@@ -225,8 +225,13 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 		if policy, err = gpu.NewModelFromWeights(loaded.Config(), loaded.Weights(), 0); err != nil {
 			return nil, nil, err
 		}
+		if d.Cfg.Train.WarmStartFromCheckpoint && d.Cfg.Train.WarmStartSteps > 0 {
+			if policy, err = r.warmStart(ctx, policy); err != nil {
+				return nil, nil, err
+			}
+		}
 	default:
-		if policy, err = r.warmStart(ctx); err != nil {
+		if policy, err = r.warmStart(ctx, nil); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -265,13 +270,15 @@ const (
 	warmStartCheckEvery = 50
 )
 
-// warmStart runs the supervised warm start from random weights, printing
-// its progress and the greedy accuracy it reaches.
-func (r *runner) warmStart(ctx context.Context) (*gpu.Model, error) {
+// warmStart runs the supervised warm start from m (random weights when
+// nil), printing its progress and the greedy accuracy it reaches.
+func (r *runner) warmStart(ctx context.Context, m *gpu.Model) (*gpu.Model, error) {
 	d := r.deps
-	m, err := gpu.NewModel(d.Model, uint64(d.Cfg.Model.Seed))
-	if err != nil {
-		return nil, err
+	if m == nil {
+		var err error
+		if m, err = gpu.NewModel(d.Model, uint64(d.Cfg.Model.Seed)); err != nil {
+			return nil, err
+		}
 	}
 	n := d.Cfg.Train.WarmStartSteps
 	start := time.Now()
@@ -328,11 +335,12 @@ func schedule(o config.Optim, steps int) optim.Schedule {
 	return s
 }
 
-// evaluate is the greedy accuracy on train.eval_prompts held-out problems.
+// evaluate is the greedy accuracy on train.eval_prompts held-out problems
+// (from the data set's held-out rows when it has them).
 func (r *runner) evaluate(ctx context.Context, m *gpu.Model) (float64, error) {
 	d := r.deps
-	s := evaluate.ModelSampler{Model: m, Tokenizer: d.Tokenizer, MaxNewTokens: d.Cfg.Generation.MaxCompletionLen}
-	res, err := evaluate.Run(ctx, s, d.Task, evaluate.Options{N: max(d.Cfg.Train.EvalPrompts, 1), K: 1, GreedyOnly: true,
+	s := evaluate.ModelSampler{Model: m, Tokenizer: d.Tokenizer, Prompter: d.Prompter, MaxNewTokens: d.Cfg.Generation.MaxCompletionLen}
+	res, err := evaluate.Run(ctx, s, d.EvalTask, evaluate.Options{N: max(d.Cfg.Train.EvalPrompts, 1), K: 1, GreedyOnly: true,
 		Temperature: d.Cfg.Generation.Temperature, Seed: uint64(d.Cfg.Train.Seed)})
 	return res.GreedyAccuracy, err
 }

@@ -35,7 +35,8 @@ type scoreOutput struct {
 
 // runScore runs `mgrpo-node score --checkpoint DIR --input FILE.jsonl
 // [--temperature T]`. Each input line is {"prompt": "...", "completion":
-// "..."} (text: the prompt gets BOS in front, the completion is scored as
+// "..."} (text: the prompt gets the tokenizer's special tokens (BOS in
+// front for Llama and the built-in tokenizer), the completion is scored as
 // written, add the EOS token yourself with ids) or {"prompt_ids": [...],
 // "completion_ids": [...]} (used as given); each output line holds the
 // per-token log-probs and entropies of the completion.
@@ -176,7 +177,7 @@ func parseScoreLine(text []byte, cfg gpu.Config, tok tokenizer.Tokenizer) (gpu.S
 	var s gpu.Sequence
 	switch {
 	case in.Prompt != nil && in.Completion != nil && in.PromptIDs == nil && in.CompletionIDs == nil:
-		p, err := tok.Encode(*in.Prompt)
+		p, err := tok.EncodePrompt(*in.Prompt)
 		if err != nil {
 			return s, fmt.Errorf("prompt: %w", err)
 		}
@@ -184,15 +185,17 @@ func parseScoreLine(text []byte, cfg gpu.Config, tok tokenizer.Tokenizer) (gpu.S
 		if err != nil {
 			return s, fmt.Errorf("completion: %w", err)
 		}
-		s = gpu.Sequence{Prompt: append([]int{tok.BOS()}, p...), Completion: c}
+		s = gpu.Sequence{Prompt: p, Completion: c}
 	case in.Prompt == nil && in.Completion == nil && in.PromptIDs != nil && in.CompletionIDs != nil:
 		s = gpu.Sequence{Prompt: in.PromptIDs, Completion: in.CompletionIDs}
 	default:
 		return s, fmt.Errorf("want either \"prompt\" and \"completion\" or \"prompt_ids\" and \"completion_ids\"")
 	}
 	switch {
-	case len(s.Prompt) == 0:
+	case len(s.Prompt) == 0 && tok.BOS() >= 0:
 		return s, fmt.Errorf("empty prompt_ids (start the prompt with BOS = %d)", tok.BOS())
+	case len(s.Prompt) == 0:
+		return s, fmt.Errorf("empty prompt (the model needs at least one prompt token)")
 	case len(s.Prompt)+len(s.Completion) > cfg.Context:
 		return s, fmt.Errorf("%d tokens exceed the model's context of %d", len(s.Prompt)+len(s.Completion), cfg.Context)
 	}
