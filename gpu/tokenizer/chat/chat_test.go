@@ -48,7 +48,14 @@ type renderOut struct {
 // and with Python's jinja2, set up as transformers sets it up, and
 // requires the same text (or an error from both).
 func TestMatchesJinja2(t *testing.T) {
-	if err := exec.Command("python3", "-c", "import jinja2").Run(); err != nil {
+	python := ""
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(p, "-c", "import jinja2").Run() == nil {
+			python = p
+			break
+		}
+	}
+	if python == "" {
 		t.Skip("python3 with jinja2 not installed (make deps installs python3-jinja2): cannot compare with the reference")
 	}
 	templates := map[string]string{Llama3: builtins[Llama3], ChatML: builtins[ChatML]}
@@ -74,7 +81,7 @@ func TestMatchesJinja2(t *testing.T) {
 	if err := os.WriteFile(in, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if msg, err := exec.Command("python3", filepath.Join("testdata", "render.py"), in, out).CombinedOutput(); err != nil {
+	if msg, err := exec.Command(python, filepath.Join("testdata", "render.py"), in, out).CombinedOutput(); err != nil {
 		t.Fatalf("render.py: %v\n%s", err, msg)
 	}
 	var want []renderOut
