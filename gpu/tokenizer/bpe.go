@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -16,17 +17,19 @@ import (
 type bpe struct {
 	vocab        map[string]int
 	tokens       []string // id -> token ("" for ids without one)
-	merges       map[[2]int]merge
+	merges       map[uint64]merge // by pairKey
 	unk          int // -1: none
 	fuseUnk      bool
 	byteFallback bool
 	byteIDs      [256]int // <0xXX> ids, -1 where missing
 	ignoreMerges bool
 
-	cache sync.Map // word -> []int
-	size  int64    // approximate number of cached words (guarded by mu)
-	mu    sync.Mutex
+	cache sync.Map     // word -> []int
+	size  atomic.Int64 // words cached
 }
+
+// pairKey is the map key of the pair of ids (a, b).
+func pairKey(a, b int) uint64 { return uint64(a)<<32 | uint64(uint32(b)) }
 
 // merge is the result of merging a pair: its rank (lower merges first) and
 // the id of the merged token.
@@ -97,7 +100,7 @@ func newBPE(m bpeJSON) (*bpe, error) {
 
 // readMerges reads merges written as "a b" strings or as ["a", "b"] pairs.
 func (b *bpe) readMerges(raw []json.RawMessage) error {
-	b.merges = make(map[[2]int]merge, len(raw))
+	b.merges = make(map[uint64]merge, len(raw))
 	for rank, r := range raw {
 		var pair [2]string
 		var s string
@@ -116,8 +119,8 @@ func (b *bpe) readMerges(raw []json.RawMessage) error {
 		if !okA || !okC || !okID {
 			return fmt.Errorf("model.merges[%d] = %q: a token of it or of its result is not in the vocabulary", rank, pair)
 		}
-		if _, dup := b.merges[[2]int{a, c}]; !dup {
-			b.merges[[2]int{a, c}] = merge{rank: rank, id: id}
+		if _, dup := b.merges[pairKey(a, c)]; !dup {
+			b.merges[pairKey(a, c)] = merge{rank: rank, id: id}
 		}
 	}
 	return nil
@@ -140,10 +143,7 @@ func (b *bpe) encodeWord(dst []int, word string) []int {
 
 // remember caches the ids of a word while the cache has room.
 func (b *bpe) remember(word string, ids []int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.size < maxCachedWords {
-		b.size++
+	if b.size.Load() < maxCachedWords && b.size.Add(1) <= maxCachedWords {
 		b.cache.Store(word, ids)
 	}
 }
@@ -205,7 +205,7 @@ func (b *bpe) mergeWord(syms []int) []int {
 	next[n-1] = -1
 	q := make(pairQueue, 0, n)
 	for i := 0; i+1 < n; i++ {
-		if m, ok := b.merges[[2]int{syms[i], syms[i+1]}]; ok {
+		if m, ok := b.merges[pairKey(syms[i], syms[i+1])]; ok {
 			q = append(q, candidate{rank: m.rank, pos: i, id: m.id})
 		}
 	}
@@ -216,7 +216,7 @@ func (b *bpe) mergeWord(syms []int) []int {
 		if !alive[c.pos] || r < 0 {
 			continue
 		}
-		if m, ok := b.merges[[2]int{syms[c.pos], syms[r]}]; !ok || m.id != c.id || m.rank != c.rank {
+		if m, ok := b.merges[pairKey(syms[c.pos], syms[r])]; !ok || m.id != c.id || m.rank != c.rank {
 			continue // the pair changed since it was queued
 		}
 		syms[c.pos] = c.id
@@ -226,12 +226,12 @@ func (b *bpe) mergeWord(syms []int) []int {
 			prev[next[r]] = c.pos
 		}
 		if p := prev[c.pos]; p >= 0 {
-			if m, ok := b.merges[[2]int{syms[p], syms[c.pos]}]; ok {
+			if m, ok := b.merges[pairKey(syms[p], syms[c.pos])]; ok {
 				heap.Push(&q, candidate{rank: m.rank, pos: p, id: m.id})
 			}
 		}
 		if nx := next[c.pos]; nx >= 0 {
-			if m, ok := b.merges[[2]int{syms[c.pos], syms[nx]}]; ok {
+			if m, ok := b.merges[pairKey(syms[c.pos], syms[nx])]; ok {
 				heap.Push(&q, candidate{rank: m.rank, pos: c.pos, id: m.id})
 			}
 		}
