@@ -46,7 +46,10 @@
 // zero. The completion ends with "#### n" (GSM8K's final-answer marker,
 // spaces after "####" and trailing spaces allowed); anything before the
 // last "####" is a free scratchpad. It is correct if n equals the answer
-// (leading zeros ignored), well formed if it has that ending. Solution
+// (leading zeros ignored, commas read as thousands separators), well
+// formed if it has that ending. A gold answer may be GSM8K's worked
+// solution ("... #### 72"): its final integer is the answer and the
+// solution itself is what Solution returns. Solution
 // writes the scratchpad "3+5=8 8-2=6 #### 6", or just "#### 6" with
 // BareAnswers or for a prompt no template matches.
 //

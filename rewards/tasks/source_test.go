@@ -154,3 +154,30 @@ func TestOpenDatasetsHeldOut(t *testing.T) {
 		t.Errorf("no split: eval = %v, %v", eval, err)
 	}
 }
+
+// TestWordProblemsGSM8KAnswers: a gold answer in GSM8K's form (a worked
+// solution ending in "#### n") is verified by its final integer and is the
+// warm start's solution.
+func TestWordProblemsGSM8KAnswers(t *testing.T) {
+	task, err := New("wordproblems", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gold := "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nAltogether she sold 48+24 = <<48+24=72>>72 clips.\n#### 1,072"
+	if err := task.(AnswerValidator).ValidateAnswer(gold); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]Verdict{"#### 1072": Correct, "so #### 01072": Correct, "#### 72": Wrong, "1072": Malformed}
+	for completion, want := range cases {
+		if got := task.Verify(completion, gold); got != want {
+			t.Errorf("Verify(%q) = %v, want %v", completion, got, want)
+		}
+	}
+	sol, err := task.Solution(Problem{Prompt: "How many clips?", Answer: gold}, nil)
+	if err != nil || sol != gold || task.Verify(sol, gold) != Correct {
+		t.Errorf("Solution = %q, %v; want the worked solution, verified correct", sol, err)
+	}
+	if err := task.(AnswerValidator).ValidateAnswer("about seventy"); err == nil || !strings.Contains(err.Error(), `"#### <integer>"`) {
+		t.Errorf("ValidateAnswer(prose) = %v", err)
+	}
+}
