@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/mgrpo/mgrpo/config"
@@ -106,6 +107,11 @@ func newTask(c config.Task) (train, eval tasks.Task, err error) {
 	return tr, ev, nil
 }
 
+// errEOSZero refuses a tokenizer whose end-of-sequence id is 0:
+// gpu.SampleOptions reads EOS 0 as "no stop token", so generation would
+// never stop at it.
+var errEOSZero = errors.New("the tokenizer's end-of-sequence id is 0, which generation cannot stop at yet (gpu.SampleOptions reads EOS 0 as none); use a checkpoint whose eos_token has another id (an instruct model's, say)")
+
 // policyConfig is the policy's configuration and tokenizer: those of
 // model.checkpoint, or the preset's with the built-in tokenizer.
 func policyConfig(m config.Model) (gpu.Config, tokenizer.Tokenizer, error) {
@@ -120,6 +126,9 @@ func policyConfig(m config.Model) (gpu.Config, tokenizer.Tokenizer, error) {
 	tok, err := tokenizer.Load(m.Checkpoint)
 	if err != nil {
 		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint: %w", err)
+	}
+	if tok.EOS() == 0 {
+		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint %s: %w", m.Checkpoint, errEOSZero)
 	}
 	if tok.VocabSize() > c.Vocab {
 		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint %s: tokenizer has %d ids, the model's vocabulary %d", m.Checkpoint, tok.VocabSize(), c.Vocab)

@@ -74,6 +74,10 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mgrpo-node eval: --checkpoint: %v\n", err)
 		return exitUsage
 	}
+	if tok.EOS() == 0 {
+		fmt.Fprintf(stderr, "mgrpo-node eval: --checkpoint: the tokenizer's end-of-sequence id is 0, which generation cannot stop at yet\n")
+		return exitUsage
+	}
 	prompter, err := chat.NewPrompter(tok, a.template, a.system)
 	if err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node eval: --prompt_template: %v\n", err)
