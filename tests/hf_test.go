@@ -142,7 +142,8 @@ func npmTokenizer(t *testing.T) string {
 // a Hugging Face checkpoint directory, with the real tokenizer.json.
 func writeCheckpoint(t *testing.T, tokDir, dir string) {
 	t.Helper()
-	cfg := gpu.Config{Vocab: 32000, Hidden: 32, Layers: 2, Heads: 2, KVHeads: 1, MLP: 64, Context: 96,
+	cfg := gpu.Config{Vocab: 32064, Hidden: 32, // vocab_size padded past the tokenizer's 32,000, as hub models do
+		Layers: 2, Heads: 2, KVHeads: 1, MLP: 64, Context: 96,
 		RopeTheta: 10000, NormEps: 1e-5, TieEmbeddings: true}
 	m, err := gpu.NewModel(cfg, 5)
 	if err != nil {
