@@ -142,3 +142,27 @@ func TestHFRefusals(t *testing.T) {
 		t.Errorf("unknown EOS: Load error = %v", err)
 	}
 }
+
+// TestHFConcurrentEncode: one tokenizer serves several goroutines (its
+// word cache is the only shared state); run with -race.
+func TestHFConcurrentEncode(t *testing.T) {
+	tok, err := Load(writeTokenizer(t, tinyByteLevel, map[string]string{TokenizerConfigFile: `{"eos_token": "<|eos|>"}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []int, 8)
+	for g := range 8 {
+		go func() {
+			var last []int
+			for i := range 200 {
+				last, _ = tok.Encode(strings.Repeat("a ab!", 1+(g+i)%5))
+			}
+			done <- last
+		}()
+	}
+	for range 8 {
+		if ids := <-done; len(ids) == 0 {
+			t.Error("no ids")
+		}
+	}
+}
