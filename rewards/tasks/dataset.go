@@ -34,14 +34,6 @@ func NewDataset(problems []Problem, verifier Task) (*Dataset, error) {
 	return &Dataset{problems: append([]Problem(nil), problems...), verifier: verifier}, nil
 }
 
-// LoadDataset loads the data file at path (LoadRows, default fields) and
-// serves it with the built-in task called verifier (a name or alias
-// accepted by New).
-func LoadDataset(path, verifier string, opts Options) (*Dataset, error) {
-	train, _, err := OpenDatasets(Source{Path: path}, verifier, opts)
-	return train, err
-}
-
 // Source says where a data set comes from and how it is split into
 // training and held-out evaluation rows.
 type Source struct {

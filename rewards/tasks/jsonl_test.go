@@ -95,7 +95,7 @@ func TestDataset(t *testing.T) {
 	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := LoadDataset(path, "countdown-lite", Options{})
+	d, _, err := OpenDatasets(Source{Path: path}, "countdown-lite", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestDatasetRejectsBadAnswers(t *testing.T) {
 	if _, err := NewDataset(nil, cd); !errors.Is(err, ErrEmptyDataset) {
 		t.Errorf("empty: error = %v, want ErrEmptyDataset", err)
 	}
-	if _, err := LoadDataset("x.jsonl", "chess", Options{}); !errors.Is(err, ErrUnknownTask) {
+	if _, _, err := OpenDatasets(Source{Path: "x.jsonl"}, "chess", Options{}); !errors.Is(err, ErrUnknownTask) {
 		t.Errorf("unknown verifier: error = %v, want ErrUnknownTask", err)
 	}
 }
