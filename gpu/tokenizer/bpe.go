@@ -16,9 +16,9 @@ import (
 // fused with fuse_unk, else dropped, as Hugging Face's tokenizers does).
 type bpe struct {
 	vocab        map[string]int
-	tokens       []string // id -> token ("" for ids without one)
+	tokens       []string         // id -> token ("" for ids without one)
 	merges       map[uint64]merge // by pairKey
-	unk          int // -1: none
+	unk          int              // -1: none
 	fuseUnk      bool
 	byteFallback bool
 	byteIDs      [256]int // <0xXX> ids, -1 where missing
