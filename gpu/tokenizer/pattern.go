@@ -13,7 +13,8 @@ import (
 // ({"String": s} or {"Regex": r}) in a string.
 type pattern struct {
 	literal string
-	re      *regexp2.Regexp // nil for a literal
+	fast    *fastRegex      // the regex run by Go's regexp, when it translates
+	re      *regexp2.Regexp // else the regex run by regexp2; nil for a literal
 }
 
 // patternJSON is a pattern as tokenizer.json writes it.
@@ -38,6 +39,9 @@ func newPattern(raw json.RawMessage, where string) (pattern, error) {
 		}
 		return pattern{literal: *p.String}, nil
 	case p.Regex != nil:
+		if f, ok := translateRegex(*p.Regex); ok {
+			return pattern{fast: f}, nil
+		}
 		re, err := regexp2.Compile(*p.Regex, regexp2.None)
 		if err != nil {
 			return pattern{}, fmt.Errorf("%s.pattern regex %q: %v", where, *p.Regex, err)
@@ -51,6 +55,9 @@ func newPattern(raw json.RawMessage, where string) (pattern, error) {
 // empty matches are left out.
 func (p pattern) find(s string) [][2]int {
 	var out [][2]int
+	if p.fast != nil {
+		return p.fast.find(s)
+	}
 	if p.re == nil {
 		for i := 0; ; {
 			j := strings.Index(s[i:], p.literal)
@@ -82,7 +89,7 @@ func (p pattern) find(s string) [][2]int {
 
 // replaceAll replaces every match of p in s by with.
 func (p pattern) replaceAll(s, with string) string {
-	if p.re == nil {
+	if p.re == nil && p.fast == nil {
 		return strings.ReplaceAll(s, p.literal, with)
 	}
 	var b strings.Builder
