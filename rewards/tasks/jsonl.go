@@ -51,7 +51,7 @@ func LoadJSONLFields(r io.Reader, fields Fields) ([]Problem, error) {
 		if len(b) == 0 {
 			continue
 		}
-		p, err := parseLine(b, &fields)
+		p, err := parseLine(b, &fields, len(out) == 0)
 		if err != nil {
 			return nil, &LineError{Line: line, Err: err}
 		}
@@ -85,8 +85,8 @@ func LoadJSONLFile(path string, fields Fields) ([]Problem, error) {
 }
 
 // parseLine decodes one non-blank line; the first one fixes the fields'
-// names when they are "".
-func parseLine(b []byte, fields *Fields) (Problem, error) {
+// names when they are "" and checks that the named ones are there.
+func parseLine(b []byte, fields *Fields, first bool) (Problem, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(b, &obj); err != nil {
 		var ute *json.UnmarshalTypeError
@@ -98,7 +98,7 @@ func parseLine(b []byte, fields *Fields) (Problem, error) {
 	if obj == nil {
 		return Problem{}, fmt.Errorf("not a JSON object")
 	}
-	if fields.Prompt == "" || fields.Answer == "" {
+	if first {
 		keys := make([]string, 0, len(obj))
 		for k := range obj {
 			keys = append(keys, k)
