@@ -30,12 +30,12 @@ func promptBatch(d *Deps, step, round int64, n int, version int64) (*messages.Pr
 		NumGenerations: int32(d.Cfg.Generation.NumGenerations),
 	}
 	for i, p := range problems {
-		ids, err := d.Tokenizer.Encode(p.Prompt)
+		ids, err := d.Prompter.Encode(p.Prompt)
 		if err != nil {
 			return nil, fmt.Errorf("prompt batch step %d: problem %d: %w", step, i, err)
 		}
 		pb.Prompts = append(pb.Prompts, &messages.Prompt{Index: int32(i), Text: p.Prompt,
-			TokenIds: int32s(append([]int{d.Tokenizer.BOS()}, ids...)), Answer: p.Answer})
+			TokenIds: int32s(ids), Answer: p.Answer})
 	}
 	return reseed(pb, stageSeed(seed, step, stageGenerate, uint64(round))), nil
 }

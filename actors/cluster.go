@@ -142,15 +142,17 @@ func joinReply(d *Deps) (*messages.JoinReply, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizerJSON(d.Tokenizer)
+	tok, err := tokenizerFiles(d.Tokenizer)
 	if err != nil {
 		return nil, err
 	}
-	return &messages.JoinReply{RunId: d.RunID, ConfigYaml: text, TokenizerJson: tok, ModelJson: model}, nil
+	return &messages.JoinReply{RunId: d.RunID, ConfigYaml: text, TokenizerFiles: tok, ModelJson: model}, nil
 }
 
-// tokenizerJSON is tok's tokenizer.json, as a checkpoint holds it.
-func tokenizerJSON(tok tokenizer.Tokenizer) ([]byte, error) {
+// tokenizerFiles are the files tok saves into a checkpoint
+// (tokenizer.json and, for a Hugging Face tokenizer, its configuration
+// files), by name.
+func tokenizerFiles(tok tokenizer.Tokenizer) (map[string][]byte, error) {
 	saver, ok := tok.(interface{ Save(dir string) error })
 	if !ok {
 		return nil, fmt.Errorf("tokenizer %s cannot be sent to worker nodes", tok.Name())
@@ -163,18 +165,33 @@ func tokenizerJSON(tok tokenizer.Tokenizer) ([]byte, error) {
 	if err := saver.Save(dir); err != nil {
 		return nil, err
 	}
-	return os.ReadFile(filepath.Join(dir, tokenizer.FileName))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if files[e.Name()], err = os.ReadFile(filepath.Join(dir, e.Name())); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
 }
 
-// tokenizerFromJSON reads back what tokenizerJSON wrote.
-func tokenizerFromJSON(data []byte) (tokenizer.Tokenizer, error) {
+// tokenizerFromFiles loads the tokenizer whose files tokenizerFiles read.
+func tokenizerFromFiles(files map[string][]byte) (tokenizer.Tokenizer, error) {
 	dir, err := os.MkdirTemp("", "mgrpo-tokenizer-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, tokenizer.FileName), data, 0o600); err != nil {
-		return nil, err
+	for name, data := range files {
+		if name != filepath.Base(name) || name == "." || name == ".." {
+			return nil, fmt.Errorf("tokenizer file name %q from the learner", name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
 	}
 	return tokenizer.Load(dir)
 }

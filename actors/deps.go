@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/mgrpo/mgrpo/actors/trace"
@@ -9,6 +10,7 @@ import (
 	"github.com/mgrpo/mgrpo/gpu/loss"
 	"github.com/mgrpo/mgrpo/gpu/optim"
 	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/gpu/tokenizer/chat"
 	"github.com/mgrpo/mgrpo/rewards"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -20,18 +22,23 @@ import (
 // settings of rewards and losses in the form their packages take. Stages
 // share one Deps; none modifies it.
 type Deps struct {
-	Cfg       *config.Config
-	Task      tasks.Task
+	Cfg  *config.Config
+	Task tasks.Task
+	// EvalTask is the held-out data set evaluations draw from
+	// (task.eval_dataset or task.eval_fraction); Task when there is none.
+	EvalTask  tasks.Task
 	Rewards   []tasks.Weighted
 	Tokenizer tokenizer.Tokenizer
-	Sample    gpu.SampleOptions
-	Prepare   rewards.PrepareConfig
-	Loss      loss.Config
-	Alpha     loss.AlphaControl
-	Tau       rewards.TauController
-	Beta      rewards.BetaController
-	Meta      rewards.MetaController
-	Model     gpu.Config
+	// Prompter encodes prompts as the policy reads them (task.prompt_template).
+	Prompter *chat.Prompter
+	Sample   gpu.SampleOptions
+	Prepare  rewards.PrepareConfig
+	Loss     loss.Config
+	Alpha    loss.AlphaControl
+	Tau      rewards.TauController
+	Beta     rewards.BetaController
+	Meta     rewards.MetaController
+	Model    gpu.Config
 	// Device runs the learner's weight products (model.device); Run
 	// closes it when the run ends.
 	Device gpu.Device
@@ -46,7 +53,7 @@ type Deps struct {
 // NewDeps resolves the task, reward functions, tokenizer and the settings
 // of cfg (which must be valid: config.Load validates it).
 func NewDeps(cfg *config.Config, runID string) (*Deps, error) {
-	task, err := newTask(cfg.Task)
+	task, evalTask, err := newTask(cfg.Task)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", cfg.Task.Name, err)
 	}
@@ -58,16 +65,20 @@ func NewDeps(cfg *config.Config, runID string) (*Deps, error) {
 	if err != nil {
 		return nil, fmt.Errorf("maxent.objective: %w", err)
 	}
-	model, err := modelConfig(cfg.Model)
+	model, tok, err := policyConfig(cfg.Model)
 	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+		return nil, err
+	}
+	prompter, err := chat.NewPrompter(tok, cfg.Task.PromptTemplate, cfg.Task.SystemPrompt)
+	if err != nil {
+		return nil, fmt.Errorf("task.prompt_template: %w", err)
 	}
 	dev, err := gpu.OpenDevice(cfg.Model.Device) // opened last: nothing below can fail
 	if err != nil {
 		return nil, err
 	}
-	d := stageDeps(cfg, task, fns, model, tokenizer.NewChar(), runID)
-	d.Device = dev
+	d := stageDeps(cfg, task, fns, model, tok, runID)
+	d.EvalTask, d.Prompter, d.Device = evalTask, prompter, dev
 	d.Prepare = prepareConfig(cfg, objective)
 	d.Loss = lossConfig(cfg)
 	d.Alpha = loss.DefaultAlphaControl()
@@ -109,13 +120,54 @@ func stageDeps(cfg *config.Config, task tasks.Task, fns []tasks.Weighted, model 
 	return d
 }
 
-// newTask builds the configured task, or a dataset verified by it.
-func newTask(c config.Task) (tasks.Task, error) {
+// newTask builds the configured task, or a data set verified by it, and
+// the task evaluations draw from: the data set's held-out rows, or the
+// task itself.
+func newTask(c config.Task) (train, eval tasks.Task, err error) {
 	opts := tasks.Options{Digits: c.Digits, Numbers: c.Numbers, MaxNumber: c.MaxNumber}
-	if c.Dataset != "" {
-		return tasks.LoadDataset(c.Dataset, c.Name, opts)
+	if c.Dataset == "" {
+		t, err := tasks.New(c.Name, opts)
+		return t, t, err
 	}
-	return tasks.New(c.Name, opts)
+	src := tasks.Source{Path: c.Dataset, Fields: tasks.Fields{Prompt: c.PromptField, Answer: c.AnswerField},
+		EvalPath: c.EvalDataset, EvalFraction: c.EvalFraction, Seed: uint64(c.Seed)}
+	tr, ev, err := tasks.OpenDatasets(src, c.Name, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ev == nil {
+		return tr, tr, nil
+	}
+	return tr, ev, nil
+}
+
+// errEOSZero refuses a tokenizer whose end-of-sequence id is 0:
+// gpu.SampleOptions reads EOS 0 as "no stop token", so generation would
+// never stop at it.
+var errEOSZero = errors.New("the tokenizer's end-of-sequence id is 0, which generation cannot stop at yet (gpu.SampleOptions reads EOS 0 as none); use a checkpoint whose eos_token has another id (an instruct model's, say)")
+
+// policyConfig is the policy's configuration and tokenizer: those of
+// model.checkpoint, or the preset's with the built-in tokenizer.
+func policyConfig(m config.Model) (gpu.Config, tokenizer.Tokenizer, error) {
+	if m.Checkpoint == "" {
+		c, err := modelConfig(m)
+		return c, tokenizer.NewChar(), err
+	}
+	c, err := gpu.ReadCheckpointConfig(m.Checkpoint)
+	if err != nil {
+		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint: %w", err)
+	}
+	tok, err := tokenizer.Load(m.Checkpoint)
+	if err != nil {
+		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint: %w", err)
+	}
+	if tok.EOS() == 0 {
+		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint %s: %w", m.Checkpoint, errEOSZero)
+	}
+	if tok.VocabSize() > c.Vocab {
+		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint %s: tokenizer has %d ids, the model's vocabulary %d", m.Checkpoint, tok.VocabSize(), c.Vocab)
+	}
+	return c, tok, nil
 }
 
 // weightsOrNil maps an empty weight list to nil (every weight 1).

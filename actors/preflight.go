@@ -26,6 +26,9 @@ func preflight(d *Deps) error {
 			return fmt.Errorf("model.checkpoint: %w", err)
 		}
 		model = c
+		if n := d.Cfg.Generation.MaxCompletionLen; n >= model.Context {
+			return fmt.Errorf("generation.max_completion_len = %d: must be below the context of model.checkpoint (%d) to leave room for the prompt", n, model.Context)
+		}
 	}
 	prompt, problem, err := longestPrompt(d)
 	if err != nil {
@@ -52,15 +55,16 @@ func preflight(d *Deps) error {
 // draws to estimate its longest prompt.
 const promptSamples = 512
 
-// longestPrompt returns the longest prompt in tokens, BOS included, and
+// longestPrompt returns the longest prompt in tokens, as the policy reads
+// it (BOS and any chat template included), and
 // for a dataset the 1-based number of the problem holding it: over every
 // problem of a dataset, or over promptSamples problems drawn from a
 // generated task (plus a margin of 8 tokens for rarer longer ones; problem
 // 0).
 func longestPrompt(d *Deps) (tokens, problem int, err error) {
 	length := func(text string) (int, error) {
-		ids, err := d.Tokenizer.Encode(text)
-		return len(ids) + 1, err
+		ids, err := d.Prompter.Encode(text)
+		return len(ids), err
 	}
 	if ds, ok := d.Task.(*tasks.Dataset); ok {
 		for i := range ds.Len() {
@@ -108,7 +112,7 @@ func runBytes(d *Deps, model gpu.Config, promptLen int) int64 {
 	sum := float64(model.LearnerBytes(bi, seq)) + 3*float64(model.ModelBytes()) +
 		float64(max(c.Cluster.Generators, 1))*float64(model.SampleBytes(c.Train.PromptsPerStep, c.Generation.NumGenerations, promptLen, c.Generation.MaxCompletionLen)) +
 		float64(model.ScoreBytes(bi, seq))
-	if c.Model.Checkpoint == "" && c.Train.Resume == "" && c.Train.WarmStartSteps > 0 {
+	if (c.Model.Checkpoint == "" || c.Train.WarmStartFromCheckpoint) && c.Train.Resume == "" && c.Train.WarmStartSteps > 0 {
 		warm := float64(model.LearnerBytes(c.Train.WarmStartBatch, seq)) - float64(model.LearnerBytes(0, seq))
 		sum += max(warm, 0)
 	}

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 
 	"github.com/mgrpo/mgrpo/actors/evaluate"
+	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
 )
 
@@ -45,6 +47,13 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	}
 	defer tp.Shutdown(context.WithoutCancel(ctx)) // spans of an interrupted run too
 	d.Tracer, d.NodeID = tp.Tracer(), tp.node
+	ln, err := startLearnerNode(d) // its ports are taken now, not after a warm start
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		defer ln.node.Stop()
+	}
 	dir, resume, discard, err := openRun(cfg, name)
 	if err != nil {
 		return err
@@ -63,8 +72,11 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	if d.Device.Name() != "cpu" {
 		fmt.Fprintf(out, "learner on %s\n", d.Device.Info())
 	}
+	if ln != nil {
+		fmt.Fprintf(out, "learner node: worker nodes join with --cluster.seeds %s (actors at %s)\n", ln.node.Seed(), ln.node.Address())
+	}
 	r := &runner{deps: d, dir: dir, out: out, progress: runlog.NewProgress(out, 10),
-		warmAccuracy: math.NaN(), startName: "start"}
+		warmAccuracy: math.NaN(), startName: "start", learner: ln}
 	r.slow.fixed, r.slow.auto, _ = cfg.Trace.SlowThreshold() // valid: config checked it
 	models, control, err := r.loadModels(ctx, resume)
 	if err != nil {
@@ -102,6 +114,34 @@ type runner struct {
 	warmAccuracy float64 // greedy accuracy of the policy RL started from (NaN: not measured)
 	slow         slowSteps
 	startName    string // what that policy is: "warm start" or "start"
+
+	learner *learnerNode // this process's cluster node (nil under role all)
+}
+
+// learnerNode is the cluster node of a learner-role process and the join
+// reply it gives worker nodes.
+type learnerNode struct {
+	node *node.Node
+	join *messages.JoinReply
+}
+
+// startLearnerNode starts the cluster node of a process with the learner
+// role (nil under role all), so that a port already taken is refused
+// before the run directory or a warm start exists. Worker nodes that find
+// it before its coordinator runs are not answered and ask again.
+func startLearnerNode(d *Deps) (*learnerNode, error) {
+	if d.Cfg.Cluster.HasRole(config.RoleAll) {
+		return nil, nil
+	}
+	join, err := joinReply(d)
+	if err != nil {
+		return nil, err
+	}
+	n, err := startNode(d.Cfg, true, messageBound(d, join), os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	return &learnerNode{node: n, join: join}, nil
 }
 
 // loadModels builds the models the actors will own (startModels) and the
@@ -157,8 +197,13 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 		if policy, err = gpu.NewModelFromWeights(loaded.Config(), loaded.Weights(), 0); err != nil {
 			return nil, nil, err
 		}
+		if d.Cfg.Train.WarmStartFromCheckpoint && d.Cfg.Train.WarmStartSteps > 0 {
+			if policy, err = r.warmStart(ctx, policy); err != nil {
+				return nil, nil, err
+			}
+		}
 	default:
-		if policy, err = r.warmStart(ctx); err != nil {
+		if policy, err = r.warmStart(ctx, nil); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -212,14 +257,7 @@ func (r *runner) startPipeline(m Models, control rewards.ControllerState) (*Pipe
 		p := StartPipeline(d, m, control, opt, os.Stderr)
 		return p, p.Stop, nil
 	}
-	join, err := joinReply(d)
-	if err != nil {
-		return nil, nil, err
-	}
-	n, err := startNode(d.Cfg, true, messageBound(d, join), os.Stderr)
-	if err != nil {
-		return nil, nil, err
-	}
+	n, join := r.learner.node, r.learner.join
 	opt.Generators, opt.RewardEvaluators, opt.ReferenceScorers = 0, 0, 0
 	if cl.HasRole(config.RoleGenerator) {
 		opt.Generators = max(cl.Generators, 1)
@@ -234,9 +272,8 @@ func (r *runner) startPipeline(m Models, control rewards.ControllerState) (*Pipe
 	if !loopbackHost(cl.Host) && cl.Insecure {
 		fmt.Fprintf(r.out, "warning: cluster.insecure: nodes talk in plaintext on %s; anyone who can reach it can join the run\n", cl.Host)
 	}
-	fmt.Fprintf(r.out, "learner node: worker nodes join with --cluster.seeds %s (actors at %s)\n", n.Seed(), n.Address())
 	p := StartPipelineOn(n.System(), d, m, control, opt)
-	return p, func() { p.Stop(); n.Stop() }, nil
+	return p, p.Stop, nil
 }
 
 // recordStart writes metrics line 0 of a new run: the greedy accuracy of
@@ -263,11 +300,12 @@ func (r *runner) recordStart(ctx context.Context) error {
 	return r.dir.WriteMetrics(0, map[string]float64{runlog.KeyEvalGreedyAccuracy: r.warmAccuracy})
 }
 
-// evaluate is the greedy accuracy on train.eval_prompts held-out problems.
+// evaluate is the greedy accuracy on train.eval_prompts held-out problems
+// (from the data set's held-out rows when it has them).
 func (r *runner) evaluate(ctx context.Context, m *gpu.Model) (float64, error) {
 	d := r.deps
-	s := evaluate.ModelSampler{Model: m, Tokenizer: d.Tokenizer, MaxNewTokens: d.Cfg.Generation.MaxCompletionLen}
-	res, err := evaluate.Run(ctx, s, d.Task, evaluate.Options{N: max(d.Cfg.Train.EvalPrompts, 1), K: 1, GreedyOnly: true,
+	s := evaluate.ModelSampler{Model: m, Tokenizer: d.Tokenizer, Prompter: d.Prompter, MaxNewTokens: d.Cfg.Generation.MaxCompletionLen}
+	res, err := evaluate.Run(ctx, s, d.EvalTask, evaluate.Options{N: max(d.Cfg.Train.EvalPrompts, 1), K: 1, GreedyOnly: true,
 		Temperature: d.Cfg.Generation.Temperature, Seed: uint64(d.Cfg.Train.Seed)})
 	return res.GreedyAccuracy, err
 }

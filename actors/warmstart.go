@@ -47,7 +47,7 @@ func WarmStart(ctx context.Context, d *Deps, m *gpu.Model, hook WarmStartHook) (
 }
 
 // solutionBatch draws warm-start step's problems and their solutions as
-// sequences (BOS + prompt, solution + EOS).
+// sequences (the prompt as the policy reads it, solution + EOS).
 func solutionBatch(d *Deps, step int64) ([]gpu.Sequence, error) {
 	rng := rand.New(rand.NewPCG(stageSeed(d.Cfg.Train.Seed, step, stageWarmStart, 0), uint64(d.Cfg.Task.Seed)))
 	problems := tasks.Batch(d.Task, rng, d.Cfg.Train.WarmStartBatch)
@@ -57,7 +57,7 @@ func solutionBatch(d *Deps, step int64) ([]gpu.Sequence, error) {
 		if err != nil {
 			return nil, err
 		}
-		prompt, err := d.Tokenizer.Encode(p.Prompt)
+		prompt, err := d.Prompter.Encode(p.Prompt)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +65,7 @@ func solutionBatch(d *Deps, step int64) ([]gpu.Sequence, error) {
 		if err != nil {
 			return nil, err
 		}
-		seqs[i] = gpu.Sequence{Prompt: append([]int{d.Tokenizer.BOS()}, prompt...), Completion: append(completion, d.Tokenizer.EOS())}
+		seqs[i] = gpu.Sequence{Prompt: prompt, Completion: append(completion, d.Tokenizer.EOS())}
 	}
 	return seqs, nil
 }
@@ -82,13 +82,15 @@ const (
 	warmStartCheckEvery = 50
 )
 
-// warmStart runs the supervised warm start from random weights, printing
-// its progress and the greedy accuracy it reaches.
-func (r *runner) warmStart(ctx context.Context) (*gpu.Model, error) {
+// warmStart runs the supervised warm start from m (random weights when
+// nil), printing its progress and the greedy accuracy it reaches.
+func (r *runner) warmStart(ctx context.Context, m *gpu.Model) (*gpu.Model, error) {
 	d := r.deps
-	m, err := gpu.NewModel(d.Model, uint64(d.Cfg.Model.Seed))
-	if err != nil {
-		return nil, err
+	if m == nil {
+		var err error
+		if m, err = gpu.NewModel(d.Model, uint64(d.Cfg.Model.Seed)); err != nil {
+			return nil, err
+		}
 	}
 	n := d.Cfg.Train.WarmStartSteps
 	start := time.Now()

@@ -53,6 +53,10 @@ func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		if err := w.serveRun(ctx, coord); err != nil {
 			return err
 		}
+		select { // a learner still in its warm start does not answer yet
+		case <-ctx.Done():
+		case <-time.After(lookEvery):
+		}
 	}
 	return nil
 }
@@ -65,6 +69,7 @@ type worker struct {
 	node    *node.Node
 	actors  []*actor.PID // the stage actors of the current run
 	tracing *nodeTracing // the current run's tracing (nil before one)
+	noticed time.Time    // when it last said it is waiting for the learner
 }
 
 // findLearner waits until a learner node is among the members and returns
@@ -98,7 +103,14 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 	if err != nil {
 		// Not ready, gone, or unable to talk: a transport that does not fit
 		// (TLS on one side only, certificates of another CA) never will.
-		return w.node.CheckPeer(coord.GetAddress())
+		if err := w.node.CheckPeer(coord.GetAddress()); err != nil {
+			return err
+		}
+		if time.Since(w.noticed) >= waitNoticeEach {
+			fmt.Fprintf(w.out, "node %s: the learner at %s does not answer yet (still starting?); asking again\n", w.id, coord.GetAddress())
+			w.noticed = time.Now()
+		}
+		return nil
 	}
 	reply, ok := res.(*messages.JoinReply)
 	if !ok {
@@ -147,7 +159,7 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizerFromJSON(reply.GetTokenizerJson())
+	tok, err := tokenizerFromFiles(reply.GetTokenizerFiles())
 	if err != nil {
 		return nil, err
 	}

@@ -73,9 +73,28 @@ type Task struct {
 	MaxNumber int `koanf:"max_number" help:"countdown: largest number"`
 	// Steps is the number of arithmetic steps of a word problem.
 	Steps int `koanf:"steps" help:"wordproblems: steps per problem"`
-	// Dataset is a JSONL file of {"prompt","answer"} lines; "" generates
-	// problems from Seed.
-	Dataset string `koanf:"dataset" help:"JSONL file of {\"prompt\",\"answer\"} (\"\" = generate)"`
+	// Dataset is a data file, JSONL or Parquet (told by the extension),
+	// whose rows are verified by the task Name; "" generates problems
+	// from Seed.
+	Dataset string `koanf:"dataset" help:"data file, .jsonl or .parquet, verified by task.name (\"\" = generate)"`
+	// PromptField is the data set's prompt column; "" takes the first of
+	// prompt, question, problem.
+	PromptField string `koanf:"prompt_field" help:"prompt column of task.dataset (\"\" = prompt, question or problem)"`
+	// AnswerField is the data set's answer column; "" takes the first of
+	// answer, solution.
+	AnswerField string `koanf:"answer_field" help:"answer column of task.dataset (\"\" = answer or solution)"`
+	// EvalDataset is a separate file of held-out rows for evaluation.
+	EvalDataset string `koanf:"eval_dataset" help:"held-out data file for evaluation (\"\" = none)"`
+	// EvalFraction is the share of the data set's rows held out for
+	// evaluation (shuffled with Seed) when EvalDataset is "".
+	EvalFraction float64 `koanf:"eval_fraction" help:"share of task.dataset rows held out for evaluation, in [0, 1)"`
+	// PromptTemplate wraps each prompt as a chat turn: "" (the raw text,
+	// with the tokenizer's BOS), llama3, chatml, or tokenizer (the
+	// checkpoint's own chat_template).
+	PromptTemplate string `koanf:"prompt_template" help:"\"\" (raw text)|llama3|chatml|tokenizer (the checkpoint's chat_template)"`
+	// SystemPrompt is a system message put before each prompt by the
+	// prompt template ("" for none).
+	SystemPrompt string `koanf:"system_prompt" help:"system message of the prompt template (\"\" = none)"`
 	// Seed seeds problem generation (training and held-out sets).
 	Seed int64 `koanf:"seed" help:"problem generator seed"`
 }
@@ -323,6 +342,9 @@ type Train struct {
 	// WarmStartSteps caps the supervised steps before RL; the warm start
 	// stops earlier once greedy accuracy holds 40% (DESIGN §4). 0 skips it.
 	WarmStartSteps int `koanf:"warm_start_steps" help:"most supervised warm-start steps; it stops earlier once greedy accuracy holds 40% (0 = none)"`
+	// WarmStartFromCheckpoint runs the warm start from model.checkpoint too
+	// (otherwise a checkpoint is the RL start as it is).
+	WarmStartFromCheckpoint bool `koanf:"warm_start_from_checkpoint" help:"run the warm start from model.checkpoint too"`
 	// WarmStartBatch is the number of sequences per warm-start step.
 	WarmStartBatch int `koanf:"warm_start_batch" help:"sequences per warm-start step"`
 	// MaxStaleness is how many policy versions generators may run ahead of

@@ -131,6 +131,20 @@ func validateTask(v *validator, c *Config) {
 	v.need(t.Numbers >= 2 && t.Numbers <= 6, "task.numbers", t.Numbers, "must be in 2..6")
 	v.need(t.MaxNumber >= 1 && t.MaxNumber <= 1000, "task.max_number", t.MaxNumber, "must be in 1..1000")
 	v.need(t.Steps >= 1 && t.Steps <= 5, "task.steps", t.Steps, "must be in 1..5")
+	v.need(t.EvalFraction >= 0 && t.EvalFraction < 1, "task.eval_fraction", t.EvalFraction, "must be in [0, 1)")
+	for _, k := range []struct {
+		key string
+		set bool
+		val any
+	}{{"task.prompt_field", t.PromptField != "", t.PromptField}, {"task.answer_field", t.AnswerField != "", t.AnswerField},
+		{"task.eval_dataset", t.EvalDataset != "", t.EvalDataset}, {"task.eval_fraction", t.EvalFraction != 0, t.EvalFraction}} {
+		v.conflict(!k.set || t.Dataset != "", k.key, k.val, "needs task.dataset")
+	}
+	v.conflict(t.EvalDataset == "" || t.EvalFraction == 0, "task.eval_fraction", t.EvalFraction, "cannot be set together with task.eval_dataset")
+	v.oneOf("task.prompt_template", t.PromptTemplate, "", "llama3", "chatml", "tokenizer")
+	v.conflict(t.PromptTemplate != "" || t.SystemPrompt == "", "task.system_prompt", t.SystemPrompt, "needs task.prompt_template")
+	v.conflict(t.PromptTemplate == "" || c.Model.Checkpoint != "" || c.Train.Resume != "", "task.prompt_template", t.PromptTemplate,
+		"needs model.checkpoint with a Hugging Face tokenizer.json (the built-in character tokenizer has no chat format)")
 }
 
 func validateGeneration(v *validator, c *Config) {
@@ -142,8 +156,10 @@ func validateGeneration(v *validator, c *Config) {
 	v.need(g.TopP > 0 && g.TopP <= 1, "generation.top_p", g.TopP, "must be in (0, 1]")
 	v.atLeast("generation.max_completion_len", g.MaxCompletionLen, 1)
 	v.atLeast("generation.retry_rounds", g.RetryRounds, 0)
-	ctx := c.Model.GPU().Context
-	v.conflict(g.MaxCompletionLen < ctx, "generation.max_completion_len", g.MaxCompletionLen, fmt.Sprintf("must be below the model context (%d) to leave room for the prompt", ctx))
+	if c.Model.Checkpoint == "" { // a checkpoint's context is checked when it is read
+		ctx := c.Model.GPU().Context
+		v.conflict(g.MaxCompletionLen < ctx, "generation.max_completion_len", g.MaxCompletionLen, fmt.Sprintf("must be below the model context (%d) to leave room for the prompt", ctx))
+	}
 }
 
 func validateRewards(v *validator, c *Config) {

@@ -39,6 +39,15 @@ func TestValidate(t *testing.T) {
 		{"numbers", func(c *Config) { c.Task.Numbers = 7 }, "task.numbers", ErrRange},
 		{"max number", func(c *Config) { c.Task.MaxNumber = 0 }, "task.max_number", ErrRange},
 		{"word steps", func(c *Config) { c.Task.Steps = 6 }, "task.steps", ErrRange},
+		{"eval fraction range", func(c *Config) { c.Task.Dataset, c.Task.EvalFraction = "d.parquet", 1 }, "task.eval_fraction", ErrRange},
+		{"prompt field without dataset", func(c *Config) { c.Task.PromptField = "question" }, "task.prompt_field", ErrConflict},
+		{"eval dataset without dataset", func(c *Config) { c.Task.EvalDataset = "e.jsonl" }, "task.eval_dataset", ErrConflict},
+		{"eval file and fraction", func(c *Config) {
+			c.Task.Dataset, c.Task.EvalDataset, c.Task.EvalFraction = "d.jsonl", "e.jsonl", 0.1
+		}, "task.eval_fraction", ErrConflict},
+		{"prompt template name", func(c *Config) { c.Task.PromptTemplate = "alpaca" }, "task.prompt_template", ErrRange},
+		{"prompt template without checkpoint", func(c *Config) { c.Task.PromptTemplate = "chatml" }, "task.prompt_template", ErrConflict},
+		{"system prompt without template", func(c *Config) { c.Task.SystemPrompt = "be brief" }, "task.system_prompt", ErrConflict},
 		// generation
 		{"group of one", func(c *Config) { c.Generation.NumGenerations = 1 }, "generation.num_generations", ErrRange},
 		{"temperature", func(c *Config) { c.Generation.Temperature = 0 }, "generation.temperature", ErrRange},

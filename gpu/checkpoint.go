@@ -48,7 +48,8 @@ func ConfigFromHF(h hfconfig.LlamaConfig) (Config, error) {
 // dir/model.safetensors (F32, Hugging Face names and [out, in] layout, the
 // policy version in the metadata) and dir/tokenizer.json, each atomically,
 // creating dir if needed. tok may be nil (no tokenizer.json is written);
-// otherwise it must implement Save(dir) and match the model's vocabulary.
+// otherwise it must implement Save(dir) and have no more ids than the
+// model's vocabulary.
 func SaveCheckpoint(dir string, m *Model, tok tokenizer.Tokenizer) error {
 	wrap := func(err error) error { return fmt.Errorf("save checkpoint %s: %w", dir, err) }
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -56,7 +57,7 @@ func SaveCheckpoint(dir string, m *Model, tok tokenizer.Tokenizer) error {
 	}
 	bos, eos, pad := -1, -1, -1
 	if tok != nil {
-		if tok.VocabSize() != m.cfg.Vocab {
+		if tok.VocabSize() > m.cfg.Vocab { // a hub model's vocab_size may pad the tokenizer's
 			return wrap(fmt.Errorf("%w: tokenizer has %d ids, model %d", ErrCheckpoint, tok.VocabSize(), m.cfg.Vocab))
 		}
 		bos, eos, pad = tok.BOS(), tok.EOS(), tok.PAD()

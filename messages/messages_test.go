@@ -73,7 +73,7 @@ func samples(t *testing.T) []proto.Message {
 		&CheckpointRequest{Meta: meta(), Dir: "runs/a/checkpoints/.tmp-step-5"},
 		&CheckpointDone{Meta: meta(), Error: "disk full"},
 		&JoinRequest{NodeId: "host-12-ab", Roles: []string{"generator", "reward"}, Build: "v1 abc", Protocol: 1, Address: "10.0.0.2:4101"},
-		&JoinReply{Accepted: true, Reason: "", RunId: "run", ConfigYaml: []byte("train:\n  steps: 3\n"), TokenizerJson: []byte("{}"), ModelJson: []byte(`{"vocab":98}`)},
+		&JoinReply{Accepted: true, Reason: "", RunId: "run", ConfigYaml: []byte("train:\n  steps: 3\n"), TokenizerFiles: map[string][]byte{"tokenizer.json": []byte("{}")}, ModelJson: []byte(`{"vocab":98}`)},
 		&StageActor{Stage: Stage_GENERATE, Id: "generator-host-0"},
 		&Register{NodeId: "host-12-ab", Address: "10.0.0.2:4101", Actors: []*StageActor{{Stage: Stage_REWARD, Id: "reward-host-0"}}},
 		&Registered{NodeId: "host-12-ab"},

@@ -107,15 +107,15 @@ func (x *JoinRequest) GetAddress() string {
 // JoinReply answers a JoinRequest: refused, with one line saying why, or
 // everything the node needs to take part without a shared disk.
 type JoinReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Accepted      bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"` // one line, when refused
-	RunId         string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	ConfigYaml    []byte                 `protobuf:"bytes,4,opt,name=config_yaml,json=configYaml,proto3" json:"config_yaml,omitempty"`          // the run's effective configuration
-	TokenizerJson []byte                 `protobuf:"bytes,5,opt,name=tokenizer_json,json=tokenizerJson,proto3" json:"tokenizer_json,omitempty"` // tokenizer.json of the run's model
-	ModelJson     []byte                 `protobuf:"bytes,6,opt,name=model_json,json=modelJson,proto3" json:"model_json,omitempty"`             // the policy's dimensions (gpu.Config as JSON)
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Accepted       bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Reason         string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"` // one line, when refused
+	RunId          string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	ConfigYaml     []byte                 `protobuf:"bytes,4,opt,name=config_yaml,json=configYaml,proto3" json:"config_yaml,omitempty"`                                                                                       // the run's effective configuration
+	ModelJson      []byte                 `protobuf:"bytes,6,opt,name=model_json,json=modelJson,proto3" json:"model_json,omitempty"`                                                                                          // the policy's dimensions (gpu.Config as JSON)
+	TokenizerFiles map[string][]byte      `protobuf:"bytes,7,rep,name=tokenizer_files,json=tokenizerFiles,proto3" json:"tokenizer_files,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // the tokenizer's files by name, as a checkpoint holds them
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JoinReply) Reset() {
@@ -176,16 +176,16 @@ func (x *JoinReply) GetConfigYaml() []byte {
 	return nil
 }
 
-func (x *JoinReply) GetTokenizerJson() []byte {
+func (x *JoinReply) GetModelJson() []byte {
 	if x != nil {
-		return x.TokenizerJson
+		return x.ModelJson
 	}
 	return nil
 }
 
-func (x *JoinReply) GetModelJson() []byte {
+func (x *JoinReply) GetTokenizerFiles() map[string][]byte {
 	if x != nil {
-		return x.ModelJson
+		return x.TokenizerFiles
 	}
 	return nil
 }
@@ -513,16 +513,19 @@ const file_messages_node_proto_rawDesc = "" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\x12\x14\n" +
 	"\x05build\x18\x03 \x01(\tR\x05build\x12\x1a\n" +
 	"\bprotocol\x18\x04 \x01(\x05R\bprotocol\x12\x18\n" +
-	"\aaddress\x18\x05 \x01(\tR\aaddress\"\xbd\x01\n" +
+	"\aaddress\x18\x05 \x01(\tR\aaddress\"\xb7\x02\n" +
 	"\tJoinReply\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x15\n" +
 	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12\x1f\n" +
 	"\vconfig_yaml\x18\x04 \x01(\fR\n" +
-	"configYaml\x12%\n" +
-	"\x0etokenizer_json\x18\x05 \x01(\fR\rtokenizerJson\x12\x1d\n" +
+	"configYaml\x12\x1d\n" +
 	"\n" +
-	"model_json\x18\x06 \x01(\fR\tmodelJson\"I\n" +
+	"model_json\x18\x06 \x01(\fR\tmodelJson\x12V\n" +
+	"\x0ftokenizer_files\x18\a \x03(\v2-.mgrpo.messages.JoinReply.TokenizerFilesEntryR\x0etokenizerFiles\x1aA\n" +
+	"\x13TokenizerFilesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01J\x04\b\x05\x10\x06\"I\n" +
 	"\n" +
 	"StageActor\x12+\n" +
 	"\x05stage\x18\x01 \x01(\x0e2\x15.mgrpo.messages.StageR\x05stage\x12\x0e\n" +
@@ -555,7 +558,7 @@ func file_messages_node_proto_rawDescGZIP() []byte {
 	return file_messages_node_proto_rawDescData
 }
 
-var file_messages_node_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_messages_node_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_messages_node_proto_goTypes = []any{
 	(*JoinRequest)(nil),    // 0: mgrpo.messages.JoinRequest
 	(*JoinReply)(nil),      // 1: mgrpo.messages.JoinReply
@@ -565,18 +568,20 @@ var file_messages_node_proto_goTypes = []any{
 	(*Heartbeat)(nil),      // 5: mgrpo.messages.Heartbeat
 	(*HeartbeatAck)(nil),   // 6: mgrpo.messages.HeartbeatAck
 	(*WeightsApplied)(nil), // 7: mgrpo.messages.WeightsApplied
-	(Stage)(0),             // 8: mgrpo.messages.Stage
-	(*StepMeta)(nil),       // 9: mgrpo.messages.StepMeta
+	nil,                    // 8: mgrpo.messages.JoinReply.TokenizerFilesEntry
+	(Stage)(0),             // 9: mgrpo.messages.Stage
+	(*StepMeta)(nil),       // 10: mgrpo.messages.StepMeta
 }
 var file_messages_node_proto_depIdxs = []int32{
-	8, // 0: mgrpo.messages.StageActor.stage:type_name -> mgrpo.messages.Stage
-	2, // 1: mgrpo.messages.Register.actors:type_name -> mgrpo.messages.StageActor
-	9, // 2: mgrpo.messages.WeightsApplied.meta:type_name -> mgrpo.messages.StepMeta
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	8,  // 0: mgrpo.messages.JoinReply.tokenizer_files:type_name -> mgrpo.messages.JoinReply.TokenizerFilesEntry
+	9,  // 1: mgrpo.messages.StageActor.stage:type_name -> mgrpo.messages.Stage
+	2,  // 2: mgrpo.messages.Register.actors:type_name -> mgrpo.messages.StageActor
+	10, // 3: mgrpo.messages.WeightsApplied.meta:type_name -> mgrpo.messages.StepMeta
+	4,  // [4:4] is the sub-list for method output_type
+	4,  // [4:4] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_messages_node_proto_init() }
@@ -591,7 +596,7 @@ func file_messages_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_node_proto_rawDesc), len(file_messages_node_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

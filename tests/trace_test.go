@@ -79,7 +79,7 @@ func (j *jaeger) stepTraces(t *testing.T, run string, ok func([]trace.StepTrace)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		tags, _ := json.Marshal(map[string]string{"mgrpo.run": run})
-		resp, err := http.Get(j.query + "/api/traces?service=mgrpo&operation=step&limit=100&lookback=1h&tags=" + string(tags))
+		resp, err := http.Get(j.query + "/api/traces?service=mgrpo&operation=step&limit=1000&lookback=1h&tags=" + string(tags))
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()

@@ -8,14 +8,19 @@ import (
 	"github.com/mgrpo/mgrpo/gpu/tokenizer"
 )
 
-// ModelSampler is the Sampler of a gpu.Model: prompts are encoded with
-// Tokenizer behind a BOS token, completions end at EOS (which is not part
+// ModelSampler is the Sampler of a gpu.Model: prompts are encoded by
+// Prompter or with Tokenizer's special tokens (BOS in front), completions end at EOS (which is not part
 // of Text), and the entropies of the sampled completions are computed
 // exactly by scoring them at the sampling temperature (greedy completions
 // get no entropy).
 type ModelSampler struct {
 	Model     *gpu.Model
 	Tokenizer tokenizer.Tokenizer
+	// Prompter, if set, encodes the prompts (a chat template); nil
+	// encodes them with Tokenizer.EncodePrompt.
+	Prompter interface {
+		Encode(prompt string) ([]int, error)
+	}
 	// MaxNewTokens caps each completion; 0 means the model's context (the
 	// model caps prompt plus completion at its context either way).
 	MaxNewTokens int
@@ -30,9 +35,9 @@ var _ MemoryChecker = ModelSampler{}
 func (s ModelSampler) CheckMemory(prompts []string, n int) error {
 	promptLen := 1
 	for _, p := range prompts {
-		ids, err := s.Tokenizer.Encode(p)
+		ids, err := s.encode(p)
 		if err == nil {
-			promptLen = max(promptLen, len(ids)+1)
+			promptLen = max(promptLen, len(ids))
 		}
 	}
 	c := s.Model.Config()
@@ -47,6 +52,14 @@ func (s ModelSampler) CheckMemory(prompts []string, n int) error {
 	return gpu.CheckMemory(what, int64(min(need, 1<<62)))
 }
 
+// encode returns the ids of a prompt as the policy reads it.
+func (s ModelSampler) encode(prompt string) ([]int, error) {
+	if s.Prompter != nil {
+		return s.Prompter.Encode(prompt)
+	}
+	return s.Tokenizer.EncodePrompt(prompt)
+}
+
 // Sample implements Sampler.
 func (s ModelSampler) Sample(ctx context.Context, prompts []string, n int, temperature float64, seed uint64) ([]Completion, error) {
 	if err := ctx.Err(); err != nil {
@@ -54,11 +67,11 @@ func (s ModelSampler) Sample(ctx context.Context, prompts []string, n int, tempe
 	}
 	ids := make([][]int, len(prompts))
 	for i, p := range prompts {
-		enc, err := s.Tokenizer.Encode(p)
+		enc, err := s.encode(p)
 		if err != nil {
 			return nil, fmt.Errorf("encode prompt %d %q: %w", i, p, err)
 		}
-		ids[i] = append([]int{s.Tokenizer.BOS()}, enc...)
+		ids[i] = enc
 	}
 	maxNew := s.MaxNewTokens
 	if maxNew <= 0 {

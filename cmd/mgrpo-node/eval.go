@@ -17,6 +17,7 @@ import (
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/gpu/tokenizer/chat"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 	"github.com/spf13/pflag"
 )
@@ -26,6 +27,9 @@ type evalArgs struct {
 	checkpoint   string
 	task         string
 	dataset      string
+	source       tasks.Source // fields and held-out split of dataset
+	template     string       // task.prompt_template
+	system       string       // task.system_prompt
 	opts         evaluate.Options
 	taskOpts     tasks.Options
 	maxNewTokens int
@@ -70,9 +74,18 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mgrpo-node eval: --checkpoint: %v\n", err)
 		return exitUsage
 	}
+	if tok.EOS() == 0 {
+		fmt.Fprintf(stderr, "mgrpo-node eval: --checkpoint: the tokenizer's end-of-sequence id is 0, which generation cannot stop at yet\n")
+		return exitUsage
+	}
+	prompter, err := chat.NewPrompter(tok, a.template, a.system)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node eval: --prompt_template: %v\n", err)
+		return exitUsage
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sampler := evaluate.ModelSampler{Model: model, Tokenizer: tok, MaxNewTokens: a.maxNewTokens}
+	sampler := evaluate.ModelSampler{Model: model, Tokenizer: tok, Prompter: prompter, MaxNewTokens: a.maxNewTokens}
 	res, err := evaluate.Run(ctx, sampler, task, a.opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node eval: %v\n", err)
@@ -97,7 +110,11 @@ func parseEvalArgs(args []string, stdout, stderr io.Writer) (evalArgs, int) {
 	help := fs.BoolP("help", "h", false, "show this help")
 	fs.StringVar(&a.checkpoint, "checkpoint", "", "checkpoint directory, or a run directory (its newest complete checkpoint)")
 	fs.StringVar(&a.task, "task", "addition", "task: "+strings.Join(tasks.Names(), "|")+"; a run's checkpoint defaults to the run's task")
-	fs.StringVar(&a.dataset, "dataset", "", "JSONL file of {\"prompt\",\"answer\"} verified by --task (\"\" = generate)")
+	fs.StringVar(&a.dataset, "dataset", "", "data file (.jsonl or .parquet) verified by --task; its held-out rows when the run holds some out (\"\" = generate)")
+	fs.StringVar(&a.source.Fields.Prompt, "prompt_field", "", "prompt column of --dataset (\"\" = prompt, question or problem)")
+	fs.StringVar(&a.source.Fields.Answer, "answer_field", "", "answer column of --dataset (\"\" = answer or solution)")
+	fs.StringVar(&a.template, "prompt_template", "", "\"\" (raw text), llama3, chatml or tokenizer (the checkpoint's chat_template)")
+	fs.StringVar(&a.system, "system_prompt", "", "system message of --prompt_template")
 	fs.IntVar(&a.opts.N, "n", 200, "number of evaluation problems")
 	fs.IntVar(&a.opts.K, "k", 8, "samples per problem for pass@k, mean@k and coverage")
 	fs.Float64Var(&a.opts.Temperature, "temperature", 1, fmt.Sprintf("sampling temperature of the k samples (at least %g)", config.MinTemperature))
@@ -182,7 +199,17 @@ func withRunDefaults(a evalArgs, dir string) (evalArgs, error) {
 	}
 	if !a.changed["dataset"] && !a.changed["task"] {
 		a.dataset = cfg.Task.Dataset
+		a.source.EvalPath, a.source.EvalFraction, a.source.Seed = cfg.Task.EvalDataset, cfg.Task.EvalFraction, uint64(cfg.Task.Seed)
 	}
+	setText := func(flag string, dst *string, v string) {
+		if !a.changed[flag] {
+			*dst = v
+		}
+	}
+	setText("prompt_field", &a.source.Fields.Prompt, cfg.Task.PromptField)
+	setText("answer_field", &a.source.Fields.Answer, cfg.Task.AnswerField)
+	setText("prompt_template", &a.template, cfg.Task.PromptTemplate)
+	setText("system_prompt", &a.system, cfg.Task.SystemPrompt)
 	set("digits", &a.taskOpts.Digits, cfg.Task.Digits)
 	set("numbers", &a.taskOpts.Numbers, cfg.Task.Numbers)
 	set("max_number", &a.taskOpts.MaxNumber, cfg.Task.MaxNumber)
@@ -190,12 +217,22 @@ func withRunDefaults(a evalArgs, dir string) (evalArgs, error) {
 	return a, nil
 }
 
-// evalTask builds the task, or the dataset it verifies.
+// evalTask builds the task, or the data set it verifies: its held-out
+// rows when the run held some out (task.eval_dataset, task.eval_fraction).
 func evalTask(a evalArgs) (tasks.Task, error) {
-	if a.dataset != "" {
-		return tasks.LoadDataset(a.dataset, a.task, a.taskOpts)
+	if a.dataset == "" {
+		return tasks.New(a.task, a.taskOpts)
 	}
-	return tasks.New(a.task, a.taskOpts)
+	src := a.source
+	src.Path = a.dataset
+	train, held, err := tasks.OpenDatasets(src, a.task, a.taskOpts)
+	if err != nil {
+		return nil, err
+	}
+	if held != nil {
+		return held, nil
+	}
+	return train, nil
 }
 
 // resolveEvalCheckpoint accepts a complete runlog checkpoint, a run or

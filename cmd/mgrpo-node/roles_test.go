@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,12 +37,26 @@ func TestRoleAllTrains(t *testing.T) {
 	}
 }
 
-// TestRoleNotImplemented: a cluster role fails with one line naming it.
-func TestRoleNotImplemented(t *testing.T) {
+// TestRoleLearnerPortTaken: a learner whose membership port is taken
+// exits 2 with one line naming the port, before any run directory exists.
+func TestRoleLearnerPortTaken(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	port := lis.Addr().(*net.TCPAddr).Port
 	cfg := config.Default()
 	cfg.Cluster.Role = config.RoleLearner
+	cfg.Cluster.Host, cfg.Cluster.Port = "127.0.0.1", port
+	cfg.Output.Dir, cfg.Output.Name = t.TempDir(), "taken"
 	var stdout, stderr bytes.Buffer
-	if code := runRole(context.Background(), cfg, &stdout, &stderr); code != exitFailed || !strings.Contains(stderr.String(), "learner") {
-		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	code := runRole(context.Background(), cfg, &stdout, &stderr)
+	line := strings.TrimSpace(stderr.String())
+	if code != exitUsage || strings.Count(line, "\n") > 0 || !strings.Contains(line, strconv.Itoa(port)) {
+		t.Fatalf("exit %d, stderr %q; want exit %d and one line naming port %d", code, stderr.String(), exitUsage, port)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Output.Dir, "taken")); err == nil {
+		t.Errorf("a run directory was created for a node that could not start")
 	}
 }

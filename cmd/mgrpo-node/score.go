@@ -35,7 +35,8 @@ type scoreOutput struct {
 
 // runScore runs `mgrpo-node score --checkpoint DIR --input FILE.jsonl
 // [--temperature T]`. Each input line is {"prompt": "...", "completion":
-// "..."} (text: the prompt gets BOS in front, the completion is scored as
+// "..."} (text: the prompt gets the tokenizer's special tokens (BOS in
+// front for Llama and the built-in tokenizer), the completion is scored as
 // written, add the EOS token yourself with ids) or {"prompt_ids": [...],
 // "completion_ids": [...]} (used as given); each output line holds the
 // per-token log-probs and entropies of the completion.
@@ -199,7 +200,7 @@ func parseScoreLine(text []byte, cfg gpu.Config, tokenizerOf func() (tokenizer.T
 		if err != nil {
 			return s, fmt.Errorf("text needs the checkpoint's tokenizer (or give prompt_ids and completion_ids): %w", err)
 		}
-		p, err := tok.Encode(*in.Prompt)
+		p, err := tok.EncodePrompt(*in.Prompt)
 		if err != nil {
 			return s, fmt.Errorf("prompt: %w", err)
 		}
@@ -207,7 +208,7 @@ func parseScoreLine(text []byte, cfg gpu.Config, tokenizerOf func() (tokenizer.T
 		if err != nil {
 			return s, fmt.Errorf("completion: %w", err)
 		}
-		s = gpu.Sequence{Prompt: append([]int{tok.BOS()}, p...), Completion: c}
+		s = gpu.Sequence{Prompt: p, Completion: c}
 	case in.Prompt == nil && in.Completion == nil && in.PromptIDs != nil && in.CompletionIDs != nil:
 		s = gpu.Sequence{Prompt: in.PromptIDs, Completion: in.CompletionIDs}
 	default:
@@ -215,7 +216,11 @@ func parseScoreLine(text []byte, cfg gpu.Config, tokenizerOf func() (tokenizer.T
 	}
 	switch {
 	case len(s.Prompt) == 0:
-		return s, fmt.Errorf("empty prompt_ids (a prompt starts with the BOS id)")
+		field := "prompt"
+		if in.PromptIDs != nil {
+			field = "prompt_ids"
+		}
+		return s, fmt.Errorf("empty %s (the model needs at least one prompt token, usually BOS)", field)
 	case len(s.Prompt)+len(s.Completion) > cfg.Context:
 		return s, fmt.Errorf("%d tokens exceed the model's context of %d", len(s.Prompt)+len(s.Completion), cfg.Context)
 	}

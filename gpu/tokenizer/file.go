@@ -14,8 +14,12 @@ import (
 // FileName is the tokenizer file inside a checkpoint directory.
 const FileName = "tokenizer.json"
 
-// ErrBPENotSupported is returned by Load for a Hugging Face BPE tokenizer.json.
-var ErrBPENotSupported = errors.New("tokenizer: BPE tokenizer.json not supported yet")
+// ErrNotSupported is wrapped by Load's error for a tokenizer.json that
+// asks for something this package does not implement (a WordPiece or
+// Unigram model, a normaliser, pre-tokenizer or decoder it lacks, ...),
+// so that no text is ever tokenised differently from Hugging Face's
+// tokenizers.
+var ErrNotSupported = errors.New("not supported")
 
 // charFile is the JSON form of a Char: {"type":"mgrpo-char","vocab":[...]}.
 type charFile struct {
@@ -46,7 +50,8 @@ func (t *Char) Save(dir string) error {
 // Load reads dir/tokenizer.json. A missing file gives the built-in
 // character tokenizer (NewChar); an mgrpo-char file gives a Char with its
 // saved table; a Hugging Face tokenizer.json (a "model" object) gives an
-// error wrapping ErrBPENotSupported.
+// HF with its special tokens from the files beside it (loadHF). What it
+// cannot tokenise exactly is refused with an error naming the key.
 func Load(dir string) (Tokenizer, error) {
 	path := filepath.Join(dir, FileName)
 	data, err := os.ReadFile(path)
@@ -56,15 +61,15 @@ func Load(dir string) (Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
-	tok, err := parse(data)
+	tok, err := parse(dir, data)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
 	}
 	return tok, nil
 }
 
-// parse decodes the bytes of a tokenizer.json.
-func parse(data []byte) (Tokenizer, error) {
+// parse decodes the bytes of dir's tokenizer.json.
+func parse(dir string, data []byte) (Tokenizer, error) {
 	var p probe
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
@@ -77,7 +82,7 @@ func parse(data []byte) (Tokenizer, error) {
 		}
 		return newCharFromVocab(f.Vocab)
 	case p.Model != nil:
-		return nil, fmt.Errorf("model type %q: %w", p.Model.Type, ErrBPENotSupported)
+		return loadHF(dir, data)
 	default:
 		return nil, fmt.Errorf("unknown tokenizer type %q (want %q or a Hugging Face tokenizer.json)", p.Type, CharName)
 	}

@@ -16,6 +16,11 @@ type Tokenizer interface {
 	// Encode returns the ids of s, without BOS/EOS. It fails on the first
 	// character it cannot encode, naming its byte position and rune.
 	Encode(s string) ([]int, error)
+	// EncodePrompt returns the ids the model reads for the text s on its
+	// own: Encode(s) with the special tokens the tokenizer puts around a
+	// sequence (BOS in front for Char and Llama; nothing for a tokenizer
+	// without them).
+	EncodePrompt(s string) ([]int, error)
 	// Decode returns the text of ids, skipping PAD and BOS. It does not stop
 	// at EOS (the caller cuts there); EOS and ids out of range decode to "".
 	Decode(ids []int) string
@@ -114,6 +119,15 @@ func (t *Char) Encode(s string) ([]int, error) {
 		out = append(out, id)
 	}
 	return out, nil
+}
+
+// EncodePrompt returns BOS followed by Encode(s).
+func (t *Char) EncodePrompt(s string) ([]int, error) {
+	ids, err := t.Encode(s)
+	if err != nil {
+		return nil, err
+	}
+	return append([]int{BosID}, ids...), nil
 }
 
 // Decode concatenates the characters of ids, skipping PAD, BOS, EOS and

@@ -115,7 +115,7 @@ func TestLoadErrors(t *testing.T) {
 		is         error
 		wantSub    string
 	}{
-		{"hf bpe", `{"version":"1.0","model":{"type":"BPE","vocab":{}}}`, ErrBPENotSupported, "BPE"},
+		{"hf wordpiece", `{"version":"1.0","model":{"type":"WordPiece","vocab":{"a":0}}}`, ErrNotSupported, "WordPiece"},
 		{"not json", `{`, nil, "not JSON"},
 		{"unknown type", `{"type":"wordpiece"}`, nil, "unknown tokenizer type"},
 		{"bad specials", `{"type":"mgrpo-char","vocab":["<bos>","<pad>","<eos>"]}`, nil, `vocab[0]`},

@@ -1,8 +1,8 @@
 // Package tasks provides the verifiable-reward tasks mgrpo trains on:
-// seeded problem generators, exact verifiers, a JSONL dataset loader, and
-// the reward functions (accuracy, correct, format, length) that score
-// completions with a task's verifier. It imports only the standard
-// library: nothing of actors, gpu or messages.
+// seeded problem generators, exact verifiers, a data set loader (JSONL
+// and Parquet), and the reward functions (accuracy, correct, format,
+// length) that score completions with a task's verifier. It imports the
+// standard library and parquet-go: nothing of actors, gpu or messages.
 //
 // # Text formats
 //
@@ -46,17 +46,28 @@
 // zero. The completion ends with "#### n" (GSM8K's final-answer marker,
 // spaces after "####" and trailing spaces allowed); anything before the
 // last "####" is a free scratchpad. It is correct if n equals the answer
-// (leading zeros ignored), well formed if it has that ending. Solution
+// (leading zeros ignored, commas read as thousands separators), well
+// formed if it has that ending. A gold answer may be GSM8K's worked
+// solution ("... #### 72"): its final integer is the answer and the
+// solution itself is what Solution returns. Solution
 // writes the scratchpad "3+5=8 8-2=6 #### 6", or just "#### 6" with
 // BareAnswers or for a prompt no template matches.
 //
 // # Datasets
 //
-// LoadJSONL reads {"prompt": ..., "answer": ...} lines (answer a string or
-// a number; other keys ignored; blank lines skipped); a bad line fails
-// with its number, e.g. `dataset data.jsonl: line 7: missing "answer"`.
-// NewDataset and LoadDataset serve loaded problems as a Task judged by a
-// built-in verifier, checking every answer's format up front.
+// LoadRows reads a data file by its extension: JSONL (.jsonl, .ndjson,
+// .json; one object per line, blank lines skipped) or Parquet (.parquet,
+// the Hugging Face hub's format; top-level columns). Fields names the
+// prompt and answer columns; left empty, the first present of prompt,
+// question, problem and of answer, solution is taken (TRL's
+// prompt/solution, GSM8K's question/answer). The prompt is a string, the
+// answer a string or a number (kept as its text). A missing column names
+// itself and lists the columns there are; a bad line or row fails with its
+// number, e.g. `dataset data.jsonl: line 7: missing "answer"` or `dataset
+// d.parquet: row 12: "answer" is null`. NewDataset and OpenDatasets serve
+// loaded problems as a Task judged by a built-in verifier, checking every
+// answer's format up front; OpenDatasets also holds rows out for
+// evaluation (a separate file, or a seeded share of the rows).
 //
 // # Reward functions
 //

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 )
 
 // MaxLineBytes is the longest dataset line LoadJSONL accepts.
@@ -26,12 +27,17 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e
 func (e *LineError) Unwrap() error { return e.Err }
 
 // LoadJSONL reads a dataset with one JSON object {"prompt": ..., "answer":
-// ...} per line. The prompt must be a string; the answer a string or a
-// number (kept as its literal text, e.g. 82 becomes "82"). Other keys are
-// ignored, as are blank lines, a trailing '\r' and a leading byte-order
-// mark. A bad line gives a *LineError naming its line; a dataset with no
-// problems gives ErrEmptyDataset.
-func LoadJSONL(r io.Reader) ([]Problem, error) {
+// ...} per line; LoadJSONLFields with the default fields.
+func LoadJSONL(r io.Reader) ([]Problem, error) { return LoadJSONLFields(r, Fields{}) }
+
+// LoadJSONLFields reads a dataset with one JSON object per line, the
+// prompt and answer in the fields' keys (resolved from the keys of the
+// first line when a field is ""). The prompt must be a string; the answer
+// a string or a number (kept as its literal text, e.g. 82 becomes "82").
+// Other keys are ignored, as are blank lines, a trailing '\r' and a
+// leading byte-order mark. A bad line gives a *LineError naming its line;
+// a dataset with no problems gives ErrEmptyDataset.
+func LoadJSONLFields(r io.Reader, fields Fields) ([]Problem, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), MaxLineBytes)
 	var out []Problem
@@ -45,7 +51,7 @@ func LoadJSONL(r io.Reader) ([]Problem, error) {
 		if len(b) == 0 {
 			continue
 		}
-		p, err := parseLine(b)
+		p, err := parseLine(b, &fields, len(out) == 0)
 		if err != nil {
 			return nil, &LineError{Line: line, Err: err}
 		}
@@ -65,21 +71,22 @@ func LoadJSONL(r io.Reader) ([]Problem, error) {
 
 // LoadJSONLFile reads the JSONL dataset at path; errors read
 // `dataset data.jsonl: line 7: missing "answer"`.
-func LoadJSONLFile(path string) ([]Problem, error) {
+func LoadJSONLFile(path string, fields Fields) ([]Problem, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
 	defer f.Close()
-	ps, err := LoadJSONL(f)
+	ps, err := LoadJSONLFields(f, fields)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
 	return ps, nil
 }
 
-// parseLine decodes one non-blank line.
-func parseLine(b []byte) (Problem, error) {
+// parseLine decodes one non-blank line; the first one fixes the fields'
+// names when they are "" and checks that the named ones are there.
+func parseLine(b []byte, fields *Fields, first bool) (Problem, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(b, &obj); err != nil {
 		var ute *json.UnmarshalTypeError
@@ -91,11 +98,23 @@ func parseLine(b []byte) (Problem, error) {
 	if obj == nil {
 		return Problem{}, fmt.Errorf("not a JSON object")
 	}
-	prompt, err := stringField(obj, "prompt", false)
+	if first {
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		p, a, err := fields.resolve(keys)
+		if err != nil {
+			return Problem{}, err
+		}
+		fields.Prompt, fields.Answer = p, a
+	}
+	prompt, err := stringField(obj, fields.Prompt, false)
 	if err != nil {
 		return Problem{}, err
 	}
-	answer, err := stringField(obj, "answer", true)
+	answer, err := stringField(obj, fields.Answer, true)
 	if err != nil {
 		return Problem{}, err
 	}

@@ -79,11 +79,11 @@ func TestLoadJSONLFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"prompt":"1+1=","answer":"2"}`+"\n"+`{"prompt":"1+2="}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := LoadJSONLFile(path)
+	_, err := LoadJSONLFile(path, Fields{})
 	if want := "dataset " + path + `: line 2: missing "answer"`; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %q", err, want)
 	}
-	if _, err := LoadJSONLFile(filepath.Join(dir, "none.jsonl")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := LoadJSONLFile(filepath.Join(dir, "none.jsonl"), Fields{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: error = %v, want os.ErrNotExist", err)
 	}
 }
@@ -95,7 +95,7 @@ func TestDataset(t *testing.T) {
 	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := LoadDataset(path, "countdown-lite", Options{})
+	d, _, err := OpenDatasets(Source{Path: path}, "countdown-lite", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestDatasetRejectsBadAnswers(t *testing.T) {
 	if _, err := NewDataset(nil, cd); !errors.Is(err, ErrEmptyDataset) {
 		t.Errorf("empty: error = %v, want ErrEmptyDataset", err)
 	}
-	if _, err := LoadDataset("x.jsonl", "chess", Options{}); !errors.Is(err, ErrUnknownTask) {
+	if _, _, err := OpenDatasets(Source{Path: "x.jsonl"}, "chess", Options{}); !errors.Is(err, ErrUnknownTask) {
 		t.Errorf("unknown verifier: error = %v, want ErrUnknownTask", err)
 	}
 }

@@ -114,7 +114,7 @@ func (t wordTemplate) steps(a, b, c int64) (r1, r2 int64, ok bool) {
 // anything before the last "####" is a free scratchpad. It is Correct if
 // that integer equals the gold answer (leading zeros ignored), else Wrong.
 func (w *wordProblems) Verify(completion, answer string) Verdict {
-	gold, ok := normalInteger(answer)
+	gold, ok := goldAnswer(answer)
 	if !ok {
 		return Malformed
 	}
@@ -128,13 +128,24 @@ func (w *wordProblems) Verify(completion, answer string) Verdict {
 	return Wrong
 }
 
-// finalAnswer extracts the normalised integer after the last "####".
+// goldAnswer is the integer of a gold answer: the answer itself, or, for
+// a worked solution in GSM8K's form ("... #### 72"), the integer after its
+// last "####" (thousands separators dropped: "#### 1,000" is 1000).
+func goldAnswer(answer string) (string, bool) {
+	if !strings.Contains(answer, finalMarker) {
+		return normalInteger(strings.TrimSpace(answer))
+	}
+	return finalAnswer(strings.TrimRight(answer, " \n\r\t"))
+}
+
+// finalAnswer extracts the normalised integer after the last "####";
+// commas in it are thousands separators ("#### 1,072" is 1072).
 func finalAnswer(completion string) (string, bool) {
 	i := strings.LastIndex(completion, finalMarker)
 	if i < 0 {
 		return "", false
 	}
-	return normalInteger(strings.Trim(completion[i+len(finalMarker):], " "))
+	return normalInteger(strings.ReplaceAll(strings.Trim(completion[i+len(finalMarker):], " "), ",", ""))
 }
 
 // normalInteger checks s is an optionally signed run of ASCII digits and
@@ -156,11 +167,15 @@ func normalInteger(s string) (string, bool) {
 
 // Solution writes the scratchpad and the final answer, "3+5=8 8-2=6 #### 6",
 // when the prompt matches a built-in template; otherwise (or with
-// BareAnswers) just "#### 6".
+// BareAnswers) just "#### 6". A gold answer that is a worked solution in
+// GSM8K's form is the solution itself.
 func (w *wordProblems) Solution(p Problem, _ *rand.Rand) (string, error) {
-	gold, ok := normalInteger(p.Answer)
+	gold, ok := goldAnswer(p.Answer)
 	if !ok {
 		return "", fmt.Errorf("%w: word problem answer %q is not an integer", ErrBadAnswer, p.Answer)
+	}
+	if strings.Contains(p.Answer, finalMarker) {
+		return strings.TrimSpace(p.Answer), nil
 	}
 	bare := finalMarker + " " + gold
 	if w.bare {
@@ -194,10 +209,11 @@ func (w *wordProblems) Canonical(completion string) string {
 	return strings.Trim(completion, " ")
 }
 
-// ValidateAnswer requires an optionally signed integer.
+// ValidateAnswer requires an optionally signed integer, or a worked
+// solution ending in "#### " and one (GSM8K's answer column).
 func (w *wordProblems) ValidateAnswer(answer string) error {
-	if _, ok := normalInteger(answer); !ok {
-		return fmt.Errorf("%w: word problem answer %q is not an integer", ErrBadAnswer, answer)
+	if _, ok := goldAnswer(answer); !ok {
+		return fmt.Errorf("%w: word problem answer %q is neither an integer nor a solution ending in \"#### <integer>\"", ErrBadAnswer, answer)
 	}
 	return nil
 }

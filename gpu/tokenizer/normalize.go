@@ -1,0 +1,112 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// normalizer rewrites text before it is split into words.
+type normalizer func(string) string
+
+// componentJSON holds the keys of every normalizer, pre-tokenizer,
+// decoder and post-processor that this package implements.
+type componentJSON struct {
+	Type string `json:"type"`
+	// Sequence members, by component kind.
+	Normalizers   []json.RawMessage `json:"normalizers"`
+	PreTokenizers []json.RawMessage `json:"pretokenizers"`
+	Decoders      []json.RawMessage `json:"decoders"`
+	Processors    []json.RawMessage `json:"processors"`
+	// Prepend, Replace, Strip, Metaspace.
+	Prepend string          `json:"prepend"`
+	Pattern json.RawMessage `json:"pattern"`
+	Content string          `json:"content"`
+	Start   int             `json:"start"`
+	Stop    int             `json:"stop"`
+	// Split.
+	Behavior string `json:"behavior"`
+	Invert   bool   `json:"invert"`
+	// ByteLevel.
+	AddPrefixSpace *bool `json:"add_prefix_space"`
+	UseRegex       *bool `json:"use_regex"`
+	// Digits.
+	IndividualDigits bool `json:"individual_digits"`
+	// Metaspace.
+	Replacement   string `json:"replacement"`
+	PrependScheme string `json:"prepend_scheme"`
+	SplitOn       *bool  `json:"split"`
+	// TemplateProcessing.
+	Single        []json.RawMessage          `json:"single"`
+	SpecialTokens map[string]templateSpecial `json:"special_tokens"`
+}
+
+// decodeComponent reads one component object, naming where it is on error.
+func decodeComponent(raw json.RawMessage, where string) (componentJSON, error) {
+	var c componentJSON
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return c, fmt.Errorf("%s = %.80s: %v", where, raw, err)
+	}
+	return c, nil
+}
+
+// isNull reports whether a JSON value is absent or null.
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// newNormalizer builds the "normalizer" of a tokenizer.json (nil for null).
+func newNormalizer(raw json.RawMessage, where string) (normalizer, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	c, err := decodeComponent(raw, where)
+	if err != nil {
+		return nil, err
+	}
+	switch c.Type {
+	case "Sequence":
+		var steps []normalizer
+		for i, r := range c.Normalizers {
+			n, err := newNormalizer(r, fmt.Sprintf("%s.normalizers[%d]", where, i))
+			if err != nil {
+				return nil, err
+			}
+			if n != nil {
+				steps = append(steps, n)
+			}
+		}
+		return func(s string) string {
+			for _, n := range steps {
+				s = n(s)
+			}
+			return s
+		}, nil
+	case "Prepend":
+		p := c.Prepend
+		return func(s string) string {
+			if s == "" {
+				return s
+			}
+			return p + s
+		}, nil
+	case "Replace":
+		pat, err := newPattern(c.Pattern, where)
+		if err != nil {
+			return nil, err
+		}
+		with := c.Content
+		return func(s string) string { return pat.replaceAll(s, with) }, nil
+	case "NFC":
+		return norm.NFC.String, nil
+	case "NFD":
+		return norm.NFD.String, nil
+	case "NFKC":
+		return norm.NFKC.String, nil
+	case "NFKD":
+		return norm.NFKD.String, nil
+	case "Lowercase":
+		return strings.ToLower, nil
+	}
+	return nil, fmt.Errorf("%s.type %q: normalizer %w (supported: Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD, Lowercase)", where, c.Type, ErrNotSupported)
+}
