@@ -224,13 +224,24 @@ type BetaController struct {
 	StepSize float64 `koanf:"step_size" help:"clip of the relative KL error (> 0 when enabled)"`
 }
 
+// metaMethods lists the meta-controller method names (spec §2.3).
+func metaMethods() []string {
+	return []string{"analytic", "analytic_grad", "potential", "first_order", "truncated", "truncated_backprop", "backprop"}
+}
+
 // MetaController updates τ and β by gradient steps on an objective
 // (spec §2.3). When enabled it replaces the plain tau and beta controllers.
 type MetaController struct {
 	// Enabled turns the meta-controller on.
 	Enabled bool `koanf:"enabled" help:"enable the meta-controller"`
-	// Method is analytic (g_τ = H − H*, g_β = KL − KL*).
-	Method string `koanf:"method" help:"analytic"`
+	// Method is the controller objective: analytic (g_τ = H − H*,
+	// g_β = KL − KL*) or one of its aliases analytic_grad and potential, or
+	// the truncated-backprop family first_order, truncated,
+	// truncated_backprop and backprop, which falls back to the analytic
+	// gradients when no backprop callback gives any (as the original's
+	// listwise loss, whose weights do not carry τ's gradient). An unknown
+	// name is refused here; the original accepted it and made no update.
+	Method string `koanf:"method" help:"analytic|analytic_grad|potential|first_order|truncated|truncated_backprop|backprop"`
 	// LR is the shared learning rate.
 	LR float64 `koanf:"lr" help:"shared learning rate"`
 	// TauLR overrides LR for τ when > 0.

@@ -193,7 +193,7 @@ func validateController(v *validator, c *Config) {
 	v.atLeast("controller.beta.horizon", b.Horizon, 0)
 	v.nonNegative("controller.beta.step_size", b.StepSize)
 
-	v.oneOf("controller.meta.method", m.Method, "analytic")
+	v.oneOf("controller.meta.method", m.Method, metaMethods()...)
 	v.nonNegative("controller.meta.lr", m.LR)
 	v.nonNegative("controller.meta.tau_lr", m.TauLR)
 	v.nonNegative("controller.meta.beta_lr", m.BetaLR)

@@ -110,7 +110,7 @@
 //	`advantage_entropy_std`                   population std of w_i − 1/K [L]
 //	`maxent/listwise_weight_mean`             mean of all weights [T]
 //	`maxent/listwise_weight_std`              population std of all weights [T]
-//	`maxent/listwise_neutral_group_frac`      fraction of groups with flat q (max − min ≤ 1e-8) [T]
+//	`maxent/listwise_neutral_group_frac`      fraction of groups skipped for a flat q (max − min ≤ 1e-8); 0 unless `skip_zero_variance_groups` [T]
 //	`maxent/listwise_active_group_frac`       1 − neutral fraction [T]
 //	`maxent/weight_fallback`                  1 when uniform fallback weights were used [M]
 //	`weight_norm_denom`                       weight temperature D (τ, or τ + β) [L, T]
