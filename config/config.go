@@ -91,7 +91,9 @@ type Generation struct {
 	TopP float64 `koanf:"top_p" help:"nucleus sampling mass (1 = off)"`
 	// MaxCompletionLen is the most tokens generated per completion; a
 	// completion that reaches it finishes with reason LENGTH.
-	MaxCompletionLen int `koanf:"max_completion_len" help:"max generated tokens per completion"`
+	// When no layer sets it, it is raised to fit the task's longest
+	// correct answer (config/difficulty.go).
+	MaxCompletionLen int `koanf:"max_completion_len" help:"max generated tokens per completion (unset: fits the task's longest answer)"`
 	// RetryRounds is how many times a generator re-samples prompts whose
 	// completions came back missing before the batch is skipped.
 	RetryRounds int `koanf:"retry_rounds" help:"re-sampling rounds for missing completions"`
@@ -320,7 +322,9 @@ type Train struct {
 	PromptsPerStep int `koanf:"prompts_per_step" help:"prompt groups per step"`
 	// WarmStartSteps caps the supervised steps before RL; the warm start
 	// stops earlier once greedy accuracy holds 40% (DESIGN §4). 0 skips it.
-	WarmStartSteps int `koanf:"warm_start_steps" help:"most supervised warm-start steps; it stops earlier once greedy accuracy holds 40% (0 = none)"`
+	// When no layer sets it, it is raised for a harder task to what that
+	// task was measured to need (config/difficulty.go, docs/RESULTS.md).
+	WarmStartSteps int `koanf:"warm_start_steps" help:"most supervised warm-start steps; it stops earlier once greedy accuracy holds 40% (0 = none; unset: follows the task's difficulty)"`
 	// WarmStartBatch is the number of sequences per warm-start step.
 	WarmStartBatch int `koanf:"warm_start_batch" help:"sequences per warm-start step"`
 	// MaxStaleness is how many policy versions generators may run ahead of

@@ -26,7 +26,7 @@ func (c *Config) Validate() error {
 	for _, check := range []func(*validator, *Config){
 		validateModel, validateTask, validateGeneration, validateRewards,
 		validateMaxEnt, validateController, validateLoss, validateOptim,
-		validateTrain, validateCluster, validateTrace, validateOutput,
+		validateTrain, validateDifficulty, validateCluster, validateTrace, validateOutput,
 	} {
 		if v.err != nil {
 			break
