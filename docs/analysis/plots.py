@@ -24,10 +24,15 @@ def series(rows, key):
     return s, v
 
 def smooth(v, n=10):
-    if len(v) < n:
-        return v
-    c = np.convolve(v, np.ones(n) / n, mode="valid")
-    return np.concatenate([v[: n - 1], c])
+    """Trailing mean over the last n values (fewer at the start), NaN-aware."""
+    v = np.asarray(v, dtype=float)
+    out = np.full(len(v), np.nan)
+    for i in range(len(v)):
+        w = v[max(0, i - n + 1): i + 1]
+        w = w[~np.isnan(w)]
+        if len(w):
+            out[i] = w.mean()
+    return out
 
 # Figure 1: one collapsing run traced step by step (addition, weak warm start, the original's preset).
 def trace_figure(trace_json, name, title, path):
@@ -74,6 +79,8 @@ trace_figure(os.path.join(out, "trace-add-recipe-s1.json"), "trace-add-recipe-s1
 
 # Figure 2: policy entropy, preset against recipe, weak addition start, 3 seeds, 600 steps;
 # and the tau controller on countdown (weight entropy against its target, tau).
+if not os.path.exists(os.path.join(runs, "cd-preset-s3", "metrics.jsonl")):
+    sys.exit(0)
 fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
 for s in (1, 2, 3):
     for obj, c in (("preset", "C3"), ("recipe", "C0")):
