@@ -76,6 +76,7 @@ func measuredWarmStart(t Task, preset string) (warmStartNeed, bool) {
 		{"addition", 3, "small"}:  {3450, 0.60},
 		{"countdown", 3, "small"}: {600, 0.40},
 		{"countdown", 3, "base"}:  {600, 0.34},
+		{"countdown", 4, "small"}: {1200, 0.22}, // 20–24% from there to 3000 steps
 	}[s]
 	return need, ok
 }

@@ -70,7 +70,9 @@ def table(title, warm, objs, prefix):
     agg = {}
     for s in (1, 2, 3):
         for obj in [warm] + objs:
-            name = (warm % s) if obj == warm else "%s-%s-s%d" % (prefix, obj, s)
+            name = (warm % s if "%d" in warm else warm) if obj == warm else "%s-%s-s%d" % (prefix, obj, s)
+            if obj == warm and s > 1 and "%d" not in warm:
+                continue  # one warm start shared by every seed
             if not os.path.exists(os.path.join(out, "evals", name + ".json")):
                 continue
             d = ev(name)
@@ -90,9 +92,15 @@ if os.path.exists(os.path.join(out, "evals", "cd-grpo-s1.json")):
     table("Countdown, 600 steps, `eval --n 2000 --k 8`", "cd-warm-s%d", ["grpo", "maxent_listwise", "preset"], "cd")
 
 def tracking(name, target=1.85, start=100):
-    rows = [r for r in metrics(name) if r["step"] > start]
+    # the controller's EMA (decay 0.9) of the step values, recomputed: metrics.jsonl has no controller block
+    rows, ema, e = metrics(name), [], None
+    for r in rows:
+        if "train/weight_entropy" in r:
+            e = r["train/weight_entropy"] if e is None else 0.9 * e + 0.1 * r["train/weight_entropy"]
+        ema.append(e)
+    ema = [x for r, x in zip(rows, ema) if r["step"] > start]
+    rows = [r for r in rows if r["step"] > start]
     h = [r["train/weight_entropy"] for r in rows if "train/weight_entropy" in r]
-    ema = [r["train/weight_entropy_ema"] for r in rows if "train/weight_entropy_ema" in r]
     tau = [r["train/tau"] for r in rows]
     return st.mean(h), st.mean(abs(x - target) for x in ema), sum(abs(x - target) <= 0.1 for x in ema) / len(ema), min(tau), max(tau)
 
