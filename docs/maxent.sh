@@ -140,6 +140,8 @@ plots() {
 
 summary() {
 	"$PY" "$ROOT/docs/analysis/summary.py" "$OUT"
+	echo
+	"$PY" "$ROOT/docs/analysis/guards.py" "$OUT" # §8
 }
 
 stages=("$@")
