@@ -102,7 +102,7 @@ func learnSettingsOf(d *Deps) learnSettings {
 }
 
 func controlSettingsOf(d *Deps) rewards.Controllers {
-	return rewards.Controllers{Tau: d.Tau, Beta: d.Beta, Meta: d.Meta}
+	return rewards.Controllers{Tau: d.Tau, Beta: d.Beta, Meta: d.Meta, Objective: d.Prepare.Objective}
 }
 
 // localStages calls every stage function directly, part after part.

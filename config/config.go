@@ -114,7 +114,9 @@ type Generation struct {
 	TopP float64 `koanf:"top_p" help:"nucleus sampling mass (1 = off)"`
 	// MaxCompletionLen is the most tokens generated per completion; a
 	// completion that reaches it finishes with reason LENGTH.
-	MaxCompletionLen int `koanf:"max_completion_len" help:"max generated tokens per completion"`
+	// When no layer sets it, it is raised to fit the task's longest
+	// correct answer (config/difficulty.go).
+	MaxCompletionLen int `koanf:"max_completion_len" help:"max generated tokens per completion (unset: fits the task's longest answer)"`
 	// RetryRounds is how many times a generator re-samples prompts whose
 	// completions came back missing before the batch is skipped.
 	RetryRounds int `koanf:"retry_rounds" help:"re-sampling rounds for missing completions"`
@@ -250,13 +252,24 @@ type BetaController struct {
 	StepSize float64 `koanf:"step_size" help:"clip of the relative KL error (> 0 when enabled)"`
 }
 
+// metaMethods lists the meta-controller method names (spec §2.3).
+func metaMethods() []string {
+	return []string{"analytic", "analytic_grad", "potential", "first_order", "truncated", "truncated_backprop", "backprop"}
+}
+
 // MetaController updates τ and β by gradient steps on an objective
 // (spec §2.3). When enabled it replaces the plain tau and beta controllers.
 type MetaController struct {
 	// Enabled turns the meta-controller on.
 	Enabled bool `koanf:"enabled" help:"enable the meta-controller"`
-	// Method is analytic (g_τ = H − H*, g_β = KL − KL*).
-	Method string `koanf:"method" help:"analytic"`
+	// Method is the controller objective: analytic (g_τ = H − H*,
+	// g_β = KL − KL*) or one of its aliases analytic_grad and potential, or
+	// the truncated-backprop family first_order, truncated,
+	// truncated_backprop and backprop, which falls back to the analytic
+	// gradients when no backprop callback gives any (as the original's
+	// listwise loss, whose weights do not carry τ's gradient). An unknown
+	// name is refused here; the original accepted it and made no update.
+	Method string `koanf:"method" help:"analytic|analytic_grad|potential|first_order|truncated|truncated_backprop|backprop"`
 	// LR is the shared learning rate.
 	LR float64 `koanf:"lr" help:"shared learning rate"`
 	// TauLR overrides LR for τ when > 0.
@@ -341,7 +354,9 @@ type Train struct {
 	PromptsPerPart int `koanf:"prompts_per_part" help:"prompt groups per unit of generation and reference-scoring work (results do not depend on how many actors share the parts)"`
 	// WarmStartSteps caps the supervised steps before RL; the warm start
 	// stops earlier once greedy accuracy holds 40% (DESIGN §4). 0 skips it.
-	WarmStartSteps int `koanf:"warm_start_steps" help:"most supervised warm-start steps; it stops earlier once greedy accuracy holds 40% (0 = none)"`
+	// When no layer sets it, it is raised for a harder task to what that
+	// task was measured to need (config/difficulty.go, docs/RESULTS.md).
+	WarmStartSteps int `koanf:"warm_start_steps" help:"most supervised warm-start steps; it stops earlier once greedy accuracy holds 40% (0 = none; unset: follows the task's difficulty)"`
 	// WarmStartFromCheckpoint runs the warm start from model.checkpoint too
 	// (otherwise a checkpoint is the RL start as it is).
 	WarmStartFromCheckpoint bool `koanf:"warm_start_from_checkpoint" help:"run the warm start from model.checkpoint too"`

@@ -20,6 +20,6 @@ func ExampleLoad() {
 	_, err = config.Load(config.Sources{Env: []string{"MGRPO_TRAIN__MAX_STALENESS=-1"}})
 	fmt.Println(err)
 	// Output:
-	// maxent_listwise 0.5 50
+	// maxent_listwise 0.2 50
 	// config: train.max_staleness = -1: must be 0 or more
 }

@@ -47,7 +47,7 @@ type Sources struct {
 // File is refused.
 func Load(src Sources) (*Config, error) {
 	t := keys()
-	k, err := layer(t, t.values(Default()), src)
+	k, set, err := layer(t, t.values(Default()), src)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +58,7 @@ func Load(src Sources) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	taskDefaults(c, func(key string) bool { return set[key] })
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -65,12 +66,13 @@ func Load(src Sources) (*Config, error) {
 }
 
 // layer puts src's file, env and flags, in that order, over base (flat
-// dotted keys).
-func layer(t *keyTable, base map[string]any, src Sources) (*koanf.Koanf, error) {
+// dotted keys), and reports the keys those layers set.
+func layer(t *keyTable, base map[string]any, src Sources) (*koanf.Koanf, map[string]bool, error) {
 	k := koanf.New(".")
 	if err := k.Load(mapProvider(base), nil); err != nil {
-		return nil, fmt.Errorf("config: load defaults: %w", err)
+		return nil, nil, fmt.Errorf("config: load defaults: %w", err)
 	}
+	set := map[string]bool{}
 	layers := []func(*keyTable) (map[string]any, error){
 		func(t *keyTable) (map[string]any, error) { return readFile(t, src.File) },
 		func(t *keyTable) (map[string]any, error) { return readEnv(t, src.Env) },
@@ -78,18 +80,28 @@ func layer(t *keyTable, base map[string]any, src Sources) (*koanf.Koanf, error) 
 	for _, read := range layers {
 		flat, err := read(t)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := k.Load(mapProvider(flat), nil); err != nil {
-			return nil, fmt.Errorf("config: merge: %w", err)
+			return nil, nil, fmt.Errorf("config: merge: %w", err)
+		}
+		for key := range flat {
+			set[key] = true
 		}
 	}
 	if src.Flags != nil {
 		if err := loadFlags(t, k, src.Flags); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		src.Flags.Visit(func(f *pflag.Flag) {
+			key := f.Name
+			if target, ok := aliasTarget(key); ok {
+				key = target
+			}
+			set[key] = true
+		})
 	}
-	return k, nil
+	return k, set, nil
 }
 
 // decode turns layered values into a Config (not yet validated).

@@ -86,7 +86,7 @@ func loadResume(t *keyTable, src Sources, dir string) (*Config, error) {
 	if err := checkRunDir(dir, file); err != nil {
 		return nil, err
 	}
-	k, err := layer(t, t.values(Default()), Sources{File: file})
+	k, _, err := layer(t, t.values(Default()), Sources{File: file})
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func loadResume(t *keyTable, src Sources, dir string) (*Config, error) {
 	}
 	base := t.values(saved)
 	base["model.checkpoint"] = ""
-	if k, err = layer(t, base, Sources{Env: src.Env, Flags: src.Flags}); err != nil {
+	if k, _, err = layer(t, base, Sources{Env: src.Env, Flags: src.Flags}); err != nil {
 		return nil, err
 	}
 	c, err := decode(k)

@@ -28,7 +28,7 @@ func (c *Config) Validate() error {
 	for _, check := range []func(*validator, *Config){
 		validateModel, validateTask, validateGeneration, validateRewards,
 		validateMaxEnt, validateController, validateLoss, validateOptim,
-		validateTrain, validateCluster, validateTrace, validateOutput,
+		validateTrain, validateDifficulty, validateCluster, validateTrace, validateOutput,
 	} {
 		if v.err != nil {
 			break
@@ -211,7 +211,7 @@ func validateController(v *validator, c *Config) {
 	v.atLeast("controller.beta.horizon", b.Horizon, 0)
 	v.nonNegative("controller.beta.step_size", b.StepSize)
 
-	v.oneOf("controller.meta.method", m.Method, "analytic")
+	v.oneOf("controller.meta.method", m.Method, metaMethods()...)
 	v.nonNegative("controller.meta.lr", m.LR)
 	v.nonNegative("controller.meta.tau_lr", m.TauLR)
 	v.nonNegative("controller.meta.beta_lr", m.BetaLR)

@@ -18,6 +18,14 @@ if [[ -z ${BIN:-} ]]; then
 	BIN=$ROOT/bin/mgrpo-node
 fi
 RUNS=$OUT/runs
+# These runs measured the original's listwise preset, which the maxent_listwise
+# recipes held until issue 14 (docs/RESULTS.md §6 has the recipes that replaced
+# it): listwise runs get it back with these flags.
+PRESET="--maxent.tau=0.5 --maxent.beta=0 --controller.tau.enabled=false"
+# preset OBJ: the flags that make a maxent_listwise recipe the original's preset.
+preset() {
+	[[ $1 == maxent_listwise ]] && echo "$PRESET" || true
+}
 EVALS=$OUT/evals
 mkdir -p "$RUNS" "$EVALS/ckpt"
 
@@ -46,7 +54,7 @@ addition() {
 		for seed in 1 2 3; do
 			for obj in grpo maxent_listwise; do
 				name=add-$start-$obj-s$seed
-				train "$name" --config "recipe:addition-$obj" --model.checkpoint="$RUNS/add-$start/reference" \
+				train "$name" --config "recipe:addition-$obj" $(preset "$obj") --model.checkpoint="$RUNS/add-$start/reference" \
 					--train.steps=200 --train.seed="$seed"
 				evaluate "$RUNS/$name" addition 200 "$EVALS/$name-n200.json"
 			done
@@ -58,7 +66,7 @@ addition() {
 ablation() {
 	for v in "tau01 --maxent.tau=0.1" "beta01 --maxent.beta=0.1"; do
 		set -- $v
-		train "add-warm200-maxent_listwise-$1-s1" --config recipe:addition-maxent_listwise \
+		train "add-warm200-maxent_listwise-$1-s1" --config recipe:addition-maxent_listwise $PRESET \
 			--model.checkpoint="$RUNS/add-warm200/reference" --train.steps=200 --train.seed=1 "$2"
 	done
 }
@@ -74,7 +82,7 @@ countdown() {
 		done
 		for obj in grpo maxent_listwise; do
 			name=cd-$obj-s$seed
-			train "$name" --config "recipe:countdown-$obj" --model.preset=small \
+			train "$name" --config "recipe:countdown-$obj" $(preset "$obj") --model.preset=small \
 				--model.checkpoint="$RUNS/cd-warm-s$seed/reference" --train.steps=300 --train.seed="$seed"
 			for n in 200 1000; do
 				evaluate "$RUNS/$name" countdown "$n" "$EVALS/$name-n$n.json"
@@ -91,7 +99,7 @@ countdown600() {
 	for seed in 1 2 3; do
 		for obj in grpo maxent_listwise; do
 			name=cd600-$obj-s$seed
-			train "$name" --config "recipe:countdown-$obj" --model.preset=small \
+			train "$name" --config "recipe:countdown-$obj" $(preset "$obj") --model.preset=small \
 				--model.checkpoint="$RUNS/cd-warm-s$seed/reference" --train.steps=600 --train.seed="$seed"
 			for n in 200 1000; do
 				evaluate "$RUNS/$name" countdown "$n" "$EVALS/$name-n$n.json"
@@ -105,7 +113,7 @@ countdown_base() {
 	train cd-base-warm-s1 --config recipe:countdown-grpo --train.steps=0
 	evaluate "$RUNS/cd-base-warm-s1/reference" countdown 200 "$EVALS/cd-base-warm-s1-n200.json"
 	for obj in grpo maxent_listwise; do
-		train "cd-base-$obj-s1" --config "recipe:countdown-$obj" --model.checkpoint="$RUNS/cd-base-warm-s1/reference" --train.seed=1
+		train "cd-base-$obj-s1" --config "recipe:countdown-$obj" $(preset "$obj") --model.checkpoint="$RUNS/cd-base-warm-s1/reference" --train.seed=1
 		evaluate "$RUNS/cd-base-$obj-s1" countdown 200 "$EVALS/cd-base-$obj-s1-n200.json"
 	done
 }

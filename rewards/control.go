@@ -13,6 +13,11 @@ type Controllers struct {
 	Meta MetaController
 	// Backprop is the truncated objective's callback (nil: analytic).
 	Backprop BackpropFunc
+	// Objective is the training objective. Under a GRPO objective the
+	// meta-controller's entropy signal is the weight entropy; under the
+	// MaxEnt objectives (and the zero value) it is the token-mean policy
+	// entropy when known (spec §2.3 ControllerMetaContext.entropy_value).
+	Objective Objective
 }
 
 // ControllerInputs are the step statistics the controllers read.
@@ -21,8 +26,9 @@ type ControllerInputs struct {
 	Step int64
 	// WeightEntropy is the batch mean listwise weight entropy (NaN if none).
 	WeightEntropy float64
-	// PolicyEntropy is the token-mean policy entropy; NaN if unknown. The
-	// meta-controller prefers it to WeightEntropy (spec §2.3).
+	// PolicyEntropy is the token-mean policy entropy; NaN if unknown. Under
+	// a MaxEnt objective the meta-controller prefers it to WeightEntropy
+	// (spec §2.3).
 	PolicyEntropy float64
 	// KL is the measured KL to the reference (NaN if unknown).
 	KL float64
@@ -41,17 +47,20 @@ type ControllerUpdate struct {
 
 // Update returns the controller state after one optimiser step. With the
 // meta-controller enabled, it runs on its interval and the plain controllers
-// are bypassed (the TRL rule, spec §2.3); otherwise τ follows the weight
-// entropy (§2.1) and β the KL (§2.2). s is not modified.
+// are bypassed (the TRL rule, spec §2.3; an unknown method makes no update,
+// as in the original) and its entropy signal is the
+// policy entropy under a MaxEnt objective, the weight entropy under GRPO;
+// otherwise τ follows the weight entropy (§2.1) and β the KL (§2.2). s is
+// not modified.
 func (c Controllers) Update(s ControllerState, in ControllerInputs) (ControllerState, ControllerUpdate) {
 	var up ControllerUpdate
 	if c.Meta.Enabled {
-		if !c.Meta.ShouldRun(in.Step) {
+		if !c.Meta.ShouldRun(in.Step) || !knownMetaMethod(c.Meta.Method) {
 			return s, up
 		}
-		sig := MetaSignals{Entropy: in.PolicyEntropy, TargetEntropy: math.NaN(), KL: in.KL, KLTarget: c.Beta.Target}
-		if !isFinite(sig.Entropy) {
-			sig.Entropy = in.WeightEntropy
+		sig := MetaSignals{Entropy: in.WeightEntropy, TargetEntropy: math.NaN(), KL: in.KL, KLTarget: c.Beta.Target}
+		if !c.Objective.IsGRPO() && isFinite(in.PolicyEntropy) {
+			sig.Entropy = in.PolicyEntropy
 		}
 		// The targets are the tau and beta controllers' own, read whether or
 		// not those controllers run: the meta-controller replaces them.

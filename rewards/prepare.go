@@ -149,7 +149,8 @@ type PrepareStats struct {
 	Weight WeightEntropyStats
 	// WeightMean and WeightStd are over all weights.
 	WeightMean, WeightStd float64
-	// NeutralGroupFrac is the fraction of groups with flat q.
+	// NeutralGroupFrac is the fraction of groups the listwise loss skips:
+	// those with flat q when SkipZeroVarianceGroups is on, else 0.
 	NeutralGroupFrac float64
 	// WeightFallback is true when uniform fallback weights were used.
 	WeightFallback bool
@@ -305,13 +306,17 @@ func (out *Prepared) listwise(in PrepareInput, cfg PrepareConfig, tau, beta floa
 		return err
 	}
 	out.Active = make([]bool, out.Prompts)
+	skipped := 0
 	for g, flat := range neutral {
 		out.Active[g] = !(flat && cfg.SkipZeroVarianceGroups)
 		if !out.Active[g] {
 			UniformTo(out.Weights[g*in.K:(g+1)*in.K], in.K)
+			skipped++
 		}
 	}
-	st.NeutralGroupFrac = FractionTrue(neutral)
+	// A flat group counts as neutral only when it is skipped: with skipping
+	// off every group is active (the original's listwise_neutral_group_frac).
+	st.NeutralGroupFrac = float64(skipped) / float64(out.Prompts)
 	return nil
 }
 

@@ -147,9 +147,14 @@ func TestPrepareNeutralGroupsAndFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// without skipping, the reference tilt still moves the neutral group.
+	// without skipping, the reference tilt still moves the neutral group, and
+	// no group counts as neutral: the original reports listwise_neutral_group_frac
+	// 0 (active 1) unless zero-variance groups are skipped.
 	if !out.Active[0] || out.Weights[0] <= 0.5 || !out.ZeroStd[0] || out.ZeroStd[1] || out.Stats.FracZeroStd != 0.5 {
 		t.Errorf("no skip: active %v weights %v zero-std %v", out.Active, out.Weights, out.ZeroStd)
+	}
+	if m := (StepMetrics{Prepared: &out.Stats}).Flatten(); m["train/maxent/listwise_neutral_group_frac"] != 0 || m["train/maxent/listwise_active_group_frac"] != 1 {
+		t.Errorf("no skip: neutral frac %v active frac %v, want 0 and 1", m["train/maxent/listwise_neutral_group_frac"], m["train/maxent/listwise_active_group_frac"])
 	}
 	cfg.SkipZeroVarianceGroups = true
 	out, _ = Prepare(in, cfg, 0.5, 1)

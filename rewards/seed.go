@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // NoAnswer is the answer string the original uses for a completion with no
@@ -14,23 +15,50 @@ const NoAnswer = "NO_ANSWER_FOUND"
 // ExtractAnswer returns the final answer of a completion (spec §1.5 step 1):
 // the payload of the last \boxed{...} or \fbox{...} (braces matched, also the
 // bare form `\boxed x` up to whitespace, Unicode's included, or one of
-// ,;.!?), else the first <answer>...</answer>, trimmed of surrounding space.
+// ,;.!?), else the first <answer>...</answer> (tags in any case), trimmed of
+// surrounding space.
 // ok is false when there is none (an empty payload counts as none).
 func ExtractAnswer(text string) (answer string, ok bool) {
 	if a, ok := lastBoxed(text); ok {
 		return a, true
 	}
-	start := strings.Index(text, "<answer>")
+	start, n := indexFold(text, "<answer>")
 	if start < 0 {
 		return "", false
 	}
-	rest := text[start+len("<answer>"):]
-	end := strings.Index(rest, "</answer>")
+	rest := text[start+n:]
+	end, _ := indexFold(rest, "</answer>")
 	if end < 0 {
 		return "", false
 	}
 	a := strings.TrimSpace(rest[:end])
 	return a, a != ""
+}
+
+// indexFold returns the byte offset and byte length of the first match of
+// tag in s under Unicode case folding (the original matches the answer tags
+// case-insensitively), or -1 and 0.
+func indexFold(s, tag string) (int, int) {
+	for i := range s {
+		if n := prefixFold(s[i:], tag); n > 0 {
+			return i, n
+		}
+	}
+	return -1, 0
+}
+
+// prefixFold returns the byte length of the prefix of s that equals tag
+// under Unicode case folding, or 0 when there is none.
+func prefixFold(s, tag string) int {
+	n := 0
+	for _, want := range tag {
+		r, size := utf8.DecodeRuneInString(s[n:])
+		if size == 0 || !strings.EqualFold(string(r), string(want)) {
+			return 0
+		}
+		n += size
+	}
+	return n
 }
 
 // lastBoxed scans \boxed and \fbox commands from the end of text and returns
@@ -55,18 +83,20 @@ func lastBoxed(text string) (string, bool) {
 	return "", false
 }
 
-// boxedPayload reads the argument that follows a \boxed or \fbox command.
+// boxedPayload reads the argument that follows a \boxed or \fbox command:
+// a brace group, which may follow whitespace (`\boxed {7}` is 7, as in the
+// original), else a bare word after a space.
 func boxedPayload(s string) (string, bool) {
-	if strings.HasPrefix(s, "{") {
+	if t := strings.TrimLeftFunc(s, unicode.IsSpace); strings.HasPrefix(t, "{") {
 		depth := 0
-		for i := 0; i < len(s); i++ {
-			switch s[i] {
+		for i := 0; i < len(t); i++ {
+			switch t[i] {
 			case '{':
 				depth++
 			case '}':
 				depth--
 				if depth == 0 {
-					a := strings.TrimSpace(s[1:i])
+					a := strings.TrimSpace(t[1:i])
 					return a, a != ""
 				}
 			}

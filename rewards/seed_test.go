@@ -35,6 +35,14 @@ func TestExtractAnswer(t *testing.T) {
 		{`\boxed{ } <answer>5</answer>`, "5", true},
 		{`\boxed{4} \boxed{`, "4", true},
 		{`\boxedx`, "", false},
+		// the original: whitespace may separate \boxed from its brace group,
+		// and the answer tags match in any case.
+		{`\boxed {7}`, "7", true},
+		{"\\fbox\t\n{ 8 }.", "8", true},
+		{`\boxed  {7`, "", false},
+		{`<ANSWER>6</Answer>`, "6", true},
+		{"<aNſwer>5</answer>", "5", true}, // ſ folds to s, as Python's re.IGNORECASE
+		{`<answer>1</answer> \boxed {2}`, "2", true},
 		{"<answer>unterminated", "", false},
 		{"", "", false},
 	}

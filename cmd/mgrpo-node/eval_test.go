@@ -90,6 +90,7 @@ func TestEvalPrintsJSON(t *testing.T) {
 func TestEvalTakesRunTask(t *testing.T) {
 	cfg := config.Default()
 	cfg.Task.Name = "countdown"
+	cfg.Generation.MaxCompletionLen = 12 // countdown answers take up to 10 tokens + EOS
 	run := tinyRunConfig(t, cfg)
 	tests := []struct {
 		args []string

@@ -118,8 +118,13 @@ type Alpha struct {
 // ResolveAlpha applies the KL-adaptive control to the base alpha given the
 // measured KL (this batch's token-mean k3, MeanK3). The order is: trust
 // zone block, then raise, then lower, then m clamped to [MinMultiplier,
-// MaxMultiplier] (spec §1.9a _resolve_effective_maxent_alpha).
+// MaxMultiplier] (spec §1.9a _resolve_effective_maxent_alpha). With
+// alpha <= 0 the control is off, as in the original: multiplier 1,
+// direction 0, never blocked.
 func ResolveAlpha(c AlphaControl, alpha, kl float64) Alpha {
+	if !(alpha > 0) {
+		return Alpha{Effective: alpha, Multiplier: 1}
+	}
 	finite := !math.IsNaN(kl) && !math.IsInf(kl, 0)
 	if c.DisableOutsideTrustZone && (!finite || kl > c.Threshold) {
 		return Alpha{Effective: 0, Multiplier: 0, Direction: -1, Blocked: true}

@@ -297,6 +297,15 @@ func TestResolveAlpha(t *testing.T) {
 			t.Errorf("%s: %+v, want multiplier %v dir %d blocked %v", c.name, got, c.want, c.dir, c.blocked)
 		}
 	}
+	// alpha <= 0: the control is off whatever the KL (the original: multiplier
+	// 1, direction 0, not blocked; the effective alpha is alpha).
+	all := both
+	all.DisableOutsideTrustZone = true
+	for _, kl := range []float64{0, 0.02, 0.5, math.NaN()} {
+		if got := ResolveAlpha(all, 0, kl); got != (Alpha{Effective: 0, Multiplier: 1}) {
+			t.Errorf("alpha 0, KL %v: %+v, want multiplier 1, direction 0, not blocked", kl, got)
+		}
+	}
 	if err := def.Validate(); err != nil {
 		t.Error(err)
 	}
