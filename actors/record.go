@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/mgrpo/mgrpo/actors/guard"
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/config"
@@ -72,6 +74,7 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 			delete(m, k)
 		}
 	}
+	stop := r.watch(step, m, skipErr == nil)
 	traceID := trace.TraceID(res.ctx)
 	if slow, threshold := r.slow.observe(time.Since(res.started)); slow {
 		root.SetAttributes(attrSlow.Bool(true))
@@ -82,10 +85,14 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 		r.progress.Note(note)
 	}
 	_, evaluated := m[runlog.KeyEvalGreedyAccuracy]
-	if every := max(d.Cfg.Output.LogEvery, 1); step%every == 0 || skipErr != nil || evaluated || step == d.Cfg.Train.Steps {
+	alerted := hasPrefix(m, guard.KeyPrefix)
+	if every := max(d.Cfg.Output.LogEvery, 1); step%every == 0 || skipErr != nil || evaluated || alerted || step == d.Cfg.Train.Steps {
 		if err := r.dir.WriteTracedMetrics(step, m, traceID); err != nil {
 			return err
 		}
+	}
+	if stop != nil {
+		return stop
 	}
 	if every := d.Cfg.Train.CheckpointEvery; every > 0 && step%every == 0 && step < d.Cfg.Train.Steps {
 		if err := r.checkpoint(ctx, int64(step)); err != nil {
@@ -98,6 +105,41 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 	}
 	r.progress.Update(ps, took)
 	return nil
+}
+
+// watch shows step's metrics m to the guards (a trained step's only) and
+// prints each alert they raise as one line, recording its level in m. It
+// returns a *StoppedError when an alert says stop and train.guard is stop.
+func (r *runner) watch(step int, m map[string]float64, trained bool) error {
+	if r.guard == nil || !trained {
+		return nil
+	}
+	var stop error
+	for _, a := range r.guard.Observe(step, m) {
+		m[a.Key()] = float64(a.Level)
+		switch {
+		case a.Level == guard.Stop && r.deps.Cfg.Train.Guard == config.GuardStop:
+			if stop == nil {
+				stop = &StoppedError{Alert: a}
+			}
+			r.progress.Note(fmt.Sprintf("stopping (%s) at step %d: %s", a.Rule, step, a.Text))
+		case a.Level == guard.Stop:
+			r.progress.Note(fmt.Sprintf("warning (%s) at step %d: %s (train.guard=stop would end the run here)", a.Rule, step, a.Text))
+		default:
+			r.progress.Note(fmt.Sprintf("warning (%s) at step %d: %s", a.Rule, step, a.Text))
+		}
+	}
+	return stop
+}
+
+// hasPrefix reports whether m has a key starting with prefix.
+func hasPrefix(m map[string]float64, prefix string) bool {
+	for k := range m {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // stepAttrs are the root span's attributes of a trained step.

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/mgrpo/mgrpo/actors/evaluate"
+	"github.com/mgrpo/mgrpo/actors/guard"
 	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
@@ -116,6 +118,9 @@ type runner struct {
 	startName    string // what that policy is: "warm start" or "start"
 
 	learner *learnerNode // this process's cluster node (nil under role all)
+
+	guard      *guard.Watch // the collapse and no-signal rules (nil: train.guard off)
+	warmMissed *guard.Alert // the warm start ended far below its target
 }
 
 // learnerNode is the cluster node of a learner-role process and the join
@@ -223,9 +228,15 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 	if err := r.recordStart(ctx); err != nil {
 		return err
 	}
+	if d.Cfg.Train.Guard != config.GuardOff {
+		r.guard = guard.New(guard.Settings{Vocab: d.Model.Vocab, Group: d.Cfg.Generation.NumGenerations, Objective: d.Prepare.Objective})
+	}
 	ahead := batchesAhead(d.Cfg.Train.MaxStaleness, d.Cfg.Train.SyncEvery)
 	last, err := drive(ctx, p.Trainer, r.firstStep, int64(d.Cfg.Train.Steps), ahead, r.record)
-	if err != nil {
+	var stopped *StoppedError
+	if errors.As(err, &stopped) {
+		last = int64(stopped.Alert.Step)
+	} else if err != nil {
 		return err
 	}
 	r.progress.Done()
@@ -242,8 +253,26 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 		}
 		fmt.Fprintf(r.out, "greedy accuracy %.1f%%%s on %d held-out problems\n", 100*acc, from, max(d.Cfg.Train.EvalPrompts, 1))
 	}
-	fmt.Fprintf(r.out, "done: %d steps, outputs in %s\n", last, r.dir.Path())
+	if stopped != nil {
+		fmt.Fprintf(r.out, "stopped at step %d by the %s guard (train.guard=%s): checkpoint and outputs in %s\n", last, stopped.Alert.Rule, config.GuardStop, r.dir.Path())
+		return stopped
+	}
+	missed := ""
+	if r.startName == "warm start" && r.warmAccuracy < warmStartTarget {
+		missed = fmt.Sprintf(" (the warm start missed its %.0f%% target: %.1f%% greedy accuracy)", 100*warmStartTarget, 100*r.warmAccuracy)
+	}
+	fmt.Fprintf(r.out, "done: %d steps, outputs in %s%s\n", last, r.dir.Path(), missed)
 	return nil
+}
+
+// StoppedError is the error of a run a guard stopped (train.guard=stop):
+// its checkpoint, report and final line were written.
+type StoppedError struct {
+	Alert guard.Alert
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("stopped at step %d by the %s guard: %s", e.Alert.Step, e.Alert.Rule, e.Alert.Text)
 }
 
 // startPipeline starts the actors: all in this process (role all), or on
@@ -297,7 +326,11 @@ func (r *runner) recordStart(ctx context.Context) error {
 	if math.IsNaN(r.warmAccuracy) {
 		return nil
 	}
-	return r.dir.WriteMetrics(0, map[string]float64{runlog.KeyEvalGreedyAccuracy: r.warmAccuracy})
+	m := map[string]float64{runlog.KeyEvalGreedyAccuracy: r.warmAccuracy}
+	if a := r.warmMissed; a != nil && r.deps.Cfg.Train.Guard != config.GuardOff {
+		m[a.Key()] = float64(a.Level)
+	}
+	return r.dir.WriteMetrics(0, m)
 }
 
 // evaluate is the greedy accuracy on train.eval_prompts held-out problems

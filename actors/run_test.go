@@ -66,8 +66,8 @@ func TestRunWritesOutputsAndResumes(t *testing.T) {
 		t.Fatalf("after resume: %d records, err %v; want steps 1..6", len(recs), err)
 	}
 	all, err := runlog.ReadMetrics(filepath.Join(run, "metrics.jsonl"))
-	if err != nil || all[0].Step != 0 || len(all[0].Values) != 1 {
-		t.Fatalf("line 0 = %+v (%v), want the starting policy's greedy accuracy alone", all[0], err)
+	if _, ok := all[0].Values["eval/greedy_accuracy"]; err != nil || all[0].Step != 0 || !ok || len(all[0].Values) != 2 || all[0].Values["guard/warm_start"] != 1 {
+		t.Fatalf("line 0 = %+v (%v), want the starting policy's greedy accuracy and the 3-step warm start's guard warning", all[0], err)
 	}
 	if want := fmt.Sprintf("(start %.1f%%)", 100*all[0].Values["eval/greedy_accuracy"]); !strings.Contains(out.String(), want) {
 		t.Errorf("the resumed run's last lines do not say %q:\n%s", want, out.String())

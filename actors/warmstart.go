@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/mgrpo/mgrpo/actors/guard"
+	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/optim"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
@@ -118,7 +120,15 @@ func (r *runner) warmStart(ctx context.Context, m *gpu.Model) (*gpu.Model, error
 	}
 	if acc, err := r.evaluate(ctx, warm); err == nil {
 		r.warmAccuracy, r.startName = acc, "warm start"
-		fmt.Fprintf(r.out, "warm start done (%d steps, %.0fs): greedy accuracy %.1f%%\n", steps, time.Since(start).Seconds(), 100*acc)
+		missed := ""
+		if acc < warmStartTarget {
+			missed = fmt.Sprintf(", below its %.0f%% target (train.warm_start_steps %d reached)", 100*warmStartTarget, n)
+		}
+		fmt.Fprintf(r.out, "warm start done (%d steps, %.0fs): greedy accuracy %.1f%%%s\n", steps, time.Since(start).Seconds(), 100*acc, missed)
+		if a := guard.WarmStart(acc, warmStartTarget, steps); a != nil && d.Cfg.Train.Guard != config.GuardOff {
+			r.warmMissed = a
+			fmt.Fprintf(r.out, "warning (%s): %s\n", a.Rule, a.Text)
+		}
 	}
 	return warm, nil
 }

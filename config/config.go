@@ -377,6 +377,11 @@ type Train struct {
 	EvalEvery int `koanf:"eval_every" help:"steps between greedy evaluations (0 = off)"`
 	// EvalPrompts is the size of the held-out evaluation set.
 	EvalPrompts int `koanf:"eval_prompts" help:"held-out prompts per evaluation"`
+	// Guard is what the run does when its metrics say it cannot learn
+	// (policy flattening towards uniform, every group tied, no reward):
+	// GuardStop warns and stops with a checkpoint on the rules that mean
+	// the run will not recover, GuardWarn only warns, GuardOff says nothing.
+	Guard string `koanf:"guard" help:"collapse and no-signal guards: stop (warn, and stop with a checkpoint when the run cannot recover), warn, or off"`
 	// Seed seeds sampling and batch order.
 	Seed int64 `koanf:"seed" help:"training seed"`
 	// Resume is a run directory to continue from its last complete
@@ -483,6 +488,13 @@ type Trace struct {
 	// QueryURL is the Jaeger query API used by `mgrpo-node traces`.
 	QueryURL string `koanf:"query_url" help:"Jaeger query API base URL (mgrpo-node traces)"`
 }
+
+// The values of train.guard.
+const (
+	GuardStop = "stop"
+	GuardWarn = "warn"
+	GuardOff  = "off"
+)
 
 // SlowStepAuto is the trace.slow_step value that marks a step slower than
 // twice the running median.

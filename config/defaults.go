@@ -99,6 +99,7 @@ func Default() *Config {
 			CheckpointEvery:          50,
 			EvalEvery:                25,
 			EvalPrompts:              256,
+			Guard:                    GuardStop,
 			Seed:                     1,
 		},
 		Cluster: Cluster{

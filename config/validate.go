@@ -275,6 +275,7 @@ func validateTrain(v *validator, c *Config) {
 	v.atLeast("train.checkpoint_every", t.CheckpointEvery, 0)
 	v.atLeast("train.eval_every", t.EvalEvery, 0)
 	v.atLeast("train.eval_prompts", t.EvalPrompts, 1)
+	v.oneOf("train.guard", t.Guard, GuardStop, GuardWarn, GuardOff)
 	if o := c.Optim; o.Schedule != ScheduleConstant && t.Steps > 0 { // a decay needs a step after the warm-up
 		v.conflict(o.WarmupSteps < t.Steps, "optim.warmup_steps", o.WarmupSteps,
 			fmt.Sprintf("must be less than train.steps (%d) for the %s schedule to decay", t.Steps, o.Schedule))

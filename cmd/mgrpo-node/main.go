@@ -22,6 +22,7 @@ const (
 	exitOK     = 0
 	exitFailed = 1 // the run or subcommand failed
 	exitUsage  = 2 // bad flags or configuration
+	exitGuard  = 3 // a guard stopped the run (train.guard=stop); its checkpoint is written
 
 	exitInterrupted = 130 // a second interrupt: 128 + SIGINT, as shells report it
 )

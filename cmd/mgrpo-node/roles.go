@@ -28,9 +28,13 @@ func runRole(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) 
 		err = actors.Serve(ctx, cfg, stdout)
 	}
 	var cfgErr *config.Error
+	var stopped *actors.StoppedError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &stopped):
+		fmt.Fprintf(stderr, "mgrpo-node: %v\n", err)
+		return exitGuard
 	case errors.As(err, &cfgErr), errors.Is(err, node.ErrBind), errors.Is(err, node.ErrTLS):
 		fmt.Fprintln(stderr, err)
 		return exitUsage

@@ -1,0 +1,83 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mgrpo/mgrpo/actors"
+	"github.com/mgrpo/mgrpo/actors/guard"
+	"github.com/mgrpo/mgrpo/actors/runlog"
+	"github.com/mgrpo/mgrpo/config"
+)
+
+// TestLongGuardCatchesCollapse: the original's listwise preset (τ 0.5, β 0,
+// no τ controller) collapses towards a uniform policy from a weak 200-step
+// warm start (docs/RESULTS.md §5: in every seed, policy entropy above 2
+// nats by steps 69–83); the policy-entropy guard must stop it, with a
+// checkpoint, before its 300 steps are up. The maxent_listwise recipe from
+// the same warm-started model trains its 300 steps (twice the latest stop
+// measured) without a single guard line.
+func TestLongGuardCatchesCollapse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: a 200-step warm start and two listwise runs of up to 300 steps")
+	}
+	dir := t.TempDir()
+	run := func(name string, args ...string) (string, string, error) {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		config.AddFlags(fs)
+		args = append(args, "--train.steps=300", "--output.dir="+dir, "--output.name="+name)
+		if err := config.ParseFlags(fs, args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(config.Sources{File: "recipe:addition-maxent_listwise", Flags: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		var out bytes.Buffer
+		err = actors.Run(context.Background(), cfg, &out)
+		t.Logf("%s (%.0fs):\n%s", name, time.Since(start).Seconds(), out.String())
+		return filepath.Join(dir, name), out.String(), err
+	}
+
+	preset, out, err := run("preset", "--maxent.tau=0.5", "--maxent.beta=0", "--controller.tau.enabled=false", "--train.warm_start_steps=200")
+	var stopped *actors.StoppedError
+	if !errors.As(err, &stopped) {
+		t.Fatalf("the original's preset ran without a guard stopping it: %v", err)
+	}
+	if stopped.Alert.Rule != guard.RulePolicyEntropy || stopped.Alert.Step >= 300 {
+		t.Errorf("stopped by %s at step %d, want the policy-entropy guard before step 300", stopped.Alert.Rule, stopped.Alert.Step)
+	}
+	if !strings.Contains(out, "warning (policy_entropy)") || !strings.Contains(out, "controller.tau.enabled=true") {
+		t.Errorf("no policy-entropy warning naming the knob before the stop")
+	}
+	if _, err := runlog.Resolve(filepath.Join(preset, runlog.CheckpointsDir, runlog.CheckpointName(stopped.Alert.Step))); err != nil {
+		t.Errorf("no checkpoint at the stop: %v", err)
+	}
+
+	recipe, out, err := run("recipe", "--model.checkpoint="+filepath.Join(preset, actors.ReferenceDir))
+	if err != nil {
+		t.Fatalf("recipe: %v", err)
+	}
+	if strings.Contains(out, "warning (") || strings.Contains(out, "stopping (") {
+		t.Errorf("the recipe raised a guard")
+	}
+	recs, err := runlog.ReadMetrics(filepath.Join(recipe, runlog.MetricsFile))
+	if err != nil || recs[len(recs)-1].Step != 300 {
+		t.Fatalf("recipe metrics: %v", err)
+	}
+	for _, r := range recs {
+		for k := range r.Values {
+			if strings.HasPrefix(k, guard.KeyPrefix) {
+				t.Errorf("recipe step %d recorded %s", r.Step, k)
+			}
+		}
+	}
+}
