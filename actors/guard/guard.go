@@ -80,8 +80,8 @@ const (
 
 // Settings describe the run the Watch judges.
 type Settings struct {
-	Vocab     int    // vocabulary size V: uniform policy entropy is ln V
-	Group     int    // completions per prompt K: uniform weight entropy is ln K
+	Vocab     int               // vocabulary size V: uniform policy entropy is ln V
+	Group     int               // completions per prompt K: uniform weight entropy is ln K
 	Objective rewards.Objective // which rules apply and which knob to name
 }
 
@@ -94,11 +94,11 @@ type Watch struct {
 
 	entropyStart  float64 // sum of the first entropyStart steps' entropy
 	entropyStartN int
-	weights series // train/weight_entropy of steps with a gradient (listwise)
-	tied    series // 1 for a step with every group tied or no gradient
-	reward  series // train/reward
-	correct series // train/accuracy
-	raised  map[string]Level
+	weights       series // train/weight_entropy of steps with a gradient (listwise)
+	tied          series // 1 for a step with every group tied or no gradient
+	reward        series // train/reward
+	correct       series // train/accuracy
+	raised        map[string]Level
 }
 
 // New returns a Watch for a run with settings s.
