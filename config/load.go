@@ -36,6 +36,12 @@ type Sources struct {
 	// Flags is a flag set prepared by AddFlags and already parsed; only
 	// flags the user set override. nil for none.
 	Flags *pflag.FlagSet
+	// RunConfig returns the saved configuration (YAML, as Config.YAML
+	// writes it) that a resume of the run directory dir continues with,
+	// and where it came from ("file PATH"); the trainer reads it from the
+	// run's newest verified checkpoint (runlog.SavedConfig). nil reads
+	// dir/config.yaml.
+	RunConfig func(dir string) (data []byte, source string, err error)
 }
 
 // Load layers defaults < file < env < flags, then validates. Every error
@@ -122,6 +128,13 @@ func readFile(t *keyTable, name string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseFile(t, name, data, ext, source)
+}
+
+// parseFile reads the YAML or TOML data of the file name (ext its
+// extension; source names it in errors) into flat, typed values.
+func parseFile(t *keyTable, name string, data []byte, ext, source string) (map[string]any, error) {
+	out := map[string]any{}
 	var parser koanf.Parser
 	switch ext {
 	case ".yaml", ".yml":
