@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -173,18 +174,22 @@ func (c cancelOn) Write(p []byte) (int, error) {
 }
 
 // TestRunCancelCheckpoints: cancelling the run (SIGINT) at RL
-// step 10 ends it cleanly with a final complete checkpoint and the report.
+// step 10 ends it cleanly with a final complete checkpoint and the report,
+// and says where it stopped and how to resume (not "done").
 func TestRunCancelCheckpoints(t *testing.T) {
 	cfg := runConfig(t, func(c *config.Config) { c.Train.Steps = 50 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := Run(ctx, cfg, cancelOn{marker: "step 10/50", cancel: cancel}); err != nil {
-		t.Fatalf("cancelled run: %v", err)
-	}
+	err := Run(ctx, cfg, cancelOn{marker: "step 10/50", cancel: cancel})
 	run := filepath.Join(cfg.Output.Dir, "run")
-	dir, step, err := runlog.LatestComplete(filepath.Join(run, "checkpoints"))
-	if err != nil || step >= 50 {
-		t.Fatalf("latest checkpoint %q step %d, err %v; want one before step 50", dir, step, err)
+	dir, step, lerr := runlog.LatestComplete(filepath.Join(run, "checkpoints"))
+	if lerr != nil || step >= 50 {
+		t.Fatalf("latest checkpoint %q step %d, err %v; want one before step 50", dir, step, lerr)
+	}
+	var stop *StopError
+	want := fmt.Sprintf("stopped at step %d; resume with: mgrpo-node --resume %s", step, run)
+	if !errors.As(err, &stop) || !errors.Is(err, ErrInterrupted) || err.Error() != want {
+		t.Fatalf("cancelled run: err %v, want %q (ErrInterrupted)", err, want)
 	}
 	if _, err := os.Stat(filepath.Join(run, "report.html")); err != nil {
 		t.Errorf("no report after cancel: %v", err)
@@ -296,7 +301,7 @@ func TestRunNameTakenGetsSuffix(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(taken, "x"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir, _, _, err := openRun(cfg, name)
+	dir, _, _, err := openRun(cfg, name, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +447,7 @@ func TestRunRemovesDirectoryItCreatedOnEarlyFailure(t *testing.T) {
 		output string
 	}{
 		{"corrupt weights", context.Background(), func(c *config.Config) { c.Model.Checkpoint = corrupt }, "safetensors", "removed "},
-		{"interrupted warm start", cancelled, func(c *config.Config) { c.Train.WarmStartSteps = 50 }, "", "removed "},
+		{"interrupted warm start", cancelled, func(c *config.Config) { c.Train.WarmStartSteps = 50 }, "interrupted during the warm start: nothing saved", "removed "},
 		{"bad checkpoint config", context.Background(), func(c *config.Config) { c.Model.Checkpoint = badConfig }, "model.checkpoint: load checkpoint", ""},
 		{"prompt too long", context.Background(), func(c *config.Config) { c.Task.Dataset = long }, "problem 1: prompt of 82 tokens (BOS included) leaves no room", ""},
 		{"too large for memory", context.Background(), func(c *config.Config) { c.Train.PromptsPerStep = 1 << 30 }, "gpu: not enough memory: training", ""},
@@ -465,7 +470,8 @@ func TestRunRemovesDirectoryItCreatedOnEarlyFailure(t *testing.T) {
 }
 
 // TestRunKeepsDirectoryOnFailedResume: a resume that fails (here on a
-// trainer_state.json with a negative step) leaves the run as it was.
+// trainer_state.json edited to a negative step, which the checkpoint's
+// manifest catches first) leaves the run as it was.
 func TestRunKeepsDirectoryOnFailedResume(t *testing.T) {
 	cfg := runConfig(t, func(c *config.Config) { c.Train.Steps, c.Train.EvalEvery = 2, 0 })
 	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
@@ -478,8 +484,8 @@ func TestRunKeepsDirectoryOnFailedResume(t *testing.T) {
 	}
 	cfg.Train.Resume, cfg.Train.Steps = run, 4
 	err := Run(context.Background(), cfg, &bytes.Buffer{})
-	if !errors.Is(err, runlog.ErrBadCheckpoint) || !bytes.Contains([]byte(err.Error()), []byte("step = -5: must be ≥ 0")) {
-		t.Fatalf("resume: err = %v, want the bad step named", err)
+	if !errors.Is(err, runlog.ErrDamaged) || !bytes.Contains([]byte(err.Error()), []byte("trainer_state.json does not match its SHA-256")) {
+		t.Fatalf("resume: err = %v, want the edited file named", err)
 	}
 	for _, f := range []string{"config.yaml", "metrics.jsonl", "checkpoints/step-2/model.safetensors", "reference/model.safetensors"} {
 		if _, err := os.Stat(filepath.Join(run, f)); err != nil {

@@ -13,15 +13,18 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/spf13/pflag"
 )
 
 // Exit codes.
 const (
-	exitOK     = 0
-	exitFailed = 1 // the run or subcommand failed
-	exitUsage  = 2 // bad flags or configuration
+	exitOK         = 0
+	exitFailed     = 1 // the run or subcommand failed
+	exitUsage      = 2 // bad flags or configuration
+	exitStopped    = 3 // interrupted: stopped after the step in flight, with a checkpoint to resume
+	exitNoProgress = 4 // train.max_skipped_steps steps in a row skipped: stopped with a checkpoint
 
 	exitInterrupted = 130 // a second interrupt: 128 + SIGINT, as shells report it
 )
@@ -83,7 +86,7 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	file, _ := fs.GetString("config")
-	cfg, err := config.Load(config.Sources{File: file, Env: env, Flags: fs})
+	cfg, err := config.Load(config.Sources{File: file, Env: env, Flags: fs, RunConfig: runlog.SavedConfig})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
@@ -93,15 +96,16 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 	return runRole(ctx, cfg, stdout, stderr)
 }
 
-// interruptible returns a context that the first SIGINT or SIGTERM
-// cancels: the run finishes the step in flight, writes a checkpoint and
-// exits as usual. The next one, for a run stuck in a long step or
-// allocation, prints one line and calls exit(exitInterrupted) at once,
-// without a checkpoint. stop releases the signals.
+// interruptible returns a context that the first SIGINT, SIGTERM or
+// SIGHUP (a closed terminal) cancels: the run finishes the step in
+// flight, writes a checkpoint and exits with exitStopped. The next one,
+// for a run stuck in a long step or allocation, prints one line and calls
+// exit(exitInterrupted) at once, without a checkpoint. stop releases the
+// signals.
 func interruptible(stderr io.Writer, exit func(code int)) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
 		select {
