@@ -1,8 +1,8 @@
 package gpu
 
 import (
-	"math"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
