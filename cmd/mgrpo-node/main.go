@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
@@ -74,7 +75,7 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 	}
 	fs := nodeFlags()
 	if err := config.ParseFlags(fs, args); err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, errorLine(err))
 		return exitUsage
 	}
 	if help, _ := fs.GetBool("help"); help {
@@ -88,7 +89,7 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 	file, _ := fs.GetString("config")
 	cfg, err := config.Load(config.Sources{File: file, Env: env, Flags: fs, RunConfig: runlog.SavedConfig})
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, errorLine(err))
 		return exitUsage
 	}
 	ctx, stop := interruptible(stderr, os.Exit)
@@ -130,6 +131,25 @@ func interruptible(stderr io.Writer, exit func(code int)) (ctx context.Context, 
 			cancel()
 		})
 	}
+}
+
+// maxErrorLine is the longest error line mgrpo-node prints: an error that
+// quotes its input (a config value, a file's content) is cut, so a 45 MB
+// value never becomes a 45 MB line.
+const maxErrorLine = 1 << 10
+
+// errorLine is err's message on one line, at most maxErrorLine bytes
+// (whole runes), marked "…" when cut.
+func errorLine(err error) string {
+	s := strings.ReplaceAll(err.Error(), "\n", " ")
+	if len(s) <= maxErrorLine {
+		return s
+	}
+	cut := maxErrorLine
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // nodeFlags is the flag set of a node: --help plus every config flag.

@@ -28,7 +28,7 @@ func runExit(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "mgrpo-node: %v\n", err)
+	fmt.Fprintf(stderr, "mgrpo-node: %s\n", errorLine(err))
 	switch {
 	case errors.Is(err, actors.ErrInterrupted):
 		return exitStopped
