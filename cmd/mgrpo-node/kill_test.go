@@ -13,8 +13,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/mgrpo/mgrpo/actors/runlog"
+	"golang.org/x/sys/unix"
 )
 
 // buildBinary builds mgrpo-node into a temporary directory.
@@ -90,10 +92,12 @@ func asyncArgs(out, name, steps string) []string {
 }
 
 // TestLongKillAsyncResumeIsExact is the fault probe's case: an
-// asynchronous run killed with SIGKILL after its step-10 checkpoint and
-// resumed writes, from then on, the metrics and the final weights of the
-// same run left alone (it diverged at the first step after the checkpoint:
-// staleness 0 instead of 2).
+// asynchronous run killed with SIGKILL and resumed writes, from then on,
+// the metrics and the final weights of the same run left alone (it
+// diverged at the first step after the checkpoint: staleness 0 instead of
+// 2). It is killed at two moments: after its step-10 checkpoint, and while
+// a checkpoint after step 10 is being written (when its .tmp-step-N
+// directory appears).
 func TestLongKillAsyncResumeIsExact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs it; run without -short")
@@ -106,27 +110,75 @@ func TestLongKillAsyncResumeIsExact(t *testing.T) {
 	if code := straight.exit(t); code != exitOK {
 		t.Fatalf("straight run: exit %d, stderr %q", code, straight.stderr)
 	}
-	killed := startNode(t, ctx, bin, asyncArgs(out, "killed", "30")...)
-	if !killed.waitLine("step 10/30") { // printed once step-10's checkpoint is complete
-		t.Fatalf("no step 10 line: exit %d, stderr %q", killed.exit(t), killed.stderr)
+	want := metricsOf(t, filepath.Join(out, "straight"))
+	for _, moment := range []string{"after a checkpoint", "while writing a checkpoint"} {
+		name := strings.ReplaceAll(moment, " ", "-")
+		run := filepath.Join(out, name)
+		killed := startNode(t, ctx, bin, asyncArgs(out, name, "30")...)
+		if !killed.waitLine("step 10/30") { // printed once step-10's checkpoint is complete
+			t.Fatalf("%s: no step 10 line: exit %d, stderr %q", moment, killed.exit(t), killed.stderr)
+		}
+		if moment == "while writing a checkpoint" {
+			if !created(t, filepath.Join(run, runlog.CheckpointsDir), ".tmp-step-") {
+				t.Fatalf("%s: no checkpoint after step 10 was started", moment)
+			}
+		}
+		if err := killed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed.exit(t)
+		resumed := startNode(t, ctx, bin, "--resume", run)
+		if code := resumed.exit(t); code != exitOK {
+			t.Fatalf("%s: resume: exit %d, stderr %q", moment, code, resumed.stderr)
+		}
+		sameRun(t, moment, want, metricsOf(t, run), filepath.Join(out, "straight"), run)
 	}
-	if err := killed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+}
+
+// created blocks until an entry whose name starts with prefix is created
+// in dir (inotify), and reports whether one was; false once the watch
+// ends (dir removed).
+func created(t *testing.T, dir, prefix string) bool {
+	t.Helper()
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
 		t.Fatal(err)
 	}
-	killed.exit(t)
-	resumed := startNode(t, ctx, bin, "--resume", filepath.Join(out, "killed"))
-	if code := resumed.exit(t); code != exitOK {
-		t.Fatalf("resume: exit %d, stderr %q", code, resumed.stderr)
+	defer unix.Close(fd)
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO); err != nil {
+		t.Fatal(err)
 	}
-	want := metricsOf(t, filepath.Join(out, "straight"))
-	got := metricsOf(t, filepath.Join(out, "killed"))
+	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+	for {
+		n, err := unix.Read(fd, buf)
+		if err != nil || n <= 0 {
+			return false
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)]), "\x00")
+			if strings.HasPrefix(name, prefix) {
+				return true
+			}
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				return false
+			}
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
+}
+
+// sameRun compares a resumed run's metrics lines (got) and final weights
+// with the straight run's.
+func sameRun(t *testing.T, moment string, want, got []string, straight, resumed string) {
+	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("%d metrics lines after the resume, %d in the straight run", len(got), len(want))
+		t.Fatalf("%s: %d metrics lines after the resume, %d in the straight run", moment, len(got), len(want))
 	}
 	stale := false
 	for i := range want {
 		if got[i] != want[i] {
-			t.Fatalf("metrics line %d differs:\nresumed  %s\nstraight %s", i, got[i], want[i])
+			t.Fatalf("%s: metrics line %d differs:\nresumed  %s\nstraight %s", moment, i, got[i], want[i])
 		}
 		stale = stale || strings.Contains(want[i], `"train/staleness_max":2`)
 	}
@@ -134,10 +186,10 @@ func TestLongKillAsyncResumeIsExact(t *testing.T) {
 		t.Errorf("no step of the straight run had staleness 2: the test did not exercise asynchronous batches")
 	}
 	final := filepath.Join(runlog.CheckpointsDir, "step-30", "model.safetensors")
-	a, errA := os.ReadFile(filepath.Join(out, "straight", final))
-	b, errB := os.ReadFile(filepath.Join(out, "killed", final))
+	a, errA := os.ReadFile(filepath.Join(straight, final))
+	b, errB := os.ReadFile(filepath.Join(resumed, final))
 	if errA != nil || errB != nil || !bytes.Equal(a, b) {
-		t.Errorf("final weights differ (%v, %v)", errA, errB)
+		t.Errorf("%s: final weights differ (%v, %v)", moment, errA, errB)
 	}
 }
 
