@@ -24,20 +24,15 @@ printf 'seconds\tlines\trss_kib\n' >"$out/rss.tsv"
 start=$SECONDS
 while kill -0 "$pid" 2>/dev/null; do
   rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
-  lines=$(wc -l <"$out/soak/metrics.jsonl" 2>/dev/null || echo 0)
+  lines=$( (wc -l <"$out/soak/metrics.jsonl") 2>/dev/null || echo 0)
   [ -n "$rss" ] && printf '%d\t%d\t%d\n' $((SECONDS - start)) "$lines" "$rss" >>"$out/rss.tsv"
   sleep 2
 done
 wait "$pid"
 tail -1 "$out/stdout"
 echo "RSS in MiB by sixth of the run (median, max), samples in $out/rss.tsv:"
-awk -F'\t' 'NR > 1 {t[NR] = $1; r[NR] = $3 / 1024; n = NR} END {
-  T = t[n]
-  for (q = 0; q < 6; q++) {
-    m = 0
-    for (i = 2; i <= n; i++) if (t[i] >= q * T / 6 && (t[i] < (q + 1) * T / 6 || (q == 5 && t[i] == T))) v[++m] = r[i]
-    asort(v)
-    printf "  %d/6: median %.1f  max %.1f  (%d samples)\n", q + 1, v[int((m + 1) / 2)], v[m], m
-    delete v
-  }
-}' "$out/rss.tsv"
+T=$(tail -1 "$out/rss.tsv" | cut -f1)
+for q in 0 1 2 3 4 5; do
+  awk -F'\t' -v q="$q" -v T="$T" 'NR > 1 && $1 >= q * T / 6 && ($1 < (q + 1) * T / 6 || (q == 5 && $1 == T)) {print $3 / 1024}' \
+    "$out/rss.tsv" | sort -n | awk -v q="$q" '{v[NR] = $1} END {printf "  %d/6: median %.1f  max %.1f  (%d samples)\n", q + 1, v[int((NR + 1) / 2)], v[NR], NR}'
+done

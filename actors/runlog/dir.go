@@ -31,9 +31,10 @@ type Dir struct {
 	path string
 
 	mu       sync.Mutex
-	metrics  *os.File // opened O_APPEND; nil after Close
-	lastStep int      // step of the last metrics line, -1 when none
-	created  bool     // Create made the directory (see Created)
+	metrics  *os.File   // opened O_APPEND; nil after Close
+	lastStep int        // step of the last metrics line, -1 when none
+	created  bool       // Create made the directory (see Created)
+	charts   *seriesSet // the metrics as report.html charts them
 }
 
 // Create makes the run directory root/name for a new run, with its
@@ -181,7 +182,12 @@ func open(path string) (*Dir, error) {
 		f.Close()
 		return nil, fmt.Errorf("open run %s: %w", path, err)
 	}
-	return &Dir{path: path, metrics: f, lastStep: last}, nil
+	charts, err := readCharts(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open run %s: %w", path, err)
+	}
+	return &Dir{path: path, metrics: f, lastStep: last, charts: charts}, nil
 }
 
 // openMetrics recovers a journal, cuts an unterminated last line and
@@ -251,6 +257,9 @@ func (d *Dir) Resume(step int) (aside int, err error) {
 	}
 	last, aside, err := resumeMetrics(d.path, d.metrics, step)
 	if err != nil {
+		return 0, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
+	}
+	if d.charts, err = readCharts(d.metrics); err != nil {
 		return 0, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
 	d.lastStep = last

@@ -16,8 +16,9 @@
 // It provides Dir (Create, Open, Resume, WriteConfig, WriteMetrics,
 // WriteSamples, SaveCheckpoint, LatestCheckpoint, WriteReport), the
 // checkpoint helpers SaveCheckpoint, Seal, Verify, LatestComplete,
-// Resolve, Prune, LoadTrainerState and SavedConfig, ReadMetrics,
-// RenderReport, and Progress, the terminal progress line.
+// Resolve, Prune, LoadTrainerState and SavedConfig, ReadMetrics, and
+// Progress, the terminal progress line. report.html is rendered from
+// series the Dir keeps as it writes metrics, thinned to a bounded size.
 //
 // Resuming a run:
 //

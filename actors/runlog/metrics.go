@@ -47,6 +47,7 @@ func (d *Dir) WriteMetrics(step int, m map[string]float64) error {
 		return fmt.Errorf("write metrics step %d: %w", step, err)
 	}
 	d.lastStep = step
+	d.charts.add(step, m)
 	return nil
 }
 
