@@ -32,15 +32,15 @@ func batchesAhead(maxStaleness, syncEvery int) int {
 // waits for the previous step's weights, which is synchronous; see
 // batchesAhead), each from the weights of its sourceStep, and this
 // goroutine consumes them in order, calling record after each step with
-// its outcome or skip and the wall time since the previous step. A batch's
-// slot is freed only once its step is over (Trainer.advance), so the
-// weights the next batch is generated from are always known. When ctx is cancelled it starts no
-// new batch and stops: a batch still being made is dropped at its next
-// stage (nothing was learned from it), while a batch the learner has
-// started on is finished and recorded (consume runs on a context that is
-// not cancelled, under the stages' own timeouts). It returns the number of
-// steps done (counting from 0) or record's error; every step counted is
-// one the learner took or one recorded as skipped.
+// its outcome or skip and the wall time since the previous step. A
+// batch's slot is freed only once its step is over (Trainer.advance), so
+// the weights the next batch is generated from are always known. When ctx
+// is cancelled it starts no new batch and stops: a batch still being made
+// is dropped at its next stage (nothing was learned from it), while a
+// batch the learner has started on is finished and recorded (consume runs
+// on a context that is not cancelled, under the stages' own timeouts). It
+// returns the number of steps done (counting from 0) or record's error;
+// every step counted is one the learner took or one recorded as skipped.
 func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 	record func(ctx context.Context, n int64, out *Outcome, err error, took time.Duration) error) (int64, error) {
 	slots := make(chan struct{}, ahead) // batches produced and not yet consumed

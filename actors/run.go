@@ -276,6 +276,7 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 	d := r.deps
 	p := StartPipeline(d, m, control, pipelineOptionsOf(d), os.Stderr)
 	defer p.Stop()
+	warmRegistry(p.sys)
 	r.trainer = p.Trainer
 	if err := r.recordStart(ctx); err != nil {
 		return err

@@ -64,6 +64,10 @@ func resumeRun(path string, out io.Writer) (*runlog.Dir, string, error) {
 		return nil, "", fmt.Errorf("resume: %w", err)
 	}
 	ckpt, st, err := dir.LatestCheckpoint()
+	if errors.Is(err, runlog.ErrDamaged) {
+		dir.Close()
+		return nil, "", fmt.Errorf("resume %s: %w (move that checkpoint away to resume from the one before it)", path, err)
+	}
 	if err != nil {
 		dir.Close()
 		return nil, "", fmt.Errorf("resume %s: %w", path, err)

@@ -411,7 +411,7 @@ func SavedConfig(runDir string) (data []byte, source string, err error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		path = filepath.Join(runDir, ConfigFile)
 	} else if err := VerifyFile(ckpt, ConfigFile); err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%w (move that checkpoint away to resume from the one before it)", err)
 	}
 	data, err = os.ReadFile(path)
 	if err != nil {

@@ -39,7 +39,7 @@ func headlineCharts() []headlineChart {
 const (
 	chartW, chartH         = 460, 200
 	padL, padR, padT, padB = 62, 12, 12, 28
-	maxChartPoints         = 2000 // longer series are thinned to about this many points
+	maxChartPoints         = 500 // longer series are thinned to about this many points (a chart is ~400 px wide)
 )
 
 // Page and chart styling (inline, so the page needs no network).

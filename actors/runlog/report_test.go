@@ -106,9 +106,10 @@ func TestRenderReportThinsLongSeries(t *testing.T) {
 		recs[i] = Record{Step: i, Values: map[string]float64{rewards.KeyReward: float64(i % 7)}}
 	}
 	charts := parseCharts(t, renderReport("r", recs))
-	// Thinned while read: every 4th of the 5000 values (1250 points) plus the last.
-	if len(charts) != 1 || len(charts[0].points) != 1 || charts[0].points[0] != 1251 {
-		t.Errorf("charts = %+v, want one polyline of 1251 points", charts)
+	// Thinned while read to at most maxChartPoints (500): every 16th of the
+	// 5000 values (313 points) plus the last.
+	if len(charts) != 1 || len(charts[0].points) != 1 || charts[0].points[0] != 314 {
+		t.Errorf("charts = %+v, want one polyline of 314 points", charts)
 	}
 }
 
