@@ -30,7 +30,7 @@ const (
 // skipped, evaluated or last step), sample table, evaluation, checkpoint
 // and progress line. A skipped step (err a *SkipError) is recorded with
 // its reason; any other error ends the run, and so does the
-// train.max_skipped_steps-th skipped step in a row (a *StopError, once its
+// train.max_skipped_steps-th skipped step in a row (a *stopError, once its
 // metrics line is written).
 func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, took time.Duration) error {
 	d := r.deps
@@ -72,7 +72,7 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 		}
 	}
 	if limit := d.Cfg.Train.MaxSkippedSteps; limit > 0 && r.skipped >= limit {
-		return &StopError{Reason: ErrNoProgress, Step: int64(step), Run: r.dir.Path(),
+		return &stopError{Reason: ErrNoProgress, Step: int64(step), Run: r.dir.Path(),
 			Cause: fmt.Sprintf("%d steps in a row skipped (train.max_skipped_steps), the last %s", r.skipped, clip(skipErr.Error()))}
 	}
 	if every := d.Cfg.Train.CheckpointEvery; every > 0 && step%every == 0 && step < d.Cfg.Train.Steps {

@@ -27,7 +27,7 @@ const ReferenceDir = runlog.ReferenceDir
 // one step-N model directory each.
 const BehaviourDir = "behaviour"
 
-// Why a run stopped before its last step (StopError.Reason).
+// Why a run stopped before its last step (stopError.Reason).
 var (
 	// ErrInterrupted: the run was cancelled (SIGINT, SIGTERM, SIGHUP).
 	ErrInterrupted = errors.New("actors: run interrupted")
@@ -35,11 +35,11 @@ var (
 	ErrNoProgress = errors.New("actors: run makes no progress")
 )
 
-// StopError is a run that stopped before its last step, with a
+// stopError is a run that stopped before its last step, with a
 // checkpoint to resume from (Step ≥ 0) or, interrupted during the warm
 // start, with nothing saved (Step < 0). Its message is the one line a
 // user needs: where it stopped, why, and the command that resumes it.
-type StopError struct {
+type stopError struct {
 	Reason error  // ErrInterrupted or ErrNoProgress
 	Step   int64  // the step of the checkpoint written; < 0: none
 	Run    string // the run directory
@@ -47,7 +47,7 @@ type StopError struct {
 }
 
 // Error implements error.
-func (e *StopError) Error() string {
+func (e *stopError) Error() string {
 	switch {
 	case e.Step < 0:
 		return "interrupted during the warm start: nothing saved"
@@ -59,7 +59,7 @@ func (e *StopError) Error() string {
 }
 
 // Unwrap returns the reason.
-func (e *StopError) Unwrap() error { return e.Reason }
+func (e *stopError) Unwrap() error { return e.Reason }
 
 // Run trains cfg's recipe end to end with every actor in this process
 // (role all): the supervised warm start (skipped when model.checkpoint or
@@ -67,7 +67,7 @@ func (e *StopError) Unwrap() error { return e.Reason }
 // actor pipeline, writing runs/<name>/ (config.yaml, metrics.jsonl,
 // samples/, checkpoints/, report.html) and a progress line to out. When
 // ctx is cancelled (SIGINT) it finishes the step in flight, writes a final
-// checkpoint and the report, and returns a *StopError (ErrInterrupted)
+// checkpoint and the report, and returns a *stopError (ErrInterrupted)
 // naming the step and how to resume; train.max_skipped_steps skipped
 // steps in a row end it the same way (ErrNoProgress). A new run directory
 // that ends (with an error or an interrupt) before its first metrics line
@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 		return err
 	}
 	if ctx.Err() != nil {
-		return &StopError{Reason: ErrInterrupted, Step: -1, Run: dir.Path()}
+		return &stopError{Reason: ErrInterrupted, Step: -1, Run: dir.Path()}
 	}
 	return r.train(ctx, models, control)
 }
@@ -271,7 +271,7 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 // the final checkpoint and the report. A new run first checkpoints step 0
 // (the policy RL starts from), so a run killed at any later moment can be
 // resumed. An interrupt, or too many skipped steps in a row, checkpoint
-// the steps taken and return a *StopError.
+// the steps taken and return a *stopError.
 func (r *runner) train(ctx context.Context, m Models, control rewards.ControllerState) error {
 	d := r.deps
 	p := StartPipeline(d, m, control, pipelineOptionsOf(d), os.Stderr)
@@ -288,7 +288,7 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 	}
 	ahead := batchesAhead(d.Cfg.Train.MaxStaleness, d.Cfg.Train.SyncEvery)
 	last, err := drive(ctx, p.Trainer, r.firstStep, int64(d.Cfg.Train.Steps), ahead, r.record)
-	var stop *StopError
+	var stop *stopError
 	if errors.As(err, &stop) { // no progress: keep what the skipped steps left, the last good state
 		r.progress.Done()
 		if cerr := r.checkpoint(ctx, stop.Step); cerr != nil {
@@ -304,7 +304,7 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 		return err
 	}
 	if ctx.Err() != nil && last < int64(d.Cfg.Train.Steps) {
-		return &StopError{Reason: ErrInterrupted, Step: last, Run: r.dir.Path()}
+		return &stopError{Reason: ErrInterrupted, Step: last, Run: r.dir.Path()}
 	}
 	if err := r.dir.WriteReport(); err != nil {
 		return err

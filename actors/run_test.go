@@ -187,7 +187,7 @@ func TestRunCancelCheckpoints(t *testing.T) {
 	if lerr != nil || step >= 50 {
 		t.Fatalf("latest checkpoint %q step %d, err %v; want one before step 50", dir, step, lerr)
 	}
-	var stop *StopError
+	var stop *stopError
 	want := fmt.Sprintf("stopped at step %d; resume with: mgrpo-node --resume %s", step, run)
 	if !errors.As(err, &stop) || !errors.Is(err, ErrInterrupted) || err.Error() != want {
 		t.Fatalf("cancelled run: err %v, want %q (ErrInterrupted)", err, want)

@@ -284,11 +284,11 @@ const (
 
 // Optim configures AdamW for the RL phase and the supervised warm start.
 type Optim struct {
-	// LR is the RL learning rate, in (0, MaxLR]: AdamW moves every weight
+	// LR is the RL learning rate, in (0, maxLR]: AdamW moves every weight
 	// by about LR per step, so a larger rate cannot be meant.
 	LR float64 `koanf:"lr" help:"RL learning rate, in (0, 1]"`
 	// WarmStartLR is the supervised warm-start learning rate (10–20× LR),
-	// in (0, MaxLR].
+	// in (0, maxLR].
 	WarmStartLR float64 `koanf:"warm_start_lr" help:"warm-start learning rate, in (0, 1]"`
 	// Beta1 is Adam's first-moment decay.
 	Beta1 float64 `koanf:"beta1" help:"Adam beta1, in [0, 1)"`
@@ -393,7 +393,7 @@ type Cluster struct {
 	// WeightChunkBytes is the largest PolicyWeights chunk.
 	WeightChunkBytes int `koanf:"weight_chunk_bytes" help:"bytes per weight-sync chunk (< max_message_bytes); not built yet"`
 	// RequestTimeout bounds a request to a stage actor; at least
-	// MinRequestTimeout.
+	// minRequestTimeout.
 	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of a request to a stage actor (>= 10ms)"`
 }
 

@@ -24,19 +24,19 @@ const MinTemperature = 1e-3
 // with one line instead of training a model it destroys (the fault probe's
 // optim.lr 1e308 made every weight NaN at step 1).
 const (
-	// MaxLR bounds every learning rate (optim.lr, optim.warm_start_lr and
+	// maxLR bounds every learning rate (optim.lr, optim.warm_start_lr and
 	// the controllers'): AdamW moves each weight by about the learning rate
 	// per step, and a log-space controller rate above 1 swings tau by more
 	// than e per step.
-	MaxLR = 1.0
-	// MaxCoefficient bounds the loss and weight coefficients (maxent.tau,
+	maxLR = 1.0
+	// maxCoefficient bounds the loss and weight coefficients (maxent.tau,
 	// beta, alpha, q_temperature, clip_objective_coef, entropy_bonus_coef,
 	// seed_grpo.alpha): past it one term swamps every other and the loss
 	// overflows.
-	MaxCoefficient = 1000.0
-	// MinRequestTimeout is the shortest cluster.request_timeout: no stage
+	maxCoefficient = 1000.0
+	// minRequestTimeout is the shortest cluster.request_timeout: no stage
 	// answers sooner, so a shorter one skips every step.
-	MinRequestTimeout = 10 * time.Millisecond
+	minRequestTimeout = 10 * time.Millisecond
 )
 
 // Validate checks every value's range and every combination; it returns
@@ -100,14 +100,14 @@ func (v *validator) atMost(key string, value, hi float64, why string) {
 	v.need(value <= hi, key, value, fmt.Sprintf("must be at most %s (%s)", formatValue(hi), why))
 }
 
-// coefficient refuses a coefficient above MaxCoefficient.
+// coefficient refuses a coefficient above maxCoefficient.
 func (v *validator) coefficient(key string, value float64) {
-	v.atMost(key, value, MaxCoefficient, "a larger coefficient swamps every other term and overflows the loss")
+	v.atMost(key, value, maxCoefficient, "a larger coefficient swamps every other term and overflows the loss")
 }
 
-// learningRate refuses a learning rate above MaxLR.
+// learningRate refuses a learning rate above maxLR.
 func (v *validator) learningRate(key string, value float64) {
-	v.atMost(key, value, MaxLR, "a larger rate moves every weight further than its size in one step")
+	v.atMost(key, value, maxLR, "a larger rate moves every weight further than its size in one step")
 }
 
 // finite refuses NaN and ±Inf in every float key.
@@ -341,8 +341,8 @@ func validateCluster(v *validator, c *Config) {
 	v.atLeast("cluster.max_message_bytes", cl.MaxMessageBytes, 4<<20)
 	v.atLeast("cluster.weight_chunk_bytes", cl.WeightChunkBytes, 1024)
 	v.conflict(cl.WeightChunkBytes < cl.MaxMessageBytes, "cluster.weight_chunk_bytes", cl.WeightChunkBytes, fmt.Sprintf("must be below cluster.max_message_bytes (%d)", cl.MaxMessageBytes))
-	v.need(cl.RequestTimeout >= MinRequestTimeout, "cluster.request_timeout", cl.RequestTimeout,
-		fmt.Sprintf("must be at least %s (no stage answers sooner: every step would be skipped)", MinRequestTimeout))
+	v.need(cl.RequestTimeout >= minRequestTimeout, "cluster.request_timeout", cl.RequestTimeout,
+		fmt.Sprintf("must be at least %s (no stage answers sooner: every step would be skipped)", minRequestTimeout))
 	v.conflict(cl.Provider != "test" || cl.Role == RoleAll, "cluster.provider", cl.Provider, "test membership is in-memory and needs cluster.role all")
 }
 

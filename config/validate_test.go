@@ -230,9 +230,9 @@ func TestValidateAccepts(t *testing.T) {
 		{"no reward weights", func(c *Config) { c.Rewards.Weights = nil }},
 		{"temperature at the floor", func(c *Config) { c.Generation.Temperature = MinTemperature }},
 		{"two reward funcs, default weights", func(c *Config) { c.Rewards.Funcs = []string{"accuracy", "format"} }},
-		{"the largest learning rates", func(c *Config) { c.Optim.LR, c.Optim.WarmStartLR, c.Controller.Tau.LR = MaxLR, MaxLR, MaxLR }},
-		{"the largest coefficients", func(c *Config) { c.MaxEnt.Beta, c.MaxEnt.Alpha = MaxCoefficient, MaxCoefficient }},
-		{"the shortest request timeout", func(c *Config) { c.Cluster.RequestTimeout = MinRequestTimeout }},
+		{"the largest learning rates", func(c *Config) { c.Optim.LR, c.Optim.WarmStartLR, c.Controller.Tau.LR = maxLR, maxLR, maxLR }},
+		{"the largest coefficients", func(c *Config) { c.MaxEnt.Beta, c.MaxEnt.Alpha = maxCoefficient, maxCoefficient }},
+		{"the shortest request timeout", func(c *Config) { c.Cluster.RequestTimeout = minRequestTimeout }},
 		{"no stop on skips, keep every checkpoint", func(c *Config) { c.Train.MaxSkippedSteps, c.Output.KeepCheckpoints = 0, 0 }},
 	}
 	for _, tc := range cases {

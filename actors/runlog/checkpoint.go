@@ -398,7 +398,7 @@ func SavedConfig(runDir string) (data []byte, source string, err error) {
 	ckpt, _, err := LatestComplete(filepath.Join(runDir, CheckpointsDir))
 	if errors.Is(err, ErrNoCheckpoint) {
 		hint := "the run stopped before its first checkpoint: start it again under a new name"
-		if Sealed(filepath.Join(runDir, ReferenceDir)) {
+		if sealed(filepath.Join(runDir, ReferenceDir)) {
 			hint = fmt.Sprintf("its warm start is saved: start a new run from it with --model.checkpoint %s",
 				filepath.Join(runDir, ReferenceDir))
 		}
@@ -410,7 +410,7 @@ func SavedConfig(runDir string) (data []byte, source string, err error) {
 	path := filepath.Join(ckpt, ConfigFile)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		path = filepath.Join(runDir, ConfigFile)
-	} else if err := VerifyFile(ckpt, ConfigFile); err != nil {
+	} else if err := verifyFile(ckpt, ConfigFile); err != nil {
 		return nil, "", fmt.Errorf("%w (move that checkpoint away to resume from the one before it)", err)
 	}
 	data, err = os.ReadFile(path)

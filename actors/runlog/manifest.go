@@ -115,10 +115,10 @@ func Verify(dir string) error {
 	return nil
 }
 
-// VerifyFile checks one file of a sealed checkpoint against its digest in
+// verifyFile checks one file of a sealed checkpoint against its digest in
 // the manifest (a file the manifest does not list is damage too); a legacy
 // checkpoint passes.
-func VerifyFile(dir, name string) error {
+func verifyFile(dir, name string) error {
 	m, err := readManifest(dir)
 	if err != nil || m == nil {
 		return err
@@ -131,9 +131,9 @@ func VerifyFile(dir, name string) error {
 	return fmt.Errorf("checkpoint %s: %s is not in %s: %w", dir, name, ManifestFile, ErrDamaged)
 }
 
-// Sealed reports whether dir holds a COMPLETE marker written by Seal (not a
+// sealed reports whether dir holds a COMPLETE marker written by Seal (not a
 // legacy one).
-func Sealed(dir string) bool {
+func sealed(dir string) bool {
 	b, err := os.ReadFile(filepath.Join(dir, CompleteFile))
 	return err == nil && strings.HasPrefix(string(b), completePrefix)
 }

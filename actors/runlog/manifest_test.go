@@ -87,8 +87,8 @@ func TestVerifyLegacyCheckpoint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, CompleteFile), []byte("complete\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := Verify(dir); err != nil || Sealed(dir) {
-		t.Errorf("legacy checkpoint: Verify = %v, Sealed = %v; want nil, false", err, Sealed(dir))
+	if err := Verify(dir); err != nil || sealed(dir) {
+		t.Errorf("legacy checkpoint: Verify = %v, Sealed = %v; want nil, false", err, sealed(dir))
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,8 +100,8 @@ func TestRunExitCodes(t *testing.T) {
 		code int
 	}{
 		{nil, exitOK},
-		{&actors.StopError{Reason: actors.ErrInterrupted, Step: 3, Run: "runs/x"}, exitStopped},
-		{&actors.StopError{Reason: actors.ErrNoProgress, Step: 3, Run: "runs/x", Cause: "10 steps skipped"}, exitNoProgress},
+		{fmt.Errorf("stopped at step 3: %w", actors.ErrInterrupted), exitStopped},
+		{fmt.Errorf("stopped at step 3: 10 steps skipped: %w", actors.ErrNoProgress), exitNoProgress},
 		{errors.New("disk full"), exitFailed},
 	} {
 		var stderr bytes.Buffer
