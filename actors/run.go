@@ -67,9 +67,10 @@ func (e *stopError) Unwrap() error { return e.Reason }
 // actor pipeline, writing runs/<name>/ (config.yaml, metrics.jsonl,
 // samples/, checkpoints/, report.html) and a progress line to out. When
 // ctx is cancelled (SIGINT) it finishes the step in flight, writes a final
-// checkpoint and the report, and returns a *stopError (ErrInterrupted)
-// naming the step and how to resume; train.max_skipped_steps skipped
-// steps in a row end it the same way (ErrNoProgress). A new run directory
+// checkpoint and the report, and returns an error wrapping ErrInterrupted
+// whose message names the step and the command that resumes it;
+// train.max_skipped_steps skipped steps in a row end it the same way
+// (ErrNoProgress). A new run directory
 // that ends (with an error or an interrupt) before its first metrics line
 // or checkpoint is removed again, so the name can be reused; a resumed one
 // is never removed.
