@@ -5,7 +5,7 @@ BIN := bin/mgrpo-node
 TOOLS := $(CURDIR)/.tools/bin
 PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 BENCHTIME ?= 1s
-PROTOS := messages/step.proto
+PROTOS := messages/step.proto messages/node.proto
 # Fuzzing stops after a count of inputs, not a duration: a duration -fuzztime can fail a clean
 # run with "context deadline exceeded" (a race in Go 1.26's fuzz coordinator, golang/go#75804).
 FUZZTIME ?= 200000x
@@ -22,7 +22,7 @@ FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards
 	FuzzAssembler:./messages
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build build-cuda run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check
+.PHONY: help deps build build-cuda run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check jaeger trace-demo
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,14 +37,14 @@ build: deps ## build bin/mgrpo-node (with OpenBLAS when installed)
 run: build ## build and train the default recipe on this machine (--role all)
 	./$(BIN) --role all
 
-test: deps lint ## lint, race tests (-short), the OpenBLAS build's gpu tests, the long TestLong* tests, fuzzing, proto-check
+test: deps lint jaeger ## lint, race tests (-short), the OpenBLAS build's gpu tests, the long TestLong* tests (multi-process clusters, Jaeger), fuzzing, proto-check
 	$(GO) test -race -short ./...
 	$(call goblas,test,-short ./gpu/...)
 	$(call goblas,test,-count=1 -run '^TestLong' ./...)
 	@$(MAKE) --no-print-directory fuzz
 	@if command -v protoc >/dev/null 2>&1; then $(MAKE) --no-print-directory proto-check; else echo "protoc not installed: skipping proto-check"; fi
 
-test-long: deps ## only the long tests (TestLong*, skipped under -short), without -race
+test-long: deps jaeger ## only the long tests (TestLong*, skipped under -short), without -race
 	$(call goblas,test,-count=1 -run '^TestLong' ./...)
 
 fuzz: ## run every fuzz target for FUZZTIME (200000x: 200k inputs, ~3-15 s each)
@@ -99,3 +99,28 @@ build-cuda: deps ## build bin/mgrpo-node-cuda: OpenBLAS plus cuBLAS (-tags cuda;
 	@test -f $(CUDA_HOME)/include/cuda.h || { echo "build-cuda: no CUDA toolkit at CUDA_HOME=$(CUDA_HOME) (no include/cuda.h); install it or set CUDA_HOME"; exit 2; }
 	CGO_CFLAGS="-I$(CUDA_HOME)/include -Wno-deprecated-declarations" \
 	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas -o $(BIN)-cuda ./cmd/mgrpo-node
+
+# Jaeger v2 for tests and demos, built from the module proxy in its own tools module (go-deps §8:
+# `go install` is refused, and its 300+ modules stay out of go.mod). Cached in .tools/: a warm
+# `make test` does not build it again. The config binds only 127.0.0.1, with in-memory storage.
+JAEGER_VERSION := v1.76.0
+JAEGER := $(CURDIR)/.tools/bin/jaeger
+JAEGER_BUILD := $(CURDIR)/.tools/jaegerbuild
+jaeger: $(JAEGER) $(CURDIR)/.tools/jaeger-local.yaml ## build Jaeger v2 (cached in .tools/; ~8 min the first time) and its 127.0.0.1-only config
+
+$(JAEGER):
+	@echo "building Jaeger $(JAEGER_VERSION) into .tools/bin (once; several minutes)"
+	@mkdir -p $(JAEGER_BUILD) $(TOOLS)
+	@cd $(JAEGER_BUILD) && \
+	  printf 'module x/jaegerbuild\n\ngo 1.26\n\nreplace github.com/Shopify/sarama => github.com/Shopify/sarama v1.33.0\n' > go.mod && \
+	  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/jaegertracing/jaeger/cmd/jaeger"\n' > tools.go && \
+	  $(GO) mod download github.com/jaegertracing/jaeger@$(JAEGER_VERSION) && \
+	  cp "$$($(GO) env GOMODCACHE)/github.com/jaegertracing/jaeger@$(JAEGER_VERSION)/go.sum" . && chmod u+w go.sum && \
+	  $(GO) get github.com/jaegertracing/jaeger/cmd/jaeger@$(JAEGER_VERSION) && \
+	  $(GO) build -trimpath -ldflags="-s -w" -o $(JAEGER).tmp github.com/jaegertracing/jaeger/cmd/jaeger && mv $(JAEGER).tmp $(JAEGER)
+
+$(CURDIR)/.tools/jaeger-local.yaml: tests/testdata/jaeger-local.yaml
+	@mkdir -p $(CURDIR)/.tools && cp $< $@
+
+trace-demo: build jaeger ## start Jaeger and a 3-process run traced into it, then list the slowest steps
+	@docs/trace-demo.sh

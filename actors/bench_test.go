@@ -47,9 +47,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			_, err := drive(context.Background(), p.Trainer, 0, int64(b.N), batchesAhead(c.staleness, 1),
-				func(_ context.Context, _ int64, out *Outcome, err error, _ time.Duration) error {
-					if out != nil {
-						tokens += out.Report.GetTokens()
+				func(_ context.Context, res stepResult) error {
+					if res.out != nil {
+						tokens += res.out.Report.GetTokens()
 					}
 					return nil
 				})

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/loss"
@@ -10,6 +11,8 @@ import (
 	"github.com/mgrpo/mgrpo/gpu/tokenizer"
 	"github.com/mgrpo/mgrpo/rewards"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
+	oteltrace "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Deps are the immutable things every stage reads, built once from the
@@ -33,6 +36,11 @@ type Deps struct {
 	// closes it when the run ends.
 	Device gpu.Device
 	RunID  string
+	// Tracer makes the spans of this node's actors (a no-op one unless
+	// trace.otlp_endpoint or trace.file is set); NodeID names the node in
+	// them.
+	Tracer oteltrace.Tracer
+	NodeID string
 }
 
 // NewDeps resolves the task, reward functions, tokenizer and the settings
@@ -58,8 +66,39 @@ func NewDeps(cfg *config.Config, runID string) (*Deps, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok := tokenizer.NewChar()
-	d := &Deps{Cfg: cfg, Task: task, Rewards: fns, Tokenizer: tok, Model: model, Device: dev, RunID: runID}
+	d := stageDeps(cfg, task, fns, model, tokenizer.NewChar(), runID)
+	d.Device = dev
+	d.Prepare = prepareConfig(cfg, objective)
+	d.Loss = lossConfig(cfg)
+	d.Alpha = loss.DefaultAlphaControl()
+	d.Tau, d.Beta, d.Meta = controllers(cfg.Controller)
+	return d, nil
+}
+
+// workerDeps are the Deps of a worker node: what its stage actors read,
+// from the configuration, model dimensions and tokenizer the learner sent.
+// The task is only its verifier: prompts and answers come in the messages,
+// so a data set file need not be on the node's disk.
+func workerDeps(cfg *config.Config, model gpu.Config, tok tokenizer.Tokenizer, runID string) (*Deps, error) {
+	task, err := tasks.New(cfg.Task.Name, tasks.Options{Digits: cfg.Task.Digits, Numbers: cfg.Task.Numbers, MaxNumber: cfg.Task.MaxNumber})
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", cfg.Task.Name, err)
+	}
+	fns, err := tasks.Rewards(cfg.Rewards.Funcs, weightsOrNil(cfg.Rewards.Weights), task, 0)
+	if err != nil {
+		return nil, fmt.Errorf("rewards: %w", err)
+	}
+	if err := model.Validate(); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	return stageDeps(cfg, task, fns, model, tok, runID), nil
+}
+
+// stageDeps are the Deps the stage actors read: task, reward functions,
+// tokenizer, model dimensions and sampling options.
+func stageDeps(cfg *config.Config, task tasks.Task, fns []tasks.Weighted, model gpu.Config, tok tokenizer.Tokenizer, runID string) *Deps {
+	d := &Deps{Cfg: cfg, Task: task, Rewards: fns, Tokenizer: tok, Model: model, RunID: runID,
+		Tracer: noop.NewTracerProvider().Tracer(trace.ScopeName), NodeID: "local"}
 	d.Sample = gpu.SampleOptions{
 		Temperature:  cfg.Generation.Temperature,
 		TopK:         cfg.Generation.TopK,
@@ -67,11 +106,7 @@ func NewDeps(cfg *config.Config, runID string) (*Deps, error) {
 		MaxNewTokens: cfg.Generation.MaxCompletionLen,
 		EOS:          tok.EOS(),
 	}
-	d.Prepare = prepareConfig(cfg, objective)
-	d.Loss = lossConfig(cfg)
-	d.Alpha = loss.DefaultAlphaControl()
-	d.Tau, d.Beta, d.Meta = controllers(cfg.Controller)
-	return d, nil
+	return d
 }
 
 // newTask builds the configured task, or a dataset verified by it.

@@ -54,6 +54,37 @@
 // returns unusable data answers a SkipNotice and the batch is skipped
 // with that reason (SkipError), as the original's _SkipBatch.
 //
+// # Nodes
+//
+// With --role learner the same pipeline runs on a learner node
+// (actors/node) whose pools start empty, or hold local actors for the
+// other roles it also has; worker nodes (Serve, worker.go) find it
+// through cluster membership, join (JoinRequest: same build and protocol;
+// the reply carries the configuration, tokenizer and model dimensions),
+// start their stage actors and Register them. The coordinator does not
+// care where a member lives: local or remote, it is a PID in a pool. For a
+// remote member it adds what a network needs:
+//
+//   - a Watch on every registered actor (re-armed at every registration:
+//     a watch does not survive a reconnect); Terminated drops the node and
+//     sends its parts in flight to the rest of the pool at once (pool.go:
+//     each part has one live try; a late answer to an older try is
+//     ignored, so a step uses each part exactly once);
+//   - weights as PolicyWeights chunks, sent before any later work (one
+//     sender, so one ordered stream per receiver); publication does not
+//     wait for the acknowledgements, which only time it, so a frozen
+//     generator holds a part (reissued when it is dropped) rather than the
+//     step;
+//   - parts that wait while a role has no member, with a one-line notice
+//     every 5 s; a worker heartbeats and joins again once dropped.
+//
+// Membership (automanaged, polled every 500 ms) is only for finding the
+// learner; no grains are used, so nothing can be activated twice
+// (go-deps §11b). Every gRPC batch is bounded by the run's largest
+// message (messageBound): gRPC drops an oversized batch silently (§11d).
+// Tests that run nodes are separate OS processes (tests/cluster_test.go):
+// the library races inside itself (§11e).
+//
 // # Synchronous and asynchronous training
 //
 // Run produces batches in one goroutine and consumes them in another.

@@ -5,13 +5,30 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
-// batchOrSkip is a produced batch, or why step n has none.
+// batchOrSkip is a produced batch, or why step n has none, with the
+// step's trace.
 type batchOrSkip struct {
-	n     int64
-	batch *produced
-	err   error
+	n       int64
+	batch   *produced
+	err     error
+	ctx     context.Context // holds the step's root span
+	started time.Time       // when the batch's production began
+}
+
+// stepResult is one step as the driver saw it: its outcome or why it was
+// skipped, the wall time since the previous step ended, and its trace
+// (the root span, ended by whoever records the step).
+type stepResult struct {
+	n       int64
+	out     *Outcome
+	err     error
+	took    time.Duration
+	ctx     context.Context
+	started time.Time
 }
 
 // batchesAhead is how many batches may be produced and not yet consumed
@@ -42,7 +59,7 @@ func batchesAhead(maxStaleness, syncEvery int) int {
 // returns the number of steps done (counting from 0) or record's error;
 // every step counted is one the learner took or one recorded as skipped.
 func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
-	record func(ctx context.Context, n int64, out *Outcome, err error, took time.Duration) error) (int64, error) {
+	record func(ctx context.Context, res stepResult) error) (int64, error) {
 	slots := make(chan struct{}, ahead) // batches produced and not yet consumed
 	batches := make(chan batchOrSkip, ahead)
 	learning := context.WithoutCancel(ctx) // a step half learned would be lost: finish it
@@ -58,13 +75,16 @@ func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 			if ctx.Err() != nil || stopped.Load() {
 				return
 			}
-			b, err := t.produce(ctx, n)
-			batches <- batchOrSkip{n: n, batch: b, err: err}
+			started := time.Now()
+			sctx, _ := t.startStep(ctx, n)
+			b, err := t.produce(sctx, n)
+			batches <- batchOrSkip{n: n, batch: b, err: err, ctx: sctx, started: started}
 		}
 	}()
 	defer func() { // let the producer finish its batch in flight and exit
 		stopped.Store(true)
-		for range batches {
+		for item := range batches {
+			oteltrace.SpanFromContext(item.ctx).End()
 			select {
 			case <-slots:
 			default:
@@ -73,18 +93,22 @@ func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 	}()
 	last, prev := first, time.Now()
 	for item := range batches {
+		root := oteltrace.SpanFromContext(item.ctx)
 		if item.err != nil && ctx.Err() != nil && errors.Is(item.err, ctx.Err()) {
+			root.AddEvent("interrupted while its batch was made: not taken")
+			root.End()
 			break // interrupted while its batch was made: the step was not taken
 		}
 		var out *Outcome
 		err := item.err
 		if err == nil {
-			out, err = t.consume(learning, item.batch)
+			out, err = t.consume(oteltrace.ContextWithSpan(learning, root), item.batch)
 		}
 		t.advance(item.n)
 		<-slots
 		now := time.Now()
-		if err := record(ctx, item.n, out, err, now.Sub(prev)); err != nil {
+		res := stepResult{n: item.n, out: out, err: err, took: now.Sub(prev), ctx: item.ctx, started: item.started}
+		if err := record(ctx, res); err != nil {
 			return last, err
 		}
 		last, prev = item.n+1, now

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -103,6 +104,7 @@ type policySlot struct {
 
 type samplerBox struct{ s Sampler }
 
+// newPolicySlot returns a slot holding s (nil: none yet).
 func newPolicySlot(s Sampler) *policySlot {
 	slot := &policySlot{}
 	slot.policy.Store(&samplerBox{s})
@@ -116,16 +118,16 @@ func (s *policySlot) set(p Sampler) { s.policy.Store(&samplerBox{p}) }
 // takes new weights as a policySnapshot (in process) or PolicyWeights
 // chunks (across a network).
 type generatorActor struct {
-	id        string
-	deps      *Deps
-	slot      *policySlot
-	assembler *messages.Assembler
+	id      string
+	deps    *Deps
+	slot    *policySlot
+	weights weightReceiver
 }
 
 // newGeneratorProps returns the props of generator id sampling from slot.
 func newGeneratorProps(id string, deps *Deps, slot *policySlot) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &generatorActor{id: id, deps: deps, slot: slot}
+		return &generatorActor{id: id, deps: deps, slot: slot, weights: weightReceiver{cfg: deps.Model}}
 	})
 }
 
@@ -135,26 +137,29 @@ func (a *generatorActor) Receive(c actor.Context) {
 	case *policySnapshot:
 		a.slot.set(m.model)
 	case *messages.PolicyWeights:
-		if err := a.addChunk(m); err != nil {
-			c.Logger().Warn("weight chunk rejected", "generator", a.id, "err", err)
+		if model := a.weights.receive(c, a.id, m); model != nil {
+			a.slot.set(model)
 		}
 	case *messages.PromptBatch:
-		ro, err := generate(a.slot.get(), a.deps.Sample, a.deps.Tokenizer, a.id, m)
+		_, span := actorSpan(a.deps.Tracer, m.GetMeta(), spanGenerate+".part", a.id, a.deps.NodeID, attrPrompts.Int(len(m.GetPrompts())))
+		start := time.Now()
+		p := a.slot.get()
+		var ro *messages.Rollouts
+		err := errNoWeights
+		if p != nil {
+			ro, err = generate(p, a.deps.Sample, a.deps.Tokenizer, a.id, m)
+		}
+		if err == nil {
+			tokens := 0
+			for _, r := range ro.GetRollouts() {
+				tokens += len(r.GetTokenIds())
+			}
+			span.SetAttributes(attrSamples.Int(len(ro.GetRollouts())), attrTokens.Int(tokens),
+				attrTokensPS.Float64(float64(tokens)/time.Since(start).Seconds()), attrVersion.Int64(ro.GetMeta().GetPolicyVersion()))
+		}
+		endSpan(span, err)
 		respond(c, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
 	}
-}
-
-// addChunk assembles chunked weights and installs the model once complete.
-func (a *generatorActor) addChunk(m *messages.PolicyWeights) error {
-	if a.assembler == nil {
-		a.assembler = &messages.Assembler{MaxBytes: a.deps.Model.WeightBytes()} // no more than the model holds
-	}
-	model, err := addWeightChunk(a.assembler, a.deps.Model, m)
-	if err != nil || model == nil {
-		return err
-	}
-	a.slot.set(model)
-	return nil
 }
 
 // respond answers the request with msg, or with a SkipNotice for err.

@@ -5,7 +5,9 @@ import (
 
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
+	"google.golang.org/protobuf/proto"
 )
 
 // testConfig is the tiny preset with a small batch: 4 prompts × 4
@@ -58,4 +60,15 @@ func testModels(t testing.TB, d *Deps) Models {
 
 func testControl(d *Deps) rewards.ControllerState {
 	return rewards.NewControllerState(d.Cfg.MaxEnt.Tau, d.Cfg.MaxEnt.Beta, d.Meta)
+}
+
+// sameReport compares two learner reports on their numbers, leaving out
+// how long the learner's phases took.
+func sameReport(a, b *messages.StepReport) bool {
+	untimed := func(r *messages.StepReport) *messages.StepReport {
+		c := proto.CloneOf(r)
+		c.ForwardSeconds, c.BackwardSeconds, c.OptimizerSeconds = 0, 0, 0
+		return c
+	}
+	return proto.Equal(untimed(a), untimed(b))
 }

@@ -1,10 +1,13 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/loss"
@@ -78,6 +81,7 @@ func learn(l *gpu.Learner, s learnSettings, pb *messages.PreparedBatch) (*messag
 		ClipLow: ls.ClipLow, ClipHigh: ls.ClipHigh, ClipRegion: ls.ClipRegion,
 		IsWeightMean: ls.ISWeightMean, IsTruncatedFrac: ls.ISTruncatedFrac,
 		StalenessMin: lag.min, StalenessMax: lag.max, ListwiseClipLoss: ls.ListwiseClipLoss,
+		ForwardSeconds: st.Forward.Seconds(), BackwardSeconds: st.Backward.Seconds(), OptimizerSeconds: st.Optimizer.Seconds(),
 	}, nil
 }
 
@@ -147,25 +151,44 @@ type learnerReply struct {
 type learnerActor struct {
 	learner  *gpu.Learner
 	settings learnSettings
+	deps     *Deps
 }
 
 // newLearnerProps returns the props of the learner actor.
-func newLearnerProps(l *gpu.Learner, s learnSettings) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &learnerActor{learner: l, settings: s} })
+func newLearnerProps(l *gpu.Learner, d *Deps) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &learnerActor{learner: l, settings: learnSettingsOf(d), deps: d} })
 }
 
 // Receive implements actor.Actor.
 func (a *learnerActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *messages.PreparedBatch:
+		tr := a.deps.Tracer
+		ctx, span := actorSpan(tr, m.GetMeta(), spanLearn, "learner", a.deps.NodeID)
 		report, err := learn(a.learner, a.settings, m)
+		endSpan(span, err)
 		if err != nil {
 			c.Respond(notice(m.GetMeta(), "learner", skip(messages.Stage_LEARN, err)))
 			return
 		}
+		learnPhaseSpans(ctx, tr, report)
 		c.Respond(&learnerReply{report: report, policy: a.learner.Snapshot()})
 	case *messages.CheckpointRequest:
 		c.Respond(checkpointDone(m.GetMeta(), saveLearner(a.learner, a.settings.tokenizer, m.GetDir())))
+	}
+}
+
+// learnPhaseSpans records the learner's forward, backward and optimiser
+// phases as children of ctx's span, back to back ending now.
+func learnPhaseSpans(ctx context.Context, tr oteltrace.Tracer, r *messages.StepReport) {
+	end := time.Now()
+	for _, p := range []struct {
+		name    string
+		seconds float64
+	}{{"optimizer", r.GetOptimizerSeconds()}, {"backward", r.GetBackwardSeconds()}, {"forward", r.GetForwardSeconds()}} {
+		d := time.Duration(p.seconds * float64(time.Second))
+		childSpan(ctx, tr, spanLearn+"."+p.name, end, d)
+		end = end.Add(-d)
 	}
 }
 

@@ -1,28 +1,46 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
-// pool is a set of identical stage actors, children of the coordinator,
-// that the parts of one stage's work are spread over.
+// member is one stage actor of a pool: a child of the coordinator, or an
+// actor of a worker node that registered it.
+type member struct {
+	pid   *actor.PID
+	node  string       // worker node id; "" for a local child
+	props *actor.Props // how a local member was made, to replace it
+	busy  int          // parts in flight on it
+}
+
+// pool is the set of stage actors that one stage's parts are spread over.
+// Members come and go (local replacements, worker nodes registering or
+// dying); parts that find the pool empty wait for a member.
 type pool struct {
 	name     string
 	stage    messages.Stage
-	pids     []*actor.PID
-	props    []*actor.Props // how each member was made, to replace it (coordinator.replace)
-	replaced int            // members replaced so far, for fresh names
-	timeout  time.Duration  // per request
-	retries  int            // extra tries per part after a timeout or dead letter
+	members  []*member
+	replaced int           // local members replaced so far, for fresh names
+	timeout  time.Duration // per request
+	retries  int           // extra tries per part after a timeout or dead letter
 	// stateful members (learner, controller) change state on every request:
 	// a part that gets no answer is an error that ends the run, not a skip.
 	stateful bool
+	waiting  []*task        // parts waiting for a member
+	running  map[*task]bool // parts sent and not yet answered
+	reissued int            // parts sent again because their actor was lost
+	tracer   oteltrace.Tracer
 }
 
 // gather collects the replies of one scatter.
@@ -33,11 +51,22 @@ type gather struct {
 	done    func(replies []any, err error)
 }
 
-// scatter sends parts[i] to member i mod n and calls done exactly once, on
+// task is one try of one part.
+type task struct {
+	g    *gather
+	i    int
+	part any
+	try  int
+	on   *member        // nil while waiting
+	span oteltrace.Span // the request's span, from the send to the answer
+}
+
+// scatter sends every part to a member and calls done exactly once, on
 // the calling actor's goroutine: with the replies in part order, or with
-// the first error (a *SkipError: the stage's own, or a part that timed out or hit a dead
-// letter on all of its retries+1 tries, each try on the next member).
-// Every request has a timeout, so done is always called.
+// the first error (a *SkipError: the stage's own, or a part that timed out
+// or hit a dead letter on all of its retries+1 tries, each on another
+// member). A part whose member leaves the pool is sent again at once, and
+// its late answer, if any, is ignored: each part counts once.
 func (p *pool) scatter(c actor.Context, parts []any, done func(replies []any, err error)) {
 	if len(parts) == 0 {
 		done(nil, nil)
@@ -45,46 +74,155 @@ func (p *pool) scatter(c actor.Context, parts []any, done func(replies []any, er
 	}
 	g := &gather{replies: make([]any, len(parts)), left: len(parts), done: done}
 	for i, part := range parts {
-		p.send(c, g, i, part, 0)
+		p.dispatch(c, &task{g: g, i: i, part: part})
 	}
 }
 
-// send makes try number try of part i.
-func (p *pool) send(c actor.Context, g *gather, i int, part any, try int) {
-	pid := p.pids[(i+try)%len(p.pids)]
-	f := c.RequestFuture(pid, part, p.timeout)
-	c.ReenterAfter(f, func(res any, err error) {
-		if g.over {
-			return
+// dispatch sends t to a member: member (i + try) mod n when all are
+// equally busy, else the least busy, so parts spread over the pool; with
+// no member, t waits.
+func (p *pool) dispatch(c actor.Context, t *task) {
+	if len(p.members) == 0 {
+		p.waiting = append(p.waiting, t)
+		return
+	}
+	m := p.members[(t.i+t.try)%len(p.members)]
+	for _, o := range p.members {
+		if o.busy < m.busy {
+			m = o
 		}
-		if err != nil {
-			if try < p.retries {
-				p.send(c, g, i, part, try+1)
-				return
-			}
-			g.over = true
-			if p.stateful {
-				g.done(nil, fmt.Errorf("%s: %w within %v (cluster.request_timeout): %w", p.name, ErrNoAnswer, p.timeout, err))
-				return
-			}
-			cause, reason := ErrTimeout, messages.SkipReason_TIMEOUT
-			if errors.Is(err, actor.ErrDeadLetter) {
-				cause, reason = ErrActorFailed, messages.SkipReason_ACTOR_FAILED
-			}
-			g.done(nil, &SkipError{Stage: p.stage, Reason: reason,
-				Err: fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, i, try+1, cause, err)})
-			return
+	}
+	t.on = m
+	m.busy++
+	if p.running == nil {
+		p.running = map[*task]bool{}
+	}
+	p.running[t] = true
+	msg := t.part
+	if h, ok := t.part.(messages.Header); ok && p.tracer != nil && len(h.GetMeta().GetTrace()) > 0 {
+		// One request span per try, naming where it went; the actor's span
+		// is its child, on whichever node.
+		var ctx context.Context
+		ctx, t.span = p.tracer.Start(trace.Extract(context.Background(), h.GetMeta()), p.name+".request",
+			oteltrace.WithSpanKind(oteltrace.SpanKindProducer), oteltrace.WithAttributes(
+				attrActor.String(m.pid.GetId()), attrNode.String(nodeName(m)), attrPart.Int(t.i), attrTry.Int(t.try)))
+		if oteltrace.SpanContextFromContext(ctx).IsValid() {
+			msg = messages.WithMeta(h, trace.WithSpan(ctx, h.GetMeta()))
 		}
-		if n, ok := res.(*messages.SkipNotice); ok {
-			g.over = true
-			g.done(nil, fromNotice(n))
-			return
-		}
-		g.replies[i] = res
-		g.left--
-		if g.left == 0 {
-			g.over = true
-			g.done(g.replies, nil)
-		}
-	})
+	}
+	f := c.RequestFuture(m.pid, msg, p.timeout)
+	c.ReenterAfter(f, func(res any, err error) { p.answered(c, t, res, err) })
 }
+
+// nodeName names where a member runs: its worker node, or this process.
+func nodeName(m *member) string {
+	if m.node != "" {
+		return m.node
+	}
+	return "local"
+}
+
+// endTask ends t's span with what became of the try (err nil: answered).
+func endTask(t *task, event string, err error) {
+	if t.span == nil {
+		return
+	}
+	if event != "" {
+		t.span.AddEvent(event)
+	}
+	endSpan(t.span, err)
+}
+
+// answered handles the reply (or failure) of try t.
+func (p *pool) answered(c actor.Context, t *task, res any, err error) {
+	if !p.running[t] {
+		return // reissued after its member left: another try counts
+	}
+	delete(p.running, t)
+	t.on.busy--
+	g := t.g
+	if n, ok := res.(*messages.SkipNotice); ok && err == nil {
+		endTask(t, "", fromNotice(n))
+	} else if err != nil && t.try < p.retries {
+		endTask(t, "retried on another actor", err)
+	} else {
+		endTask(t, "", err)
+	}
+	if g.over {
+		return
+	}
+	if err != nil {
+		if t.try < p.retries {
+			p.dispatch(c, &task{g: g, i: t.i, part: t.part, try: t.try + 1})
+			return
+		}
+		g.over = true
+		if p.stateful {
+			g.done(nil, fmt.Errorf("%s: %w within %v (cluster.request_timeout): %w", p.name, ErrNoAnswer, p.timeout, err))
+			return
+		}
+		cause, reason := ErrTimeout, messages.SkipReason_TIMEOUT
+		if errors.Is(err, actor.ErrDeadLetter) {
+			cause, reason = ErrActorFailed, messages.SkipReason_ACTOR_FAILED
+		}
+		g.done(nil, &SkipError{Stage: p.stage, Reason: reason,
+			Err: fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, t.i, t.try+1, cause, err)})
+		return
+	}
+	if n, ok := res.(*messages.SkipNotice); ok {
+		g.over = true
+		g.done(nil, fromNotice(n))
+		return
+	}
+	g.replies[t.i] = res
+	g.left--
+	if g.left == 0 {
+		g.over = true
+		g.done(g.replies, nil)
+	}
+}
+
+// add puts m in the pool and hands it the parts that were waiting.
+func (p *pool) add(c actor.Context, m *member) {
+	p.members = append(p.members, m)
+	waiting := p.waiting
+	p.waiting = nil
+	for _, t := range waiting {
+		if !t.g.over {
+			p.dispatch(c, t)
+		}
+	}
+}
+
+// remove takes the member with pid out of the pool and sends its parts in
+// flight again (to the rest of the pool, or to wait for a member). It
+// reports whether pid was a member.
+func (p *pool) remove(c actor.Context, pid *actor.PID) (*member, bool) {
+	i := slices.IndexFunc(p.members, func(m *member) bool { return m.pid.Equal(pid) })
+	if i < 0 {
+		return nil, false
+	}
+	m := p.members[i]
+	p.members = slices.Delete(p.members, i, i+1)
+	for t := range p.running {
+		if t.on != m {
+			continue
+		}
+		delete(p.running, t)
+		endTask(t, "reissued: its actor was lost", fmt.Errorf("%s %s lost", p.name, pid.GetId()))
+		if !t.g.over {
+			p.reissued++
+			p.dispatch(c, &task{g: t.g, i: t.i, part: t.part, try: t.try})
+		}
+	}
+	return m, true
+}
+
+// replace puts next in the place of the member at pid (a local member
+// restarted under a new name); its parts in flight are sent again.
+func (p *pool) replace(c actor.Context, pid *actor.PID, next *member) {
+	if _, ok := p.remove(c, pid); ok {
+		p.add(c, next)
+	}
+}
+

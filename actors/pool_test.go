@@ -49,7 +49,7 @@ func (p *scatterParent) Receive(c actor.Context) {
 		props := actor.PropsFromProducer(func() actor.Actor { return &echoChild{panics: p.panics} })
 		p.pool = &pool{name: "echo", timeout: 2 * time.Second, retries: 1}
 		for range 2 {
-			p.pool.pids = append(p.pool.pids, c.Spawn(props))
+			p.pool.members = append(p.pool.members, &member{pid: c.Spawn(props)})
 		}
 	case []any:
 		sender := c.Sender()
@@ -95,5 +95,88 @@ func TestScatterReportsStageFailure(t *testing.T) {
 	var s *SkipError
 	if !errors.As(r.err, &s) || s.Stage != messages.Stage_REWARD || s.Reason != messages.SkipReason_NON_FINITE_REWARD {
 		t.Fatalf("err = %v, want a REWARD/NON_FINITE_REWARD skip", r.err)
+	}
+}
+
+// holdChild answers its int after a value arrives on release (a node that
+// hangs, then wakes up), tagging the answer with its name.
+type holdChild struct {
+	name    string
+	release chan struct{}
+}
+
+func (h *holdChild) Receive(c actor.Context) {
+	if n, ok := c.Message().(int); ok {
+		if h.release != nil {
+			<-h.release
+		}
+		c.Respond(fmt.Sprintf("%s:%d", h.name, n))
+	}
+}
+
+// dynamicParent starts with an empty pool; "add NAME" adds a child, "drop"
+// removes the first member, and []any is scattered.
+type dynamicParent struct {
+	pool    *pool
+	release chan struct{}
+}
+
+func (p *dynamicParent) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		p.pool = &pool{name: "dyn", timeout: time.Minute}
+	case string:
+		if m == "drop" {
+			p.pool.remove(c, p.pool.members[0].pid)
+			c.Respond(p.pool.reissued)
+			return
+		}
+		var release chan struct{}
+		if m == "add held" {
+			release = p.release
+		}
+		pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return &holdChild{name: m[4:], release: release} }))
+		p.pool.add(c, &member{pid: pid, node: "n-" + m[4:]})
+		c.Respond(len(p.pool.members))
+	case []any:
+		sender := c.Sender()
+		p.pool.scatter(c, m, func(replies []any, err error) { c.Send(sender, &scatterResult{replies, err}) })
+	}
+}
+
+// TestPoolWaitsAndReissues: parts sent to an empty pool wait for a member;
+// a part whose member leaves (a node that hangs) goes to another member at
+// once, and when the first one answers late, its answer is ignored: every
+// part counts exactly once.
+func TestPoolWaitsAndReissues(t *testing.T) {
+	sys := NewSystem(nil)
+	defer sys.Shutdown()
+	release := make(chan struct{})
+	parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &dynamicParent{release: release} }))
+	result := sys.Root.RequestFuture(parent, []any{1, 2}, time.Minute)
+	ask := func(msg string) any {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(parent, msg, 10*time.Second).Result()
+		if err != nil {
+			t.Fatalf("%s: %v", msg, err)
+		}
+		return res
+	}
+	ask("add held") // both parts go to the held member and hang there
+	ask("add fresh")
+	if n := ask("drop"); n != 2 {
+		t.Fatalf("%v parts reissued when the held member left, want 2", n)
+	}
+	res, err := result.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(*scatterResult)
+	if r.err != nil || r.replies[0] != "fresh:1" || r.replies[1] != "fresh:2" {
+		t.Fatalf("replies %v (%v), want both from the member that stayed", r.replies, r.err)
+	}
+	close(release) // the dropped member wakes up and answers: nothing changes
+	if n := ask("add other"); n != 2 {
+		t.Fatalf("pool has %v members, want 2", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
@@ -34,7 +35,17 @@ func preflight(d *Deps) error {
 		return fmt.Errorf("task.dataset %s: problem %d: prompt of %d tokens (BOS included) leaves no room for a completion in the model's context of %d",
 			d.Cfg.Task.Dataset, problem, prompt, model.Context)
 	}
-	return gpu.CheckMemory(runMemoryWhat(d), runBytes(d, model, prompt))
+	if err := gpu.CheckMemory(runMemoryWhat(d), runBytes(d, model, prompt)); err != nil {
+		return err
+	}
+	if cl := d.Cfg.Cluster; cl.HasRole(config.RoleLearner) && !cl.HasRole(config.RoleAll) {
+		join, err := joinReply(d)
+		if err != nil {
+			return err
+		}
+		return checkMessageBound(d.Cfg, messageBound(d, join))
+	}
+	return nil
 }
 
 // promptSamples is how many problems of a generated task longestPrompt

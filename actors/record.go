@@ -10,7 +10,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/mgrpo/mgrpo/actors/runlog"
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/internal/atomicfile"
@@ -32,9 +36,12 @@ const (
 // its reason; any other error ends the run, and so does the
 // train.max_skipped_steps-th skipped step in a row (a *stopError, once its
 // metrics line is written).
-func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, took time.Duration) error {
+func (r *runner) record(ctx context.Context, res stepResult) error {
 	d := r.deps
+	n, out, err, took := res.n, res.out, res.err, res.took
 	step := int(n + 1)
+	root := oteltrace.SpanFromContext(res.ctx)
+	defer func() { endSpan(root, err) }()
 	var skipErr *SkipError
 	if err != nil && !errors.As(err, &skipErr) {
 		return fmt.Errorf("step %d: %w", step, err)
@@ -43,9 +50,10 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 	if skipErr != nil {
 		r.skipped++
 		m[keySkipped], m[keySkipStage], m[keySkipReason] = 1, float64(skipErr.Stage), float64(skipErr.Reason)
-		fmt.Fprintf(r.out, "step %d skipped: %s\n", step, clip(skipErr.Error()))
+		r.progress.Note(fmt.Sprintf("step %d skipped: %s", step, clip(skipErr.Error())))
 	} else {
 		r.skipped = 0
+		root.SetAttributes(stepAttrs(out)...)
 		r.tokens += batchTokens(out.Scored)
 		maps.Copy(m, stepMetrics(d, n, out, r.tokens))
 		if every := d.Cfg.Output.SampleEvery; every > 0 && step%every == 0 {
@@ -60,14 +68,31 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 			r.evalStep, r.evalAccuracy = int64(step), acc
 		}
 	}
+	if n, sync := r.trainer.ClusterStats(ctx); n > 0 || sync.Bytes > 0 {
+		if n > 0 {
+			m[runlog.KeyReissuedParts] = float64(n)
+		}
+		if sync.Bytes > 0 { // over a network, the newest acknowledged sync replaces the hand-over time
+			m[runlog.KeyWeightSyncBytes], m[runlog.TimePrefix+"weight_sync_s"] = float64(sync.Bytes), sync.Seconds
+		}
+	}
 	for k, v := range m {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			delete(m, k)
 		}
 	}
+	traceID := trace.TraceID(res.ctx)
+	if slow, threshold := r.slow.observe(time.Since(res.started)); slow {
+		root.SetAttributes(attrSlow.Bool(true))
+		note := fmt.Sprintf("step %d slow: %.2fs (threshold %.2fs)", step, time.Since(res.started).Seconds(), threshold.Seconds())
+		if traceID != "" {
+			note += ", trace " + traceID
+		}
+		r.progress.Note(note)
+	}
 	_, evaluated := m[runlog.KeyEvalGreedyAccuracy]
 	if every := max(d.Cfg.Output.LogEvery, 1); step%every == 0 || skipErr != nil || evaluated || step == d.Cfg.Train.Steps {
-		if err := r.dir.WriteMetrics(step, m); err != nil {
+		if err := r.dir.WriteTracedMetrics(step, m, traceID); err != nil {
 			return err
 		}
 	}
@@ -86,6 +111,13 @@ func (r *runner) record(ctx context.Context, n int64, out *Outcome, err error, t
 	}
 	r.progress.Update(ps, took)
 	return nil
+}
+
+// stepAttrs are the root span's attributes of a trained step.
+func stepAttrs(out *Outcome) []attribute.KeyValue {
+	ro, rep := out.Scored.GetRollouts(), out.Report
+	return []attribute.KeyValue{attrVersion.Int64(rep.GetMeta().GetPolicyVersion()), attrStaleness.Int64(rep.GetStalenessMax()),
+		attrPrompts.Int(len(ro.GetPrompts())), attrSamples.Int(len(ro.GetRollouts())), attrTokens.Int64(rep.GetTokens())}
 }
 
 // batchTokens counts the prompt and completion tokens of a trained batch
@@ -243,7 +275,7 @@ func sampleRows(step int, out *Outcome, rows int) [][]any {
 		for j := range r {
 			row = append(row, sc.GetRewards()[i*r+j])
 		}
-		data = append(data, row)
+		data = append(data, append(row, c.GetGeneratorId()))
 	}
 	return data
 }

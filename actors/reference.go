@@ -61,22 +61,41 @@ func sequences(ro *messages.Rollouts) []gpu.Sequence {
 	return seqs
 }
 
-// referenceActor answers Scored with RefScored (or a SkipNotice).
+// referenceActor answers Scored with RefScored (or a SkipNotice). On a
+// worker node it starts without weights and receives the frozen reference
+// as PolicyWeights chunks before any work.
 type referenceActor struct {
 	id       string
 	ref      Scorer
 	settings referenceSettings
+	weights  weightReceiver
+	deps     *Deps
 }
 
-// newReferenceProps returns the props of the reference scorer.
-func newReferenceProps(id string, ref Scorer, s referenceSettings) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &referenceActor{id: id, ref: ref, settings: s} })
+// newReferenceProps returns the props of reference scorer id scoring with
+// ref (nil: weights to come as chunks).
+func newReferenceProps(id string, d *Deps, ref Scorer) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &referenceActor{id: id, ref: ref, settings: referenceSettingsOf(d), weights: weightReceiver{cfg: d.Model}, deps: d}
+	})
 }
 
 // Receive implements actor.Actor.
 func (a *referenceActor) Receive(c actor.Context) {
-	if m, ok := c.Message().(*messages.Scored); ok {
-		rs, err := referenceScore(a.ref, a.settings, m)
+	switch m := c.Message().(type) {
+	case *messages.PolicyWeights:
+		if model := a.weights.receive(c, a.id, m); model != nil {
+			a.ref = model
+		}
+	case *messages.Scored:
+		_, span := actorSpan(a.deps.Tracer, m.GetMeta(), spanReference+".part", a.id, a.deps.NodeID,
+			attrSamples.Int(len(m.GetRollouts().GetRollouts())))
+		var rs *messages.RefScored
+		err := errNoWeights
+		if a.ref != nil {
+			rs, err = referenceScore(a.ref, a.settings, m)
+		}
+		endSpan(span, err)
 		respond(c, m.GetMeta(), a.id, messages.Stage_REFERENCE, rs, err)
 	}
 }

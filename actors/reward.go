@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -25,6 +26,12 @@ type rewardSettings struct {
 // rewards.Prepare's. A reward of ±Inf, or a completion with no finite
 // reward at all, is unusable: ErrNonFiniteReward.
 func score(s rewardSettings, ro *messages.Rollouts) (*messages.Scored, error) {
+	return scoreTimed(s, ro, nil)
+}
+
+// scoreTimed is score that reports each reward function's call to timed
+// (nil: none), for spans.
+func scoreTimed(s rewardSettings, ro *messages.Rollouts, timed func(name string, end time.Time, d time.Duration)) (*messages.Scored, error) {
 	step := ro.GetMeta().GetStep()
 	if err := messages.CheckRollouts(ro); err != nil {
 		return nil, fmt.Errorf("score step %d: %w", step, err)
@@ -38,8 +45,12 @@ func score(s rewardSettings, ro *messages.Rollouts) (*messages.Scored, error) {
 	names, weights := make([]string, len(s.fns)), make([]float64, len(s.fns))
 	for j, f := range s.fns {
 		names[j], weights[j] = f.Name, f.Weight
+		start := time.Now()
 		for i, v := range f.Fn(completions, answers) {
 			rows[i] = append(rows[i], v)
+		}
+		if timed != nil {
+			timed(f.Name, time.Now(), time.Since(start))
 		}
 	}
 	if err := checkRewardRows(rows); err != nil {
@@ -74,17 +85,23 @@ func checkRewardRows(rows [][]float64) error {
 type rewardActor struct {
 	id       string
 	settings rewardSettings
+	deps     *Deps
 }
 
 // newRewardProps returns the props of reward evaluator id.
-func newRewardProps(id string, s rewardSettings) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &rewardActor{id: id, settings: s} })
+func newRewardProps(id string, d *Deps) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &rewardActor{id: id, settings: rewardSettingsOf(d), deps: d} })
 }
 
 // Receive implements actor.Actor.
 func (a *rewardActor) Receive(c actor.Context) {
 	if m, ok := c.Message().(*messages.Rollouts); ok {
-		sc, err := score(a.settings, m)
+		tr := a.deps.Tracer
+		ctx, span := actorSpan(tr, m.GetMeta(), spanReward+".part", a.id, a.deps.NodeID, attrSamples.Int(len(m.GetRollouts())))
+		sc, err := scoreTimed(a.settings, m, func(name string, end time.Time, d time.Duration) {
+			childSpan(ctx, tr, spanReward+".function", end, d, attrFunction.String(name))
+		})
+		endSpan(span, err)
 		respond(c, m.GetMeta(), a.id, messages.Stage_REWARD, sc, err)
 	}
 }

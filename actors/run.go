@@ -70,10 +70,9 @@ func (e *stopError) Unwrap() error { return e.Reason }
 // checkpoint and the report, and returns an error wrapping ErrInterrupted
 // whose message names the step and the command that resumes it;
 // train.max_skipped_steps skipped steps in a row end it the same way
-// (ErrNoProgress). A new run directory
-// that ends (with an error or an interrupt) before its first metrics line
-// or checkpoint is removed again, so the name can be reused; a resumed one
-// is never removed.
+// (ErrNoProgress). A new run directory that ends (with an error or an
+// interrupt) before its first metrics line or checkpoint is removed again,
+// so the name can be reused; a resumed one is never removed.
 func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	name := runName(cfg)
 	d, err := NewDeps(cfg, name) // bad input stops the run before it writes anything
@@ -84,6 +83,12 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	if err := preflight(d); err != nil {
 		return err
 	}
+	tp, err := newTracing(ctx, cfg, newNodeID(cfg.Cluster.Roles()[0]), cfg.Cluster.Roles())
+	if err != nil {
+		return err
+	}
+	defer tp.Shutdown(context.WithoutCancel(ctx)) // spans of an interrupted run too
+	d.Tracer, d.NodeID = tp.Tracer(), tp.node
 	dir, resume, discard, err := openRun(cfg, name, out)
 	if err != nil {
 		return err
@@ -103,6 +108,7 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	}
 	r := &runner{deps: d, dir: dir, out: out, progress: runlog.NewProgress(out, 10),
 		warmAccuracy: math.NaN(), startName: "start", resumed: resume != "", evalStep: -1}
+	r.slow.fixed, r.slow.auto, _ = cfg.Trace.SlowThreshold() // valid: config checked it
 	models, control, err := r.loadModels(ctx, resume)
 	if err != nil {
 		return err
@@ -140,7 +146,8 @@ type runner struct {
 	evalAccuracy float64 // recorded in that step's checkpoint
 
 	warmAccuracy float64 // greedy accuracy of the policy RL started from (NaN: not measured)
-	startName    string  // what that policy is: "warm start" or "start"
+	slow         slowSteps
+	startName    string // what that policy is: "warm start" or "start"
 }
 
 // loadModels builds the models the actors will own (startModels) and the
@@ -275,8 +282,11 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 // the steps taken and return a *stopError.
 func (r *runner) train(ctx context.Context, m Models, control rewards.ControllerState) error {
 	d := r.deps
-	p := StartPipeline(d, m, control, pipelineOptionsOf(d), os.Stderr)
-	defer p.Stop()
+	p, stopPipeline, err := r.startPipeline(m, control)
+	if err != nil {
+		return err
+	}
+	defer stopPipeline()
 	warmRegistry(p.sys)
 	r.trainer = p.Trainer
 	if err := r.recordStart(ctx); err != nil {
@@ -319,6 +329,44 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 	}
 	fmt.Fprintf(r.out, "done: %d steps, outputs in %s\n", last, r.dir.Path())
 	return nil
+}
+
+// startPipeline starts the actors: all in this process (role all), or on
+// a learner node that worker nodes join (the learner role, with local pools
+// for the other roles it also has).
+func (r *runner) startPipeline(m Models, control rewards.ControllerState) (*Pipeline, func(), error) {
+	d := r.deps
+	opt := pipelineOptionsOf(d)
+	cl := d.Cfg.Cluster
+	if cl.HasRole(config.RoleAll) {
+		p := StartPipeline(d, m, control, opt, os.Stderr)
+		return p, p.Stop, nil
+	}
+	join, err := joinReply(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := startNode(d.Cfg, true, messageBound(d, join), os.Stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	opt.Generators, opt.RewardEvaluators, opt.ReferenceScorers = 0, 0, 0
+	if cl.HasRole(config.RoleGenerator) {
+		opt.Generators = max(cl.Generators, 1)
+	}
+	if cl.HasRole(config.RoleReward) {
+		opt.RewardEvaluators = max(cl.RewardEvaluators, 1)
+	}
+	if cl.HasRole(config.RoleReference) {
+		opt.ReferenceScorers = 1
+	}
+	opt.Cluster = &ClusterOptions{Join: join, Build: Build(), Protocol: ProtocolVersion, Seed: n.Seed(), Notice: r.out}
+	if !loopbackHost(cl.Host) && cl.Insecure {
+		fmt.Fprintf(r.out, "warning: cluster.insecure: nodes talk in plaintext on %s; anyone who can reach it can join the run\n", cl.Host)
+	}
+	fmt.Fprintf(r.out, "learner node: worker nodes join with --cluster.seeds %s (actors at %s)\n", n.Seed(), n.Address())
+	p := StartPipelineOn(n.System(), d, m, control, opt)
+	return p, func() { p.Stop(); n.Stop() }, nil
 }
 
 // recordStart writes metrics line 0 of a new run: the greedy accuracy of

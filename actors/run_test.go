@@ -348,11 +348,11 @@ func TestCancelCountsOnlyStepsTaken(t *testing.T) {
 	defer p.Stop()
 	v0 := m.Learner.Version()
 	var recorded []int64
-	last, err := drive(ctx, p.Trainer, 0, 6, 1, func(_ context.Context, n int64, out *Outcome, err error, _ time.Duration) error {
-		if err != nil {
-			t.Errorf("step %d recorded with error %v", n+1, err)
+	last, err := drive(ctx, p.Trainer, 0, 6, 1, func(_ context.Context, res stepResult) error {
+		if res.err != nil {
+			t.Errorf("step %d recorded with error %v", res.n+1, res.err)
 		}
-		recorded = append(recorded, n)
+		recorded = append(recorded, res.n)
 		return nil
 	})
 	if err != nil || calls.Load() != 1 || last != int64(len(recorded)) {
@@ -374,9 +374,9 @@ func TestCancelFinishesLearning(t *testing.T) {
 	defer cancel()
 	p.Trainer.stages = cancelBeforeLearn{stages: p.Trainer.stages, cancel: cancel}
 	v0 := m.Learner.Version()
-	last, err := drive(ctx, p.Trainer, 0, 6, 1, func(_ context.Context, n int64, _ *Outcome, err error, _ time.Duration) error {
-		if err != nil {
-			t.Errorf("step %d recorded with error %v", n+1, err)
+	last, err := drive(ctx, p.Trainer, 0, 6, 1, func(_ context.Context, res stepResult) error {
+		if res.err != nil {
+			t.Errorf("step %d recorded with error %v", res.n+1, res.err)
 		}
 		return nil
 	})

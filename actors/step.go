@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Step runs training step n, in order, as plain calls: the readable
@@ -15,16 +19,26 @@ import (
 // functions run on the actors, and in synchronous mode both give
 // bit-identical reports for the same seed (TestPipelineMatchesStep).
 func Step(ctx context.Context, t *Trainer, n int64) (*messages.StepReport, error) {
-	defer t.advance(n)              // learned or skipped, step n is over
-	batch, err := t.produce(ctx, n) // weights → PromptBatch → Rollouts → Scored → RefScored
+	defer t.advance(n)               // learned or skipped, step n is over
+	ctx, root := t.startStep(ctx, n) // one trace per step
+	batch, err := t.produce(ctx, n)  // weights → PromptBatch → Rollouts → Scored → RefScored
 	if err != nil {
+		endSpan(root, err)
 		return nil, err
 	}
 	out, err := t.consume(ctx, batch) // PreparedBatch → StepReport → ControllerUpdate
+	endSpan(root, err)
 	if err != nil {
 		return nil, err
 	}
 	return out.Report, nil
+}
+
+// startStep starts step n's trace: its root span, a new trace whose
+// sampling (trace.sample_ratio) every span of the step follows.
+func (t *Trainer) startStep(ctx context.Context, n int64) (context.Context, oteltrace.Span) {
+	return t.deps.Tracer.Start(ctx, spanStep, oteltrace.WithNewRoot(), oteltrace.WithAttributes(
+		attrRun.String(t.deps.RunID), attrStep.Int64(n+1)))
 }
 
 // produce makes step n's batch: the weights it is generated from to the
@@ -66,17 +80,23 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	start := time.Now()
 	used := t.control
+	_, span := t.deps.Tracer.Start(ctx, spanPrepare, oteltrace.WithAttributes(attrObjective.String(string(t.deps.Prepare.Objective)),
+		attrTau.Float64(used.GetTau()), attrBeta.Float64(used.GetBeta())))
 	prepared, p, err := prepare(t.deps.Prepare, b.ref, used) // PreparedBatch: advantages, weights
+	endSpan(span, err)
 	if err != nil {
 		return nil, skip(messages.Stage_PREPARE, err)
 	}
+	trace.Inject(ctx, prepared.GetMeta())
 	report, policy, err := t.stages.learn(ctx, prepared) // StepReport, new weights
 	if err != nil {
 		return nil, stateErr(messages.Stage_LEARN, err)
 	}
 	t.policy = policy
 	learned := time.Since(start)
-	up, err := t.stages.control(ctx, stepStats(report, p)) // the controller state for the next step
+	st := stepStats(report, p)
+	trace.Inject(ctx, st.GetMeta())
+	up, err := t.stages.control(ctx, st) // the controller state for the next step
 	if err != nil {
 		return nil, stateErr(messages.Stage_CONTROL, err)
 	}
@@ -84,7 +104,7 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	return &Outcome{Report: report, Prepared: p, Scored: b.ref.GetScored(), Control: used, Update: up,
 		Timings: map[string]time.Duration{
 			"generate_reward": b.generate, "reference": b.reference, "learn": learned,
-			"control": time.Since(start) - learned, "sync": b.sync,
+			"control": time.Since(start) - learned, "weight_sync": b.sync,
 		}}, nil
 }
 
@@ -105,7 +125,7 @@ type Outcome struct {
 	Scored   *messages.Scored
 	Control  *messages.ControllerState
 	Update   *messages.ControllerUpdate
-	Timings  map[string]time.Duration // by stage: generate_reward, reference, learn, control, sync
+	Timings  map[string]time.Duration // by stage: generate_reward, reference, learn, control, weight_sync
 }
 
 // stepStats are the statistics of a step that the controllers read.
@@ -188,8 +208,11 @@ func (t *Trainer) refill(ctx context.Context, step int64, sc *messages.Scored) (
 
 // generate has the generators sample pb, cut into parts of
 // train.prompts_per_part prompts, and joins their rollouts in order.
-func (t *Trainer) generate(ctx context.Context, pb *messages.PromptBatch) (*messages.Rollouts, error) {
-	ros, err := t.stages.generate(ctx, messages.SplitPrompts(pb, t.deps.Cfg.Train.PromptsPerPart))
+func (t *Trainer) generate(ctx context.Context, pb *messages.PromptBatch) (ro *messages.Rollouts, err error) {
+	parts := messages.SplitPrompts(pb, t.deps.Cfg.Train.PromptsPerPart)
+	ctx, span := t.stageSpan(ctx, spanGenerate, len(parts), attrPrompts.Int(len(pb.GetPrompts())))
+	defer func() { endSpan(span, err) }()
+	ros, err := t.stages.generate(ctx, withSpan(ctx, parts))
 	if err != nil || len(ros) == 1 {
 		return first(ros, err)
 	}
@@ -198,13 +221,20 @@ func (t *Trainer) generate(ctx context.Context, pb *messages.PromptBatch) (*mess
 	return messages.JoinRollouts(meta, ros, nil)
 }
 
+// stageSpan starts the span of a stage spread over parts.
+func (t *Trainer) stageSpan(ctx context.Context, name string, parts int, attrs ...attribute.KeyValue) (context.Context, oteltrace.Span) {
+	return t.deps.Tracer.Start(ctx, name, oteltrace.WithAttributes(append(attrs, attrPart.Int(parts))...))
+}
+
 // score has the reward evaluators score ro, part by part.
-func (t *Trainer) score(ctx context.Context, ro *messages.Rollouts) (*messages.Scored, error) {
+func (t *Trainer) score(ctx context.Context, ro *messages.Rollouts) (sc *messages.Scored, err error) {
 	parts, err := messages.SplitGroups(ro, t.deps.Cfg.Train.PromptsPerPart)
 	if err != nil {
 		return nil, err
 	}
-	scs, err := t.stages.score(ctx, parts)
+	ctx, span := t.stageSpan(ctx, spanReward, len(parts), attrSamples.Int(len(ro.GetRollouts())))
+	defer func() { endSpan(span, err) }()
+	scs, err := t.stages.score(ctx, withSpan(ctx, parts))
 	if err != nil || len(scs) == 1 {
 		return first(scs, err)
 	}
@@ -212,12 +242,14 @@ func (t *Trainer) score(ctx context.Context, ro *messages.Rollouts) (*messages.S
 }
 
 // reference has the reference scorers score sc, part by part.
-func (t *Trainer) reference(ctx context.Context, sc *messages.Scored) (*messages.RefScored, error) {
+func (t *Trainer) reference(ctx context.Context, sc *messages.Scored) (rs *messages.RefScored, err error) {
 	parts, err := messages.SplitScored(sc, t.deps.Cfg.Train.PromptsPerPart)
 	if err != nil {
 		return nil, err
 	}
-	rss, err := t.stages.reference(ctx, parts)
+	ctx, span := t.stageSpan(ctx, spanReference, len(parts), attrSamples.Int(len(sc.GetRollouts().GetRollouts())))
+	defer func() { endSpan(span, err) }()
+	rss, err := t.stages.reference(ctx, withSpan(ctx, parts))
 	if err != nil || len(rss) == 1 {
 		return first(rss, err)
 	}

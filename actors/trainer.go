@@ -23,9 +23,13 @@ type stages interface {
 	reference(ctx context.Context, parts []*messages.Scored) ([]*messages.RefScored, error)
 	learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error)
 	control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error)
+	// publish hands the new weights to the generators.
 	publish(ctx context.Context, policy *gpu.Model) error
 	// checkpoint asks the learner to write its policy and optimiser into dir.
 	checkpoint(ctx context.Context, dir string) error
+	// stats counts the parts sent again because their actor was lost and
+	// measures the newest weight sync to remote generators.
+	stats(ctx context.Context) (reissued int, sync SyncMeasure)
 }
 
 // Trainer drives a run's steps through its stages. Between steps it holds
@@ -128,7 +132,7 @@ func (t *Trainer) Behaviour(step int64) map[int64]*gpu.Model {
 }
 
 // publishFor hands the generators the weights batch n is generated from
-// (sourceStep), unless they hold them already. Batches are produced in
+// (sourceStep), unless they hold them already (the same policy version). Batches are produced in
 // step order, each after the steps its weights come from are over
 // (drive's slots), so the weights are known.
 func (t *Trainer) publishFor(ctx context.Context, n int64) error {
@@ -143,8 +147,10 @@ func (t *Trainer) publishFor(ctx context.Context, n int64) error {
 	if !ok {
 		return fmt.Errorf("step %d: the weights of step %d, which it is generated from, are unknown (steps run out of order)", n, src)
 	}
-	if err := t.stages.publish(ctx, w); err != nil {
-		return err
+	if w.Version() != t.version.Load() { // the same version is the same weights (the steps between were skipped)
+		if err := t.stages.publish(ctx, w); err != nil {
+			return err
+		}
 	}
 	t.mu.Lock()
 	t.synced = src
@@ -158,6 +164,13 @@ func (t *Trainer) Control() rewards.ControllerState { return controllerState(t.c
 
 // Policy returns the learner's newest weights.
 func (t *Trainer) Policy() *gpu.Model { return t.policy }
+
+// ClusterStats count the parts of any stage that were sent again because
+// the actor doing them was lost (a worker node died or hung), and measure
+// the newest weight sync that every remote generator acknowledged.
+func (t *Trainer) ClusterStats(ctx context.Context) (reissued int, sync SyncMeasure) {
+	return t.stages.stats(ctx)
+}
 
 // Checkpoint has the learner write its policy and optimiser state into dir
 // (between steps).
@@ -231,6 +244,8 @@ func (s *localStages) publish(_ context.Context, policy *gpu.Model) error {
 	s.policy = policy
 	return nil
 }
+
+func (s *localStages) stats(context.Context) (int, SyncMeasure) { return 0, SyncMeasure{} }
 
 func (s *localStages) checkpoint(_ context.Context, dir string) error {
 	return saveLearner(s.learner, s.deps.Tokenizer, dir)

@@ -1,7 +1,10 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
@@ -54,4 +57,37 @@ func addWeightChunk(a *messages.Assembler, cfg gpu.Config, w *messages.PolicyWei
 		return nil, fmt.Errorf("assemble weights version %d: %w", a.Version(), err)
 	}
 	return m, nil
+}
+
+// errNoWeights: a stage actor of a worker node was asked for work before
+// any weights reached it (the coordinator sends them first, so this is a
+// protocol fault).
+var errNoWeights = errors.New("actors: no weights received yet")
+
+// weightReceiver assembles the PolicyWeights chunks one stage actor is
+// sent into models of cfg.
+type weightReceiver struct {
+	cfg gpu.Config
+	asm *messages.Assembler
+}
+
+// receive adds chunk m and returns the model once its version is
+// complete (nil before). A chunk sent as a request (the coordinator sends
+// each version's last chunk so) is answered with WeightsApplied once the
+// version is complete, or with a SkipNotice naming a rejected chunk.
+func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyWeights) *gpu.Model {
+	if w.asm == nil {
+		w.asm = &messages.Assembler{MaxBytes: w.cfg.WeightBytes()} // no more than the model holds
+	}
+	model, err := addWeightChunk(w.asm, w.cfg, m)
+	switch {
+	case err != nil:
+		c.Logger().Warn("weight chunk rejected", "actor", id, "err", err)
+		if c.Sender() != nil {
+			c.Respond(notice(m.GetMeta(), id, skip(messages.Stage_SYNC, err)))
+		}
+	case model != nil && c.Sender() != nil:
+		c.Respond(&messages.WeightsApplied{Meta: messages.DeriveMeta(m.GetMeta()), Version: m.GetVersion(), Actor: id})
+	}
+	return model
 }

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // Config is the whole configuration of a trainer node: one section per
 // concern. Keys are snake_case and spelled the same in every layer
@@ -357,61 +361,119 @@ type Train struct {
 
 // Roles a node can run.
 const (
-	RoleAll        = "all"
-	RoleLearner    = "learner"
-	RoleGenerator  = "generator"
-	RoleReward     = "reward"
-	RoleReference  = "reference"
-	RoleController = "controller"
+	RoleAll       = "all"
+	RoleLearner   = "learner"
+	RoleGenerator = "generator"
+	RoleReward    = "reward"
+	RoleReference = "reference"
 )
 
 // Roles lists every role in a fixed order.
 func Roles() []string {
-	return []string{RoleAll, RoleLearner, RoleGenerator, RoleReward, RoleReference, RoleController}
+	return []string{RoleAll, RoleLearner, RoleGenerator, RoleReward, RoleReference}
 }
 
-// Cluster places this node: which role it runs and how it finds the others.
+// Cluster places this node: which roles it runs and how it finds the
+// others.
 type Cluster struct {
-	// Role is all (every actor in this process) or one role.
-	Role string `koanf:"role" help:"all|learner|generator|reward|reference|controller"`
-	// Name is the cluster name; nodes join only clusters of the same name.
-	Name string `koanf:"name" help:"cluster name; not built yet"`
-	// Host is the address the node binds and advertises.
-	Host string `koanf:"host" help:"bind host; not built yet"`
-	// Port is the remote port; 0 picks a free one.
-	Port int `koanf:"port" help:"bind port (0 = any free port); not built yet"`
-	// Seeds are host:port addresses of cluster members to join.
-	Seeds []string `koanf:"seeds" help:"host:port of members to join, comma-separated; not built yet"`
-	// Provider is the membership provider: automanaged (processes) or test
-	// (in-memory, one process).
-	Provider string `koanf:"provider" help:"automanaged|test; not built yet"`
+	// Role is all (every actor in this process) or a comma-separated list
+	// of learner, generator, reward and reference.
+	Role string `koanf:"role" help:"all, or a comma list of learner|generator|reward|reference"`
+	// Name is the cluster name; nodes see only members of their cluster.
+	Name string `koanf:"name" help:"cluster name"`
+	// Host is the address every port of the node binds and advertises.
+	Host string `koanf:"host" help:"bind host (anything but loopback needs cluster.tls.* or cluster.insecure)"`
+	// Port is the membership port of a learner node, the one worker nodes
+	// name in --cluster.seeds; 0 means 6330.
+	Port int `koanf:"port" help:"membership port of a learner node (0 = 6330)"`
+	// RemotePort is the port of the node's actor system (gRPC); 0 picks a
+	// free one, which membership advertises.
+	RemotePort int `koanf:"remote_port" help:"actor-system (gRPC) port (0 = any free port)"`
+	// Seeds are the membership addresses (host:port) of the learner node:
+	// where a worker node finds the run.
+	Seeds []string `koanf:"seeds" help:"host:port of the learner node's membership port, comma-separated"`
 	// Generators is the number of generator actors a node of role all or
 	// generator starts.
-	Generators int `koanf:"generators" help:"generator actors on this node"`
+	Generators int `koanf:"generators" help:"generator actors on a generator node"`
+	// RewardEvaluators is the number of reward evaluators a reward node
+	// starts.
+	RewardEvaluators int `koanf:"reward_evaluators" help:"reward evaluators on a reward node"`
 	// MaxMessageBytes is the gRPC message limit every node sets.
-	MaxMessageBytes int `koanf:"max_message_bytes" help:"gRPC max message size in bytes; not built yet"`
+	MaxMessageBytes int `koanf:"max_message_bytes" help:"gRPC max message size in bytes (every node)"`
 	// WeightChunkBytes is the largest PolicyWeights chunk.
-	WeightChunkBytes int `koanf:"weight_chunk_bytes" help:"bytes per weight-sync chunk (< max_message_bytes); not built yet"`
+	WeightChunkBytes int `koanf:"weight_chunk_bytes" help:"bytes per weight-sync chunk (< max_message_bytes)"`
 	// RequestTimeout bounds a request to a stage actor; at least
 	// minRequestTimeout.
-	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of a request to a stage actor (>= 10ms)"`
+	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of one request to a stage actor (>= 10ms)"`
+	// TLS is the mutual TLS of every connection between nodes.
+	TLS TLS `koanf:"tls" help:"mutual TLS between nodes"`
+	// Insecure allows plaintext between nodes on a non-loopback host.
+	Insecure bool `koanf:"insecure" help:"allow plaintext between nodes on a non-loopback cluster.host (prints a warning)"`
+}
+
+// TLS names the PEM files of a node's mutual TLS (mgrpo-node certs writes
+// them): all three, or none.
+type TLS struct {
+	// CA is the cluster's CA certificate: peers must be signed by it.
+	CA string `koanf:"ca" help:"CA certificate (PEM) that every node's certificate is signed by"`
+	// Cert and Key are this node's certificate and private key.
+	Cert string `koanf:"cert" help:"this node's certificate (PEM)"`
+	Key  string `koanf:"key" help:"this node's private key (PEM)"`
+}
+
+// Roles of a node: RoleAll alone, or a list of the others.
+func (c Cluster) Roles() []string {
+	var out []string
+	for _, r := range strings.Split(c.Role, ",") {
+		if r = strings.TrimSpace(r); r != "" && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// HasRole reports whether the node runs role (all runs every role).
+func (c Cluster) HasRole(role string) bool {
+	roles := c.Roles()
+	return slices.Contains(roles, role) || slices.Contains(roles, RoleAll)
 }
 
 // Trace configures OpenTelemetry export.
 type Trace struct {
-	// OTLPEndpoint is host:port of an OTLP collector; "" disables export.
-	OTLPEndpoint string `koanf:"otlp_endpoint" help:"OTLP collector host:port (\"\" = off); not built yet"`
+	// OTLPEndpoint is host:port of an OTLP collector; "" exports no spans
+	// there.
+	OTLPEndpoint string `koanf:"otlp_endpoint" help:"OTLP collector host:port (\"\" = none)"`
 	// Protocol is grpc (port 4317) or http (port 4318).
-	Protocol string `koanf:"protocol" help:"grpc|http; not built yet"`
-	// SampleRatio is the fraction of steps traced, in [0, 1].
-	SampleRatio float64 `koanf:"sample_ratio" help:"fraction of steps traced; not built yet"`
-	// SlowStep marks steps slower than this and prints their trace id;
-	// 0 disables.
-	SlowStep time.Duration `koanf:"slow_step" help:"slow-step threshold (0 = off); not built yet"`
+	Protocol string `koanf:"protocol" help:"grpc|http, the OTLP protocol"`
+	// File, when set, receives every span as one JSON line (a run without
+	// a collector); with neither File nor OTLPEndpoint tracing is off.
+	File string `koanf:"file" help:"JSONL file of spans (\"\" = none)"`
+	// SampleRatio is the fraction of steps traced, in [0, 1], decided
+	// once per step: a sampled step has all its spans, others none.
+	SampleRatio float64 `koanf:"sample_ratio" help:"fraction of steps traced, decided once per step"`
+	// SlowStep marks a step slow: a duration (slower than that), auto
+	// (slower than twice the median of the last 50 steps) or 0 (never).
+	SlowStep string `koanf:"slow_step" help:"slow-step threshold: a duration, auto (2x the running median of 50 steps) or 0 (off)"`
 	// ServiceName is the OTel service.name.
-	ServiceName string `koanf:"service_name" help:"OTel service name; not built yet"`
+	ServiceName string `koanf:"service_name" help:"OTel service name"`
 	// QueryURL is the Jaeger query API used by `mgrpo-node traces`.
-	QueryURL string `koanf:"query_url" help:"Jaeger query API base URL; not built yet"`
+	QueryURL string `koanf:"query_url" help:"Jaeger query API base URL (mgrpo-node traces)"`
+}
+
+// SlowStepAuto is the trace.slow_step value that marks a step slower than
+// twice the running median.
+const SlowStepAuto = "auto"
+
+// SlowThreshold parses trace.slow_step: auto, a fixed duration (0: off).
+func (t Trace) SlowThreshold() (fixed time.Duration, auto bool, err error) {
+	if t.SlowStep == SlowStepAuto {
+		return 0, true, nil
+	}
+	if t.SlowStep == "" || t.SlowStep == "0" {
+		return 0, false, nil
+	}
+	d, err := time.ParseDuration(t.SlowStep)
+	return d, false, err
 }
 
 // Output says where a run writes and how often.

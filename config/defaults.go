@@ -107,8 +107,8 @@ func Default() *Config {
 			Role:             RoleAll,
 			Name:             "mgrpo",
 			Host:             "127.0.0.1",
-			Provider:         "automanaged",
 			Generators:       1,
+			RewardEvaluators: 1,
 			MaxMessageBytes:  64 << 20, // go-deps §11: raise gRPC's 4 MiB on every node
 			WeightChunkBytes: 1 << 20,
 			RequestTimeout:   30 * time.Second,
@@ -116,7 +116,7 @@ func Default() *Config {
 		Trace: Trace{
 			Protocol:    "grpc",
 			SampleRatio: 1.0,
-			SlowStep:    10 * time.Second,
+			SlowStep:    SlowStepAuto,
 			ServiceName: "mgrpo",
 			QueryURL:    "http://127.0.0.1:16686",
 		},

@@ -128,13 +128,6 @@ func readFile(t *keyTable, name string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseFile(t, name, data, ext, source)
-}
-
-// parseFile reads the YAML or TOML data of the file name (ext its
-// extension; source names it in errors) into flat, typed values.
-func parseFile(t *keyTable, name string, data []byte, ext, source string) (map[string]any, error) {
-	out := map[string]any{}
 	var parser koanf.Parser
 	switch ext {
 	case ".yaml", ".yml":
@@ -144,14 +137,21 @@ func parseFile(t *keyTable, name string, data []byte, ext, source string) (map[s
 	default:
 		return nil, &Error{Key: "config", Value: fmt.Sprintf("%q", name), Reason: "unsupported file type (want .yaml, .yml or .toml)", Err: ErrSource}
 	}
+	return parseFile(t, parser, data, fmt.Sprintf("%q", name), source)
+}
+
+// parseFile decodes a file's data with parser into flat, typed keys;
+// value names the file in errors and source is where keys come from.
+func parseFile(t *keyTable, parser koanf.Parser, data []byte, value, source string) (map[string]any, error) {
 	m, err := parser.Unmarshal(data)
 	if err != nil {
-		return nil, &Error{Key: "config", Value: fmt.Sprintf("%q", name), Reason: "cannot parse: " + oneLine(err.Error()), Err: ErrSource}
+		return nil, &Error{Key: "config", Value: value, Reason: "cannot parse: " + oneLine(err.Error()), Err: ErrSource}
 	}
 	raw := map[string]any{}
 	if err := t.flatten(m, "", source, raw); err != nil {
 		return nil, err
 	}
+	out := map[string]any{}
 	for key, v := range raw {
 		l, _ := t.lookup(key)
 		if out[key], err = l.coerce(v, source); err != nil {
@@ -159,6 +159,31 @@ func parseFile(t *keyTable, name string, data []byte, ext, source string) (map[s
 		}
 	}
 	return out, nil
+}
+
+// Parse reads a configuration from YAML text over the defaults and
+// validates it: a run's config.yaml as the learner sends it to a worker
+// node. source names the text in errors.
+func Parse(data []byte, source string) (*Config, error) {
+	t := keys()
+	flat, err := parseFile(t, yaml.Parser(), data, source, source)
+	if err != nil {
+		return nil, err
+	}
+	k := koanf.New(".")
+	for _, layer := range []map[string]any{t.values(Default()), flat} {
+		if err := k.Load(mapProvider(layer), nil); err != nil {
+			return nil, fmt.Errorf("config: merge: %w", err)
+		}
+	}
+	c, err := decode(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func fileBytes(name string) (data []byte, ext, source string, err error) {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -8,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/spf13/pflag"
@@ -96,7 +96,7 @@ func TestLayerTypes(t *testing.T) {
 	if got := c.Rewards.Weights; !reflect.DeepEqual(got, []float64{1, 0.1}) {
 		t.Errorf("rewards.weights = %v", got)
 	}
-	if c.Trace.SlowStep != 1500*time.Millisecond || !c.Train.DynamicSampling || len(c.Cluster.Seeds) != 2 {
+	if c.Trace.SlowStep != "1500ms" || !c.Train.DynamicSampling || len(c.Cluster.Seeds) != 2 {
 		t.Errorf("slow_step %v, dynamic_sampling %v, seeds %q", c.Trace.SlowStep, c.Train.DynamicSampling, c.Cluster.Seeds)
 	}
 	if !c.Model.TieEmbeddings || c.Cluster.Role != RoleLearner {
@@ -122,7 +122,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "wrong type in file", file: "train: {steps: \"abc\"}\n", want: ErrType, wantLine: `config: train.steps = "abc": must be an integer (file `},
 		{name: "wrong type bool", file: "train: {dynamic_sampling: 3}\n", want: ErrType, wantLine: "config: train.dynamic_sampling = 3: must be true or false"},
 		{name: "wrong list item", file: "rewards: {weights: [1, x]}\n", want: ErrType, wantLine: "config: rewards.weights = [1 x]: item 1 must be a number"},
-		{name: "bad duration", file: "trace: {slow_step: fast}\n", want: ErrType, wantLine: `config: trace.slow_step = "fast": must be a duration`},
+		{name: "bad duration", file: "cluster: {request_timeout: fast}\n", want: ErrType, wantLine: `config: cluster.request_timeout = "fast": must be a duration`},
+		{name: "bad slow step", file: "trace: {slow_step: fast}\n", want: ErrRange, wantLine: `config: trace.slow_step = "fast": must be auto, 0 or a positive duration such as 1.5s`},
 		{name: "out of range in file", file: "train: {max_staleness: -1}\n", want: ErrRange, wantLine: "config: train.max_staleness = -1: must be 0 or more"},
 		{name: "unknown env key", env: []string{"MGRPO_TRAIN__MAX_STALENES=1"}, want: ErrUnknownKey, wantLine: "config: train.max_stalenes: unknown key (did you mean train.max_staleness?) (env MGRPO_TRAIN__MAX_STALENES)"},
 		{name: "env single underscore", env: []string{"MGRPO_TRAIN_STEPS=1"}, want: ErrUnknownKey, wantLine: "config: train_steps: unknown key (write MGRPO_TRAIN__KEY, with two underscores) (env MGRPO_TRAIN_STEPS)"},
@@ -255,4 +256,28 @@ func loadArgs(args, env []string) (*Config, error) {
 	}
 	file, _ := fs.GetString("config")
 	return Load(Sources{File: file, Env: env, Flags: fs})
+}
+
+// TestParseRoundTrip: the YAML a learner sends a worker node parses back
+// into the same configuration.
+func TestParseRoundTrip(t *testing.T) {
+	c, err := loadArgs([]string{"--config", "recipe:countdown-maxent_listwise", "--train.prompts_per_part=3", "--cluster.generators=2"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(text, "config from the learner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := back.YAML()
+	if err != nil || !bytes.Equal(again, text) || back.Train.PromptsPerPart != 3 || back.Cluster.Generators != 2 {
+		t.Errorf("parsed config renders as\n%s\nwant\n%s", again, text)
+	}
+	if _, err := Parse([]byte("train:\n  steps: -1\n"), "bad"); err == nil || !strings.Contains(err.Error(), "train.steps") {
+		t.Errorf("a bad value parsed: %v", err)
+	}
 }

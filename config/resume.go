@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
 )
 
 // RunConfigFile is the file in a run directory that holds the run's
@@ -92,7 +95,7 @@ func loadResume(t *keyTable, src Sources, dir string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	flat, err := parseFile(t, RunConfigFile, data, ".yaml", source)
+	flat, err := parseFile(t, yaml.Parser(), data, strconv.Quote(strings.TrimPrefix(source, "file ")), source)
 	if err != nil {
 		return nil, err
 	}

@@ -329,21 +329,44 @@ func validateTrain(v *validator, c *Config) {
 
 func validateCluster(v *validator, c *Config) {
 	cl := c.Cluster
-	v.oneOf("cluster.role", cl.Role, Roles()...)
+	roles := cl.Roles()
+	v.need(len(roles) > 0, "cluster.role", cl.Role, "must name a role")
+	for _, r := range roles {
+		v.oneOf("cluster.role", r, Roles()...)
+	}
+	v.conflict(!slices.Contains(roles, RoleAll) || len(roles) == 1, "cluster.role", cl.Role, "all runs every role: give it alone")
 	v.need(cl.Name != "", "cluster.name", cl.Name, "must not be empty")
 	v.need(cl.Host != "", "cluster.host", cl.Host, "must not be empty")
 	v.need(cl.Port >= 0 && cl.Port <= 65535, "cluster.port", cl.Port, "must be in 0..65535")
+	v.need(cl.RemotePort >= 0 && cl.RemotePort <= 65535, "cluster.remote_port", cl.RemotePort, "must be in 0..65535")
 	for _, s := range cl.Seeds {
 		v.need(validHostPort(s), "cluster.seeds", cl.Seeds, fmt.Sprintf("%q is not host:port", s))
 	}
-	v.oneOf("cluster.provider", cl.Provider, "automanaged", "test")
+	worker := !cl.HasRole(RoleLearner)
+	v.conflict(!worker || len(cl.Seeds) > 0, "cluster.seeds", cl.Seeds, fmt.Sprintf("must name the learner node (host:port) for role %s", cl.Role))
+	tls := cl.TLS
+	some, all := tls.CA != "" || tls.Cert != "" || tls.Key != "", tls.CA != "" && tls.Cert != "" && tls.Key != ""
+	v.conflict(!some || all, "cluster.tls", fmt.Sprintf("ca=%q cert=%q key=%q", tls.CA, tls.Cert, tls.Key), "needs all three of ca, cert and key")
+	v.conflict(!(some && cl.Insecure), "cluster.insecure", true, "contradicts cluster.tls.*: choose one")
+	allInOne := slices.Contains(roles, RoleAll) // listens on no port
+	v.conflict(loopback(cl.Host) || some || cl.Insecure || allInOne,
+		"cluster.host", cl.Host, "is not a loopback address: nodes must use mutual TLS (cluster.tls.ca, .cert, .key; mgrpo-node certs writes them) or say --cluster.insecure")
 	v.atLeast("cluster.generators", cl.Generators, 1)
+	v.atLeast("cluster.reward_evaluators", cl.RewardEvaluators, 1)
 	v.atLeast("cluster.max_message_bytes", cl.MaxMessageBytes, 4<<20)
 	v.atLeast("cluster.weight_chunk_bytes", cl.WeightChunkBytes, 1024)
 	v.conflict(cl.WeightChunkBytes < cl.MaxMessageBytes, "cluster.weight_chunk_bytes", cl.WeightChunkBytes, fmt.Sprintf("must be below cluster.max_message_bytes (%d)", cl.MaxMessageBytes))
 	v.need(cl.RequestTimeout >= minRequestTimeout, "cluster.request_timeout", cl.RequestTimeout,
 		fmt.Sprintf("must be at least %s (no stage answers sooner: every step would be skipped)", minRequestTimeout))
-	v.conflict(cl.Provider != "test" || cl.Role == RoleAll, "cluster.provider", cl.Provider, "test membership is in-memory and needs cluster.role all")
+}
+
+// loopback reports whether host is a loopback address or name.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func validateTrace(v *validator, c *Config) {
@@ -351,7 +374,8 @@ func validateTrace(v *validator, c *Config) {
 	v.need(t.OTLPEndpoint == "" || validHostPort(t.OTLPEndpoint), "trace.otlp_endpoint", t.OTLPEndpoint, "must be host:port or empty")
 	v.oneOf("trace.protocol", t.Protocol, "grpc", "http")
 	v.need(t.SampleRatio >= 0 && t.SampleRatio <= 1, "trace.sample_ratio", t.SampleRatio, "must be in [0, 1]")
-	v.need(t.SlowStep >= 0, "trace.slow_step", t.SlowStep, "must be 0 or more")
+	d, _, err := t.SlowThreshold()
+	v.need(err == nil && d >= 0, "trace.slow_step", t.SlowStep, "must be auto, 0 or a positive duration such as 1.5s")
 	v.need(t.ServiceName != "", "trace.service_name", t.ServiceName, "must not be empty")
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"time"
 
 	"github.com/mgrpo/mgrpo/gpu/loss"
 	"github.com/mgrpo/mgrpo/gpu/optim"
@@ -103,6 +104,9 @@ type StepStats struct {
 	Sequences   int
 	Version     int64      // policy version after the step
 	LossStats   loss.Stats // the loss function's diagnostics
+	// Forward (and the loss), Backward and Optimizer (clipping and AdamW)
+	// are how long the phases of the step took.
+	Forward, Backward, Optimizer time.Duration
 }
 
 // Learner trains a copy of a model's weights: forward over a padded batch,
@@ -234,6 +238,7 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	if err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
+	start := time.Now()
 	a.load(b.Seqs)
 	l.net.forward(a, temperature)
 	if err := l.net.mm.Err(); err != nil {
@@ -247,11 +252,13 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	if err := l.setUpstream(a, b, g); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
+	forwardEnd := time.Now()
 	clear(l.grad.flat)
 	l.net.backward(a, l.grad, temperature)
 	if err := l.net.mm.Err(); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: backward: %w", err)
 	}
+	backwardEnd := time.Now()
 	st.GradNorm = optim.ClipGlobalNorm(l.params, l.lc.MaxGradNorm)
 	if math.IsNaN(st.GradNorm) || math.IsInf(st.GradNorm, 0) {
 		return StepStats{}, fmt.Errorf("learner step: gradient norm %g: %w", st.GradNorm, ErrNonFinite)
@@ -264,6 +271,7 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	}
 	l.version++
 	st.Version = l.version
+	st.Forward, st.Backward, st.Optimizer = forwardEnd.Sub(start), backwardEnd.Sub(forwardEnd), time.Since(backwardEnd)
 	return st, nil
 }
 

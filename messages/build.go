@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+
+	"google.golang.org/protobuf/proto"
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Sentinel errors.
@@ -143,4 +146,26 @@ func CheckRefScored(x *RefScored) error {
 		}
 	}
 	return nil
+}
+
+// WithMeta returns a shallow copy of m whose header is meta: every other
+// field is shared with m, read-only, as received messages are. A sender
+// uses it to give one message a header of its own per send (a trace
+// context, say) without writing into a message that may have been sent.
+// m must have a StepMeta meta field.
+func WithMeta[M proto.Message](m M, meta *StepMeta) M {
+	src := m.ProtoReflect()
+	dst := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		dst.Set(fd, v)
+		return true
+	})
+	dst.Set(src.Descriptor().Fields().ByName("meta"), protoreflect.ValueOfMessage(meta.ProtoReflect()))
+	return dst.Interface().(M)
+}
+
+// Header is a message with a StepMeta header: every step message.
+type Header interface {
+	proto.Message
+	GetMeta() *StepMeta
 }

@@ -68,9 +68,18 @@ func samples(t *testing.T) []proto.Message {
 		&ControllerUpdate{Meta: meta(), State: controller(), MetaRan: true, HasTauGrad: true, TauGrad: 0.1, HasBetaGrad: true, BetaGrad: -0.2},
 		&StepReport{Meta: meta(), Loss: -0.1, PolicyLoss: -0.12, Kl: 0.01, WeightedKl: 0.0004, Entropy: 1.2, GradNorm: 0.9,
 			LearningRate: 1e-4, Tokens: 512, ClipLow: 0.01, ClipHigh: 0.02, ClipRegion: 0.03, IsWeightMean: 0.98,
-			IsTruncatedFrac: 0.01, StalenessMin: 1, StalenessMax: 2, ListwiseClipLoss: 0.3},
+			IsTruncatedFrac: 0.01, StalenessMin: 1, StalenessMax: 2, ListwiseClipLoss: 0.3,
+			ForwardSeconds: 0.01, BackwardSeconds: 0.02, OptimizerSeconds: 0.001},
 		&CheckpointRequest{Meta: meta(), Dir: "runs/a/checkpoints/.tmp-step-5"},
 		&CheckpointDone{Meta: meta(), Error: "disk full"},
+		&JoinRequest{NodeId: "host-12-ab", Roles: []string{"generator", "reward"}, Build: "v1 abc", Protocol: 1, Address: "10.0.0.2:4101"},
+		&JoinReply{Accepted: true, Reason: "", RunId: "run", ConfigYaml: []byte("train:\n  steps: 3\n"), TokenizerJson: []byte("{}"), ModelJson: []byte(`{"vocab":98}`)},
+		&StageActor{Stage: Stage_GENERATE, Id: "generator-host-0"},
+		&Register{NodeId: "host-12-ab", Address: "10.0.0.2:4101", Actors: []*StageActor{{Stage: Stage_REWARD, Id: "reward-host-0"}}},
+		&Registered{NodeId: "host-12-ab"},
+		&Heartbeat{NodeId: "host-12-ab"},
+		&HeartbeatAck{Known: true},
+		&WeightsApplied{Meta: meta(), Version: 4, Actor: "generator-host-0"},
 		&SkipNotice{Meta: meta(), Stage: Stage_REWARD, Reason: SkipReason_NON_FINITE_REWARD, Detail: "rollout 3: reward NaN", Actor: "reward-0"},
 	}
 }
@@ -97,10 +106,12 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("%s: hash differs after round trip", name)
 		}
 	}
-	msgs := File_messages_step_proto.Messages()
-	for i := range msgs.Len() {
-		if name := msgs.Get(i).FullName(); !covered[name] {
-			t.Errorf("message %s has no round-trip sample", name)
+	for _, file := range []protoreflect.FileDescriptor{File_messages_step_proto, File_messages_node_proto} {
+		msgs := file.Messages()
+		for i := range msgs.Len() {
+			if name := msgs.Get(i).FullName(); !covered[name] {
+				t.Errorf("message %s has no round-trip sample", name)
+			}
 		}
 	}
 }
@@ -262,5 +273,26 @@ func TestAssemblerRejects(t *testing.T) {
 	newer := ChunkWeights(meta(), 6, []Tensor{{Name: "w", Data: []float32{7}}}, 8)[0]
 	if done, err := a.Add(newer); err != nil || !done || a.Version() != 6 {
 		t.Errorf("newer version: done=%v err=%v version=%d, want a fresh complete snapshot of 6", done, err, a.Version())
+	}
+}
+
+// TestWithMeta: the copy has the new header and every other field of the
+// original, which stays as it was.
+func TestWithMeta(t *testing.T) {
+	s := scored(t)
+	before := Hash(s)
+	h := NewMeta("run-1", 7, "b-7-0", 6)
+	h.Trace["traceparent"] = "00-00000000000000000000000000000001-0000000000000001-01"
+	c := WithMeta(s, h)
+	if err := Unchanged(before, s); err != nil {
+		t.Fatal(err)
+	}
+	if c.GetMeta() != h {
+		t.Errorf("copy's header is %v, want the new one", c.GetMeta())
+	}
+	c2 := proto.CloneOf(c)
+	c2.Meta = s.GetMeta()
+	if !proto.Equal(c2, s) {
+		t.Errorf("copy differs from the original beyond its header:\n%v\n%v", c2, s)
 	}
 }

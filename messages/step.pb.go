@@ -1472,6 +1472,9 @@ type StepReport struct {
 	StalenessMin     int64                  `protobuf:"varint,15,opt,name=staleness_min,json=stalenessMin,proto3" json:"staleness_min,omitempty"` // policy versions the batch's samples are behind the learner
 	StalenessMax     int64                  `protobuf:"varint,16,opt,name=staleness_max,json=stalenessMax,proto3" json:"staleness_max,omitempty"`
 	ListwiseClipLoss float64                `protobuf:"fixed64,17,opt,name=listwise_clip_loss,json=listwiseClipLoss,proto3" json:"listwise_clip_loss,omitempty"` // maxent_listwise with clip_objective: the clip term
+	ForwardSeconds   float64                `protobuf:"fixed64,18,opt,name=forward_seconds,json=forwardSeconds,proto3" json:"forward_seconds,omitempty"`         // the step's forward pass and loss
+	BackwardSeconds  float64                `protobuf:"fixed64,19,opt,name=backward_seconds,json=backwardSeconds,proto3" json:"backward_seconds,omitempty"`      // its backward pass
+	OptimizerSeconds float64                `protobuf:"fixed64,20,opt,name=optimizer_seconds,json=optimizerSeconds,proto3" json:"optimizer_seconds,omitempty"`   // gradient clipping and AdamW
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1621,6 +1624,27 @@ func (x *StepReport) GetStalenessMax() int64 {
 func (x *StepReport) GetListwiseClipLoss() float64 {
 	if x != nil {
 		return x.ListwiseClipLoss
+	}
+	return 0
+}
+
+func (x *StepReport) GetForwardSeconds() float64 {
+	if x != nil {
+		return x.ForwardSeconds
+	}
+	return 0
+}
+
+func (x *StepReport) GetBackwardSeconds() float64 {
+	if x != nil {
+		return x.BackwardSeconds
+	}
+	return 0
+}
+
+func (x *StepReport) GetOptimizerSeconds() float64 {
+	if x != nil {
+		return x.OptimizerSeconds
 	}
 	return 0
 }
@@ -1928,7 +1952,7 @@ const file_messages_step_proto_rawDesc = "" +
 	"hasTauGrad\x12\x19\n" +
 	"\btau_grad\x18\x05 \x01(\x01R\atauGrad\x12\"\n" +
 	"\rhas_beta_grad\x18\x06 \x01(\bR\vhasBetaGrad\x12\x1b\n" +
-	"\tbeta_grad\x18\a \x01(\x01R\bbetaGrad\"\xb7\x04\n" +
+	"\tbeta_grad\x18\a \x01(\x01R\bbetaGrad\"\xb8\x05\n" +
 	"\n" +
 	"StepReport\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x12\n" +
@@ -1951,7 +1975,10 @@ const file_messages_step_proto_rawDesc = "" +
 	"\x11is_truncated_frac\x18\x0e \x01(\x01R\x0fisTruncatedFrac\x12#\n" +
 	"\rstaleness_min\x18\x0f \x01(\x03R\fstalenessMin\x12#\n" +
 	"\rstaleness_max\x18\x10 \x01(\x03R\fstalenessMax\x12,\n" +
-	"\x12listwise_clip_loss\x18\x11 \x01(\x01R\x10listwiseClipLoss\"S\n" +
+	"\x12listwise_clip_loss\x18\x11 \x01(\x01R\x10listwiseClipLoss\x12'\n" +
+	"\x0fforward_seconds\x18\x12 \x01(\x01R\x0eforwardSeconds\x12)\n" +
+	"\x10backward_seconds\x18\x13 \x01(\x01R\x0fbackwardSeconds\x12+\n" +
+	"\x11optimizer_seconds\x18\x14 \x01(\x01R\x10optimizerSeconds\"S\n" +
 	"\x11CheckpointRequest\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\"T\n" +

@@ -3,16 +3,22 @@ package runlog_test
 import (
 	"fmt"
 	"math"
+	"os"
 	"time"
 
 	"github.com/mgrpo/mgrpo/actors/runlog"
 )
 
-func ExampleEncodeMetrics() {
-	line, _ := runlog.EncodeMetrics(3, map[string]float64{"train/tau": 0.5, "train/kl": math.NaN()})
+func ExampleDir_WriteTracedMetrics() {
+	dir, _ := os.MkdirTemp("", "runs")
+	defer os.RemoveAll(dir)
+	d, _ := runlog.Create(dir, "example")
+	d.WriteTracedMetrics(3, map[string]float64{"train/tau": 0.5, "train/kl": math.NaN()}, "4bf92f3577b34da6a3ce929d0e0e4736")
+	d.Close()
+	line, _ := os.ReadFile(d.MetricsPath())
 	fmt.Print(string(line))
 	// Output:
-	// {"step":3,"train/kl":null,"train/tau":0.5}
+	// {"step":3,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","train/kl":null,"train/tau":0.5}
 }
 
 func ExampleFormatProgress() {

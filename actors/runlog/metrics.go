@@ -20,6 +20,10 @@ import (
 // StepKey is the key of the step number in every metrics.jsonl line.
 const StepKey = "step"
 
+// TraceIDKey is the key of a traced step's trace id (a string: readers
+// of numbers skip it).
+const TraceIDKey = "trace_id"
+
 // Record is one metrics.jsonl line read back: the step and its values,
 // with JSON null read as NaN.
 type Record struct {
@@ -31,7 +35,14 @@ type Record struct {
 // the operating system before returning. Steps must increase from call to
 // call. The key "step" is reserved.
 func (d *Dir) WriteMetrics(step int, m map[string]float64) error {
-	line, err := EncodeMetrics(step, m)
+	return d.WriteTracedMetrics(step, m, "")
+}
+
+// WriteTracedMetrics is WriteMetrics for a step whose trace has the id
+// traceID ("" for none), written as TraceIDKey so that a person can go
+// from a number to its trace.
+func (d *Dir) WriteTracedMetrics(step int, m map[string]float64, traceID string) error {
+	line, err := encodeLine(step, m, traceID)
 	if err != nil {
 		return fmt.Errorf("write metrics step %d: %w", step, err)
 	}
@@ -51,14 +62,17 @@ func (d *Dir) WriteMetrics(step int, m map[string]float64) error {
 	return nil
 }
 
-// EncodeMetrics returns the metrics.jsonl line for step, newline included:
+// encodeLine returns the metrics.jsonl line for step, newline included:
 //
-//	{"step":N,"<key>":<value>,...}
+//	{"step":N,"trace_id":"...","<key>":<value>,...}
 //
-// with the other keys in sorted order and NaN/±Inf written as null.
-func EncodeMetrics(step int, m map[string]float64) ([]byte, error) {
-	if _, ok := m[StepKey]; ok {
-		return nil, fmt.Errorf("key %q is reserved: %w", StepKey, ErrBadMetrics)
+// with the trace id only when traceID is not empty, the other keys in
+// sorted order and NaN/±Inf written as null.
+func encodeLine(step int, m map[string]float64, traceID string) ([]byte, error) {
+	for _, k := range []string{StepKey, TraceIDKey} {
+		if _, ok := m[k]; ok {
+			return nil, fmt.Errorf("key %q is reserved: %w", k, ErrBadMetrics)
+		}
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -68,6 +82,14 @@ func EncodeMetrics(step int, m map[string]float64) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"step":`)
 	b.WriteString(strconv.Itoa(step))
+	if traceID != "" {
+		id, err := json.Marshal(traceID)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"` + TraceIDKey + `":`)
+		b.Write(id)
+	}
 	for _, k := range keys {
 		kb, err := json.Marshal(k)
 		if err != nil {

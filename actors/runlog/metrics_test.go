@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-func TestEncodeMetrics(t *testing.T) {
+func TestEncodeLine(t *testing.T) {
 	tests := []struct {
 		name string
 		step int
@@ -29,7 +29,7 @@ func TestEncodeMetrics(t *testing.T) {
 		{"exponents", 2, map[string]float64{"big": 1e21, "small": 1e-7}, `{"step":2,"big":1e+21,"small":1e-7}` + "\n"},
 	}
 	for _, tc := range tests {
-		got, err := EncodeMetrics(tc.step, tc.m)
+		got, err := encodeLine(tc.step, tc.m, "")
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -39,15 +39,15 @@ func TestEncodeMetrics(t *testing.T) {
 	}
 }
 
-func TestEncodeMetricsReservedKey(t *testing.T) {
-	if _, err := EncodeMetrics(1, map[string]float64{"step": 1}); !errors.Is(err, ErrBadMetrics) {
+func TestEncodeLineReservedKey(t *testing.T) {
+	if _, err := encodeLine(1, map[string]float64{"step": 1}, ""); !errors.Is(err, ErrBadMetrics) {
 		t.Errorf("key step: err = %v, want ErrBadMetrics", err)
 	}
 }
 
 func TestDecodeMetricsRoundTrip(t *testing.T) {
 	in := map[string]float64{"train/reward": 0.412, "x": math.NaN(), "y": -3e-9}
-	line, err := EncodeMetrics(42, in)
+	line, err := encodeLine(42, in, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,5 +345,21 @@ func TestOpenFinishesAnInterruptedRewrite(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(run, metricsJournalFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("journal left: %v", err)
+	}
+}
+
+// TestTraceIDInLine: a traced step's line names its trace, and reading
+// the line back skips the string.
+func TestTraceIDInLine(t *testing.T) {
+	line, err := encodeLine(5, map[string]float64{"train/kl": 0.25}, "4bf92f3577b34da6a3ce929d0e0e4736")
+	if err != nil || string(line) != `{"step":5,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","train/kl":0.25}`+"\n" {
+		t.Fatalf("line %q (%v)", line, err)
+	}
+	r, err := DecodeMetrics(line)
+	if err != nil || r.Step != 5 || len(r.Values) != 1 || r.Values["train/kl"] != 0.25 {
+		t.Errorf("read back %+v (%v)", r, err)
+	}
+	if _, err := encodeLine(1, map[string]float64{TraceIDKey: 1}, ""); !errors.Is(err, ErrBadMetrics) {
+		t.Errorf("trace_id as a metric key: %v, want ErrBadMetrics", err)
 	}
 }

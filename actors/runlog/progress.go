@@ -25,6 +25,12 @@ const (
 	// KeyEvalGreedyAccuracy is the greedy accuracy on held-out problems,
 	// on the steps that evaluate.
 	KeyEvalGreedyAccuracy = "eval/greedy_accuracy"
+	// KeyWeightSyncBytes is the weight bytes sent over the network to
+	// generators after the step (time/weight_sync_s is how long it took).
+	KeyWeightSyncBytes = "perf/weight_sync_bytes"
+	// KeyReissuedParts counts, since the run (or resume) started, the parts
+	// of work sent again because the actor doing them was lost.
+	KeyReissuedParts = "cluster/reissued_parts"
 )
 
 // etaAlpha is the weight of the newest step time in the exponential moving
@@ -165,6 +171,17 @@ func (p *Progress) Update(s ProgressStats, stepTime time.Duration) string {
 		fmt.Fprintln(p.w, line)
 	}
 	return line
+}
+
+// Note prints line on a line of its own (a skipped or slow step): on a
+// terminal it first clears the rewritten progress line, which the next
+// Update draws again below it.
+func (p *Progress) Note(line string) {
+	if p.tty && p.lastLen > 0 {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.lastLen))
+		p.lastLen = 0
+	}
+	fmt.Fprintln(p.w, line)
 }
 
 // Done ends the rewritten line on a terminal with a newline.

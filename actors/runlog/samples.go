@@ -29,7 +29,7 @@ func StandardSampleColumns(rewardKeys []string) []string {
 	for _, k := range rewardKeys {
 		cols = append(cols, "reward/"+k)
 	}
-	return cols
+	return append(cols, "generator")
 }
 
 // SamplesFileName is the sidecar file name for step: step_NNNNNN.json

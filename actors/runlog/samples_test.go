@@ -60,10 +60,11 @@ func TestEncodeSamplesBadRow(t *testing.T) {
 }
 
 func TestStandardSampleColumns(t *testing.T) {
-	// spec §3.1: the twelve fixed columns, then reward/{key} per reward.
+	// spec §3.1: the twelve fixed columns, then reward/{key} per reward;
+	// then (mgrpo) the generator that drew the completion.
 	got := StandardSampleColumns([]string{"accuracy", "format"})
-	if len(got) != 14 || got[0] != "step" || got[4] != "reward_rank_desc" || got[11] != "update_mass_proxy" ||
-		got[12] != "reward/accuracy" || got[13] != "reward/format" {
+	if len(got) != 15 || got[0] != "step" || got[4] != "reward_rank_desc" || got[11] != "update_mass_proxy" ||
+		got[12] != "reward/accuracy" || got[13] != "reward/format" || got[14] != "generator" {
 		t.Errorf("columns = %v", got)
 	}
 }

@@ -11,22 +11,23 @@ import (
 
 const helpText = `mgrpo-node trains language-model policies with MaxEnt-GRPO and the GRPO
 family. Generators, reward evaluators, reference scorers, a learner and a
-controller are actors; one process runs them all, or each node of a
-cluster runs some.
+controller are actors; one process runs them all, or the nodes of a
+cluster share them.
 
 Usage:
   mgrpo-node [--role ROLE] [--config FILE|recipe:NAME] [--section.key=value ...]
   mgrpo-node COMMAND [args]
 
-Roles (--role, same as --cluster.role):
+Roles (--role, same as --cluster.role; all, or a comma list of the others):
   all         every actor in this process; trains the configured recipe (default)
-  learner     policy updates and weight publishing; coordinates the steps
+  learner     the learner, the controller and the step coordinator: trains;
+              worker nodes join it (its membership port: cluster.port, 6330)
   generator   samples completions with the latest policy weights
   reward      scores completions with the reward functions
   reference   scores completions under the reference policy
-  controller  updates tau and beta from each step's statistics
-  Nodes of one cluster share cluster.name and find each other through
-  --cluster.seeds host:port,...
+  A worker node needs only its roles and the learner's address:
+    mgrpo-node --role generator --cluster.seeds LEARNER_HOST:6330
+  the learner sends it the configuration, tokenizer and weights.
 
 Commands:
   version     print the version
@@ -35,6 +36,7 @@ Commands:
   init        write a starting checkpoint
   bench       run benchmarks, JSON output
   traces      list the slowest steps from Jaeger (--slow)
+  certs       write a CA and node certificates for mutual TLS between nodes
   help        this text
 
 Configuration, lowest layer first (later layers override earlier ones):

@@ -54,6 +54,8 @@ func subcommand(name string) (func(args []string, stdout, stderr io.Writer) int,
 		return runBench, true
 	case "traces":
 		return runTraces, true
+	case "certs":
+		return runCerts, true
 	}
 	return nil, false
 }

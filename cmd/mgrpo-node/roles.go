@@ -7,26 +7,38 @@ import (
 	"io"
 
 	"github.com/mgrpo/mgrpo/actors"
+	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/config"
 )
 
 // runRole runs the actors of cfg.Cluster.Role until the run ends or ctx
-// is cancelled, and returns the exit code. Role all trains in this process
-// (actors.Run): progress on stdout, errors on stderr (runExit).
+// is cancelled, and returns the exit code. Role all, or any list with the
+// learner, trains (actors.Run): progress on stdout, errors on stderr. A
+// list of worker roles serves a learner's runs (actors.Serve) until ctx is
+// cancelled.
 func runRole(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) int {
-	if cfg.Cluster.Role != config.RoleAll {
-		fmt.Fprintf(stderr, "mgrpo-node: role %s: distributed roles are not implemented yet; use --role all\n", cfg.Cluster.Role)
-		return exitFailed
+	cl := cfg.Cluster
+	if !cl.HasRole(config.RoleAll) && cl.Insecure {
+		fmt.Fprintf(stderr, "mgrpo-node: warning: --cluster.insecure: nodes talk in plaintext on %s; anyone who reaches it can join\n", cl.Host)
 	}
-	return runExit(actors.Run(ctx, cfg, stdout), stderr)
+	if cl.HasRole(config.RoleLearner) || cl.HasRole(config.RoleAll) {
+		return runExit(actors.Run(ctx, cfg, stdout), stderr)
+	}
+	return runExit(actors.Serve(ctx, cfg, stdout), stderr)
 }
 
 // runExit prints a run's error as one line and returns its exit code:
-// exitStopped for an interrupted run, exitNoProgress for one stopped by
-// skipped steps, exitFailed for any other error.
+// exitUsage for bad configuration, an address that cannot be bound or bad
+// TLS files, exitStopped for an interrupted run, exitNoProgress for one
+// stopped by skipped steps, exitFailed for any other error.
 func runExit(err error, stderr io.Writer) int {
-	if err == nil {
+	var cfgErr *config.Error
+	switch {
+	case err == nil:
 		return exitOK
+	case errors.As(err, &cfgErr), errors.Is(err, node.ErrBind), errors.Is(err, node.ErrTLS):
+		fmt.Fprintln(stderr, errorLine(err))
+		return exitUsage
 	}
 	fmt.Fprintf(stderr, "mgrpo-node: %s\n", errorLine(err))
 	switch {

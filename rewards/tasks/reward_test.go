@@ -160,7 +160,9 @@ func TestVerifierTimeoutScoresZero(t *testing.T) {
 		// Lengths 1, 4, 1: λ = 0.5, −0.5, 0.5; the slow one scores 0.
 		{"length", []float64{0.5, 0, 0}},
 	} {
-		fn, err := Reward(tc.name, slow, time.Millisecond)
+		// The timeout leaves a fast verifier ample time on a loaded machine
+		// (at 1 ms, "2" itself timed out under load); the slow one never ends.
+		fn, err := Reward(tc.name, slow, 500*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}

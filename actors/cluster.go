@@ -1,0 +1,224 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mgrpo/mgrpo/actors/node"
+	"github.com/mgrpo/mgrpo/actors/trace"
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/messages"
+)
+
+// ProtocolVersion is the version of the messages nodes exchange
+// (messages/*.proto); nodes of different versions refuse each other.
+const ProtocolVersion int32 = 1
+
+// buildSuffix is set at link time (-ldflags "-X
+// github.com/mgrpo/mgrpo/actors.buildSuffix=..."), to tell apart builds
+// of one source tree.
+var buildSuffix string
+
+// Build names this binary's build: the module version, the VCS revision
+// (with "+dirty" for a modified tree) and the link-time suffix. Nodes of
+// different builds refuse each other: the numbers of a run must not depend
+// on which binary computed them.
+func Build() string {
+	b := "dev"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v := info.Main.Version; v != "" && v != "(devel)" {
+			b = v
+		}
+		for _, s := range info.Settings {
+			switch {
+			case s.Key == "vcs.revision":
+				b += " " + s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				b += "+dirty"
+			}
+		}
+	}
+	if buildSuffix != "" {
+		b += " " + buildSuffix
+	}
+	return b
+}
+
+// startNode starts this process's cluster node for cfg (a learner node
+// when it has the learner role), with a gRPC batch bound derived from the
+// largest message the run can send (messageBound). Configurations whose
+// messages cannot fit are refused with a config error.
+func startNode(cfg *config.Config, learner bool, bound int, log io.Writer) (*node.Node, error) {
+	cl := cfg.Cluster
+	if err := checkMessageBound(cfg, bound); err != nil {
+		return nil, err
+	}
+	o := node.Options{Name: cl.Name, Host: cl.Host, Port: cl.Port, RemotePort: cl.RemotePort, Seeds: cl.Seeds,
+		Learner: learner, MaxMessageBytes: cl.MaxMessageBytes, BatchSize: cl.MaxMessageBytes / max(bound, 1), Log: log}
+	if cl.TLS.CA != "" {
+		t, err := node.LoadTLS(cl.TLS.CA, cl.TLS.Cert, cl.TLS.Key)
+		if err != nil {
+			return nil, err
+		}
+		o.TLS = t
+	}
+	return node.Start(o)
+}
+
+// checkMessageBound refuses a configuration whose largest message
+// (messageBound) does not fit cluster.max_message_bytes.
+func checkMessageBound(cfg *config.Config, bound int) error {
+	if max := cfg.Cluster.MaxMessageBytes; bound > max {
+		return &config.Error{Key: "cluster.max_message_bytes", Value: fmt.Sprint(max),
+			Reason: fmt.Sprintf("below the largest message of this run (%d bytes): raise it, or lower cluster.weight_chunk_bytes or train.prompts_per_part", bound),
+			Err:    config.ErrConflict}
+	}
+	return nil
+}
+
+// messageBound is an upper bound, in bytes, of the largest message nodes
+// of this run exchange: a weight chunk, a part's batch at any stage (built
+// at its largest: every prompt and completion at full length), or the
+// JoinReply. gRPC drops a batch over its limit without a word (go-deps
+// §11d), so the limit and the batch size are set from it.
+func messageBound(d *Deps, join *messages.JoinReply) int {
+	c := d.Cfg
+	tokenBytes := 1
+	for id := range d.Tokenizer.VocabSize() {
+		tokenBytes = max(tokenBytes, len(d.Tokenizer.Decode([]int{id})))
+	}
+	ctx, k, n := d.Model.Context, c.Generation.NumGenerations, c.Train.PromptsPerPart
+	prompt := &messages.Prompt{Index: int32(n), TokenIds: make([]int32, ctx), Seed: ^uint64(0),
+		Text: string(make([]byte, ctx*tokenBytes)), Answer: string(make([]byte, 4096))}
+	for i := range prompt.TokenIds {
+		prompt.TokenIds[i] = int32(d.Model.Vocab)
+	}
+	t := c.Generation.MaxCompletionLen
+	ro := &messages.Rollouts{Meta: messages.NewMeta(d.RunID, 1<<40, string(make([]byte, 256)), 1<<40), NumGenerations: int32(k)}
+	for i := range n {
+		ro.Prompts = append(ro.Prompts, prompt)
+		for range k {
+			r := &messages.Rollout{PromptIndex: int32(i), TokenIds: prompt.TokenIds[:t], Logp: make([]float32, t),
+				Entropy: make([]float32, t), FinishReason: messages.FinishReason_LENGTH, PolicyVersion: 1 << 40,
+				GeneratorId: string(make([]byte, 256)), Text: string(make([]byte, t*tokenBytes))}
+			ro.Rollouts = append(ro.Rollouts, r)
+		}
+	}
+	names := make([]string, len(d.Rewards))
+	for i, f := range d.Rewards {
+		names[i] = f.Name
+	}
+	sc := &messages.Scored{Meta: ro.Meta, Rollouts: ro, RewardNames: names, RewardWeights: make([]float64, len(names)),
+		Rewards: make([]float64, n*k*len(names)), Truncated: make([]bool, n*k)}
+	rs := &messages.RefScored{Meta: ro.Meta, Scored: sc, RefLogpSum: make([]float64, n*k)}
+	for range n * k {
+		rs.Ref = append(rs.Ref, &messages.TokenLogprobs{Logp: make([]float32, t)})
+	}
+	chunk := c.Cluster.WeightChunkBytes + 64<<10 // tensor data plus names and shapes
+	sizes := []int{proto.Size(rs), chunk, proto.Size(join)}
+	return slices.Max(sizes)*5/4 + 64<<10 // 25% and 64 KiB for headers, trace context and batch framing
+}
+
+// joinReply is what the learner sends every admitted node: the run id,
+// its configuration, tokenizer and model dimensions.
+func joinReply(d *Deps) (*messages.JoinReply, error) {
+	text, err := d.Cfg.YAML()
+	if err != nil {
+		return nil, err
+	}
+	model, err := json.Marshal(d.Model)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizerJSON(d.Tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	return &messages.JoinReply{RunId: d.RunID, ConfigYaml: text, TokenizerJson: tok, ModelJson: model}, nil
+}
+
+// tokenizerJSON is tok's tokenizer.json, as a checkpoint holds it.
+func tokenizerJSON(tok tokenizer.Tokenizer) ([]byte, error) {
+	saver, ok := tok.(interface{ Save(dir string) error })
+	if !ok {
+		return nil, fmt.Errorf("tokenizer %s cannot be sent to worker nodes", tok.Name())
+	}
+	dir, err := os.MkdirTemp("", "mgrpo-tokenizer-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := saver.Save(dir); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(filepath.Join(dir, tokenizer.FileName))
+}
+
+// tokenizerFromJSON reads back what tokenizerJSON wrote.
+func tokenizerFromJSON(data []byte) (tokenizer.Tokenizer, error) {
+	dir, err := os.MkdirTemp("", "mgrpo-tokenizer-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, tokenizer.FileName), data, 0o600); err != nil {
+		return nil, err
+	}
+	return tokenizer.Load(dir)
+}
+
+// modelFromJSON reads the model dimensions a JoinReply carries.
+func modelFromJSON(data []byte) (gpu.Config, error) {
+	var c gpu.Config
+	if err := json.Unmarshal(data, &c); err != nil {
+		return gpu.Config{}, fmt.Errorf("model dimensions from the learner: %w", err)
+	}
+	return c, nil
+}
+
+// loopbackHost reports whether host is a loopback address or name.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// nodeTracing is a node's tracer provider and the id its spans carry.
+type nodeTracing struct {
+	*trace.Provider
+	node string
+}
+
+// newTracing starts the tracing of a node named node with roles, from
+// cfg's trace section.
+func newTracing(ctx context.Context, cfg *config.Config, node string, roles []string) (*nodeTracing, error) {
+	t := cfg.Trace
+	p, err := trace.New(ctx, trace.Options{ServiceName: t.ServiceName, InstanceID: node, Version: Build(), Roles: roles,
+		OTLPEndpoint: t.OTLPEndpoint, Protocol: t.Protocol, File: t.File, SampleRatio: t.SampleRatio})
+	if err != nil {
+		return nil, err
+	}
+	return &nodeTracing{Provider: p, node: node}, nil
+}
+
+// newNodeID names this process in a cluster and in traces: its first
+// role, host and process id, and a random suffix (a restarted process on
+// the same host has another id).
+func newNodeID(role string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%s-%d-%04x", role, host, os.Getpid(), rand.Uint32()&0xffff)
+}

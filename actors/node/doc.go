@@ -1,0 +1,25 @@
+// Package node starts one process of an mgrpo cluster: its actor system,
+// the proto.actor remote endpoint (gRPC, with mutual TLS, keepalive and a
+// message limit large enough for the run's messages) and its cluster
+// membership.
+//
+// The node hosting the learner is a cluster member: it serves membership
+// on cluster.host:cluster.port (6330 by default) and advertises the kind
+// LearnerKind. Every other node is a cluster client that polls the seeds
+// it was given (--cluster.seeds), finds the learner among the members and
+// talks to it by plain remote PIDs: membership is for discovery only;
+// failures are noticed by the coordinator's Watch on each registered
+// actor (milliseconds after a process dies) and, for a hung process, by
+// gRPC keepalive (about 11 s). No grains are used, so no identity can be
+// activated twice (go-deps §11).
+//
+// Everything binds cluster.host. Membership answers plain HTTP with the
+// node's address, id and kinds; every actor message travels over gRPC,
+// under mutual TLS when LoadTLS is given (certificates from WriteCerts).
+//
+// It imports protoactor-go, gRPC and internal/atomicfile; nothing of
+// actors.
+//
+//	n, err := node.Start(node.Options{Name: "mgrpo", Host: "127.0.0.1", Seeds: []string{"10.0.0.1:6330"}, MaxMessageBytes: 64 << 20})
+//	learners := n.Learners() // addresses of the learner's actor system
+package node

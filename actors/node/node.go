@@ -1,0 +1,245 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/labstack/echo"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+)
+
+// LearnerKind is the cluster kind a node hosting the learner advertises:
+// worker nodes find the learner by it.
+const LearnerKind = "mgrpo-learner"
+
+// DefaultLearnerPort is the membership port of a learner node when
+// cluster.port is 0: the port worker nodes name in --cluster.seeds.
+const DefaultLearnerPort = 6330
+
+// refresh is how often membership is polled (go-deps §11a: a dead member
+// is dropped within one interval).
+const refresh = 500 * time.Millisecond
+
+// Keepalive: a silent connection is pinged after keepaliveTime and dropped
+// keepaliveTimeout later, so a hung node (SIGSTOP) is reported as
+// terminated (gRPC raises a client time below 10 s to 10 s: ~11 s in all).
+const (
+	keepaliveTime    = 10 * time.Second
+	keepaliveTimeout = time.Second
+)
+
+// Options place one process in a cluster.
+type Options struct {
+	// Name is cluster.name: nodes only see members of their own cluster.
+	Name string
+	// Host is cluster.host: every port of the node binds it.
+	Host string
+	// Port is the membership port of a learner node (the one worker nodes
+	// name in their seeds); 0 means DefaultLearnerPort. Worker nodes do
+	// not listen on it.
+	Port int
+	// RemotePort is the port of the actor system (gRPC); 0 picks a free one.
+	RemotePort int
+	// Seeds are the membership addresses (host:port) of learner nodes.
+	Seeds []string
+	// Learner makes the node a cluster member advertising LearnerKind;
+	// other nodes are cluster clients that find it.
+	Learner bool
+	// TLS, when set, is the mutual TLS of every connection between actor
+	// systems (TLSConfigs); nil is plaintext.
+	TLS *TLSConfigs
+	// MaxMessageBytes is the largest gRPC message this node accepts: one
+	// message, or one batch of queued messages (go-deps §11d).
+	MaxMessageBytes int
+	// BatchSize bounds how many queued messages go out in one gRPC
+	// message, so that a batch cannot exceed MaxMessageBytes.
+	BatchSize int
+	// Log receives the actor system's own log lines at WARN and above
+	// (nil discards them); routine membership polling errors are dropped.
+	Log io.Writer
+}
+
+// TLSConfigs are the server and client sides of mutual TLS.
+type TLSConfigs struct {
+	Server, Client *tls.Config
+}
+
+// Node is one process's actor system, joined to a cluster.
+type Node struct {
+	sys        *actor.ActorSystem
+	cluster    *cluster.Cluster
+	seed       string // membership address (learner nodes)
+	remotePort int
+	tls        *TLSConfigs
+}
+
+// ErrBind: a port of the node cannot be bound.
+var ErrBind = errors.New("node: cannot bind")
+
+// Start starts the actor system, its remote endpoint and cluster
+// membership. A learner node is a cluster member serving its membership
+// on Host:Port; other nodes are cluster clients polling the seeds.
+func Start(o Options) (*Node, error) {
+	if o.Learner && o.Port == 0 {
+		o.Port = DefaultLearnerPort
+	}
+	remotePort, err := freePort(o.Host, o.RemotePort)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{sys: actor.NewActorSystem(actor.WithLoggerFactory(loggerFactory(o.Log))), remotePort: remotePort, tls: o.TLS}
+	var health *echo.Echo
+	hosts := slices.Clone(o.Seeds)
+	if o.Learner {
+		lis, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+		if err != nil {
+			return nil, fmt.Errorf("%w: membership port %s:%d: %w", ErrBind, o.Host, o.Port, err)
+		}
+		n.seed = lis.Addr().String()
+		health = echo.New()
+		health.HideBanner, health.HidePort, health.Listener = true, true, lis
+		hosts = append([]string{n.seed}, hosts...)
+	} else {
+		health = echo.New() // never started: clients serve no membership
+	}
+	provider := automanaged.NewWithTesting(refresh, o.Port, health, hosts...)
+	var kinds []*cluster.Kind
+	if o.Learner {
+		kinds = append(kinds, cluster.NewKind(LearnerKind, actor.PropsFromFunc(func(actor.Context) {})))
+	}
+	cfg := cluster.Configure(o.Name, provider, disthash.New(), remote.Configure(o.Host, remotePort, remoteOptions(o)...),
+		cluster.WithKinds(kinds...))
+	n.cluster = cluster.New(n.sys, cfg)
+	if o.Learner {
+		health.GET("/_health", func(c echo.Context) error {
+			return c.JSON(200, automanaged.NewNode(o.Name, n.sys.ID, o.Host, remotePort, o.Port, n.cluster.GetClusterKinds()))
+		})
+		n.cluster.StartMember()
+	} else {
+		n.cluster.StartClient()
+	}
+	return n, nil
+}
+
+// remoteOptions are the gRPC settings of every node: credentials, the
+// message limit (both sides: replies travel the other way), keepalive, and
+// the batch bound.
+func remoteOptions(o Options) []remote.ConfigOption {
+	creds := insecure.NewCredentials()
+	serverOpts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
+	}
+	if o.TLS != nil {
+		creds = credentials.NewTLS(o.TLS.Client)
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(o.TLS.Server)))
+	}
+	return []remote.ConfigOption{
+		remote.WithServerOptions(serverOpts...),
+		// WithDialOptions replaces the defaults, which hold only the
+		// (insecure) credentials: always give credentials (go-deps §11c).
+		remote.WithDialOptions(grpc.WithTransportCredentials(creds),
+			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout, PermitWithoutStream: true})),
+		remote.WithEndpointWriterBatchSize(max(o.BatchSize, 1)),
+	}
+}
+
+// freePort returns port if host:port can be bound, or a free port for 0.
+func freePort(host string, port int) (int, error) {
+	lis, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return 0, fmt.Errorf("%w: actor port %s:%d: %w", ErrBind, host, port, err)
+	}
+	defer lis.Close()
+	return lis.Addr().(*net.TCPAddr).Port, nil
+}
+
+// System is the node's actor system.
+func (n *Node) System() *actor.ActorSystem { return n.sys }
+
+// Address is host:port of the node's actor system: where its actors are.
+func (n *Node) Address() string { return n.sys.Address() }
+
+// Seed is the membership address of a learner node (host:port, what
+// other nodes give as --cluster.seeds); "" for other nodes.
+func (n *Node) Seed() string { return n.seed }
+
+// Learners lists the actor-system addresses of the learner nodes this
+// node currently sees.
+func (n *Node) Learners() []string {
+	var out []string
+	for _, m := range n.cluster.MemberList.Members().Members() {
+		if slices.Contains(m.Kinds, LearnerKind) {
+			out = append(out, m.Address())
+		}
+	}
+	return out
+}
+
+// CheckPeer is CheckPeer(addr) with this node's transport security.
+func (n *Node) CheckPeer(addr string) error { return CheckPeer(addr, n.tls) }
+
+// Stop stops the node without waiting for a graceful leave. (A cluster
+// client has no gossip to leave: Cluster.Shutdown would dereference it.)
+func (n *Node) Stop() {
+	if n.seed != "" {
+		n.cluster.Shutdown(false)
+		return
+	}
+	n.sys.Shutdown()
+	n.cluster.Remote.Shutdown(false)
+}
+
+// loggerFactory sends the library's WARN and above to w, without the
+// membership poller's reports of seeds that do not answer yet (the node
+// says so itself, in one line) or of connections being re-dialled.
+func loggerFactory(w io.Writer) func(*actor.ActorSystem) *slog.Logger {
+	if w == nil {
+		w = io.Discard
+	}
+	h := quiet{slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})}
+	return func(*actor.ActorSystem) *slog.Logger { return slog.New(h) }
+}
+
+// quiet drops routine log records of the membership poller and endpoint
+// writers.
+type quiet struct{ slog.Handler }
+
+// routine are the library's messages that describe expected states of a
+// cluster whose nodes come and go.
+var routine = []string{
+	"Bad connection to the node health status", "Failure reaching nodes",
+	"EndpointWriter failed to connect", "EndpointWriter lost connection", "EndpointWriter failed to create receive stream",
+	"Automanaged server stopping..!",
+}
+
+// Handle implements slog.Handler.
+func (q quiet) Handle(ctx context.Context, r slog.Record) error {
+	if slices.Contains(routine, r.Message) {
+		return nil
+	}
+	return q.Handler.Handle(ctx, r)
+}
+
+// WithAttrs implements slog.Handler.
+func (q quiet) WithAttrs(a []slog.Attr) slog.Handler { return quiet{q.Handler.WithAttrs(a)} }
+
+// WithGroup implements slog.Handler.
+func (q quiet) WithGroup(name string) slog.Handler { return quiet{q.Handler.WithGroup(name)} }

@@ -1,0 +1,97 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/mgrpo/mgrpo/actors/trace"
+	"github.com/mgrpo/mgrpo/messages"
+)
+
+// Span names of a step's trace (one trace per step, rooted at spanStep).
+// The trainer makes the stage spans; the coordinator one request span per
+// try of a part, naming the actor it went to; the actor one span for its
+// work, on whichever node it runs.
+const (
+	spanStep      = "step"
+	spanGenerate  = "generate"
+	spanReward    = "reward"
+	spanReference = "reference"
+	spanPrepare   = "prepare"
+	spanLearn     = "learn"
+	spanControl   = "control"
+	spanPublish   = "publish"
+)
+
+// Span attribute keys, spelled once.
+const (
+	attrRun       = attribute.Key("mgrpo.run")
+	attrStep      = attribute.Key("mgrpo.step")
+	attrVersion   = attribute.Key("mgrpo.policy_version")
+	attrActor     = attribute.Key("mgrpo.actor")
+	attrNode      = attribute.Key("mgrpo.node")
+	attrPart      = attribute.Key("mgrpo.part")
+	attrTry       = attribute.Key("mgrpo.try")
+	attrPrompts   = attribute.Key("mgrpo.prompts")
+	attrSamples   = attribute.Key("mgrpo.completions")
+	attrTokens    = attribute.Key("mgrpo.tokens")
+	attrTokensPS  = attribute.Key("mgrpo.tokens_per_s")
+	attrBytes     = attribute.Key("mgrpo.bytes")
+	attrChunks    = attribute.Key("mgrpo.chunks")
+	attrSkip      = attribute.Key("mgrpo.skip_reason")
+	attrSlow      = attribute.Key("mgrpo.slow")
+	attrStaleness = attribute.Key("mgrpo.staleness")
+	attrObjective = attribute.Key("mgrpo.objective")
+	attrTau       = attribute.Key("mgrpo.tau")
+	attrBeta      = attribute.Key("mgrpo.beta")
+	attrFunction  = attribute.Key("mgrpo.reward_function")
+	attrRound     = attribute.Key("mgrpo.round")
+)
+
+// actorSpan starts the span of a stage actor's work on a message: a child
+// of the span that sent it (its StepMeta.trace), on whichever node.
+func actorSpan(tr oteltrace.Tracer, meta *messages.StepMeta, name, actor, node string, attrs ...attribute.KeyValue) (context.Context, oteltrace.Span) {
+	ctx := trace.Extract(context.Background(), meta)
+	attrs = append(attrs, attrActor.String(actor), attrNode.String(node), attrStep.Int64(meta.GetStep()))
+	return tr.Start(ctx, name, oteltrace.WithSpanKind(oteltrace.SpanKindConsumer), oteltrace.WithAttributes(attrs...))
+}
+
+// endSpan ends span, with an error status (and the skip reason) when err
+// is not nil.
+func endSpan(span oteltrace.Span, err error) {
+	if err != nil {
+		var s *SkipError
+		if errors.As(err, &s) {
+			span.SetAttributes(attrSkip.String(s.Reason.String()))
+		}
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// childSpan records a finished piece of work that took d, ending at end,
+// as a child of ctx's span (phases timed inside a plain function).
+func childSpan(ctx context.Context, tr oteltrace.Tracer, name string, end time.Time, d time.Duration, attrs ...attribute.KeyValue) {
+	_, s := tr.Start(ctx, name, oteltrace.WithTimestamp(end.Add(-d)), oteltrace.WithAttributes(attrs...))
+	s.End(oteltrace.WithTimestamp(end))
+}
+
+// withSpan gives each part a header carrying ctx's span (a shallow copy:
+// a part may be a message already received).
+func withSpan[M interface {
+	messages.Header
+}](ctx context.Context, parts []M) []M {
+	if !oteltrace.SpanContextFromContext(ctx).IsValid() {
+		return parts
+	}
+	out := make([]M, len(parts))
+	for i, p := range parts {
+		out[i] = messages.WithMeta(p, trace.WithSpan(ctx, p.GetMeta()))
+	}
+	return out
+}

@@ -1,0 +1,97 @@
+package actors
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/mgrpo/mgrpo/actors/trace"
+	"github.com/mgrpo/mgrpo/config"
+)
+
+// memoryTracer is a tracer that keeps every ended span in memory,
+// sampling steps at ratio.
+func memoryTracer(ratio float64) (oteltrace.Tracer, *tracetest.InMemoryExporter) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))))
+	return tp.Tracer(trace.ScopeName), exp
+}
+
+// TestStepTraces: each step through the actors is one trace, rooted at
+// step, holding a span of every stage, every span's parent in it; with a
+// sample ratio of 0 no step leaves a span.
+func TestStepTraces(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.Train.PromptsPerPart = 2 })
+	d := testDeps(t, cfg)
+	var exp *tracetest.InMemoryExporter
+	d.Tracer, exp = memoryTracer(1)
+	opt := pipelineOptionsOf(d)
+	opt.Generators = 2
+	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	defer p.Stop()
+	for n := range int64(2) {
+		if _, err := Step(context.Background(), p.Trainer, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byTrace := map[oteltrace.TraceID][]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		byTrace[s.SpanContext.TraceID()] = append(byTrace[s.SpanContext.TraceID()], s)
+	}
+	if len(byTrace) != 2 {
+		t.Fatalf("%d traces for 2 steps", len(byTrace))
+	}
+	for id, spans := range byTrace {
+		ids, roots, step := map[oteltrace.SpanID]bool{}, 0, int64(0)
+		var names []string
+		for _, s := range spans {
+			ids[s.SpanContext.SpanID()] = true
+			names = append(names, s.Name)
+			for _, a := range s.Attributes {
+				if s.Name == spanStep && a.Key == attrStep {
+					step = a.Value.AsInt64()
+				}
+			}
+		}
+		for _, s := range spans {
+			switch {
+			case !s.Parent.IsValid():
+				roots++
+				if s.Name != spanStep {
+					t.Errorf("trace %s: root %s, want %s", id, s.Name, spanStep)
+				}
+			case !ids[s.Parent.SpanID()]:
+				t.Errorf("trace %s: span %s's parent is not in the trace", id, s.Name)
+			}
+		}
+		if roots != 1 {
+			t.Errorf("trace %s has %d roots", id, roots)
+		}
+		want := []string{spanStep, spanGenerate, "generator.request", "generate.part", spanReward, "reward.request",
+			"reward.part", "reward.function", spanReference, "reference.request", "reference.part", spanPrepare,
+			"learner.request", spanLearn, "learn.forward", "learn.backward", "learn.optimizer", "controller.request", spanControl}
+		if step > 1 { // a batch's weights are handed over as it is produced: step 1's are the ones the generators start with
+			want = append(want, spanPublish)
+		}
+		for _, want := range want {
+			if !slices.Contains(names, want) {
+				t.Errorf("trace %s lacks a %s span: %v", id, want, names)
+			}
+		}
+	}
+
+	d.Tracer, exp = memoryTracer(0)
+	q := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	defer q.Stop()
+	if _, err := Step(context.Background(), q.Trainer, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Errorf("a step not sampled left %d spans", n)
+	}
+}

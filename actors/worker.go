@@ -1,0 +1,216 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/mgrpo/mgrpo/actors/node"
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/messages"
+)
+
+// Worker timing: how often a worker looks for the learner and says it
+// waits, and how often it tells the learner it is still there.
+const (
+	lookEvery      = 200 * time.Millisecond
+	waitNoticeEach = 5 * time.Second
+	heartbeatEvery = time.Second
+	askTimeout     = 3 * time.Second
+	learnerLost    = 5 // missed heartbeats before the learner counts as gone
+)
+
+// ErrRefused: the learner refused this node (another build or protocol).
+var ErrRefused = errors.New("actors: refused by the learner")
+
+// Serve runs a worker node (roles among generator, reward, reference):
+// it finds the learner through the seeds, joins its run (the learner sends
+// the configuration, tokenizer and weights: no shared disk), starts its
+// stage actors and serves them until ctx is cancelled. When the learner
+// goes away or drops the node, it stops its actors and joins again, so a
+// node outlives runs and restarts of the learner.
+func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
+	w := &worker{cfg: cfg, out: out, id: newNodeID(strings.ReplaceAll(cfg.Cluster.Role, ",", "+"))}
+	n, err := startNode(cfg, false, cfg.Cluster.MaxMessageBytes, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer n.Stop()
+	w.node = n
+	fmt.Fprintf(out, "node %s: %s, actors at %s, looking for the learner at %s\n", w.id, cfg.Cluster.Role, n.Address(), strings.Join(cfg.Cluster.Seeds, ", "))
+	for ctx.Err() == nil {
+		coord, err := w.findLearner(ctx)
+		if err != nil {
+			break
+		}
+		if err := w.serveRun(ctx, coord); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// worker is one worker node's state.
+type worker struct {
+	cfg     *config.Config
+	out     io.Writer
+	id      string
+	node    *node.Node
+	actors  []*actor.PID // the stage actors of the current run
+	tracing *nodeTracing // the current run's tracing (nil before one)
+}
+
+// findLearner waits until a learner node is among the members and returns
+// its coordinator; it says once every few seconds that it is waiting.
+func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
+	last := time.Now()
+	for {
+		if ls := w.node.Learners(); len(ls) > 0 {
+			return actor.NewPID(ls[0], CoordinatorName), nil
+		}
+		if time.Since(last) >= waitNoticeEach {
+			fmt.Fprintf(w.out, "node %s: waiting for a learner of cluster %s at %s\n", w.id, w.cfg.Cluster.Name, strings.Join(w.cfg.Cluster.Seeds, ", "))
+			last = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(lookEvery):
+		}
+	}
+}
+
+// serveRun joins the run of the coordinator, starts and registers this
+// node's stage actors, and keeps them until the learner is gone or drops
+// the node (nil: look for a learner again) or ctx ends. A refusal is
+// ErrRefused.
+func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
+	sys := w.node.System()
+	res, err := sys.Root.RequestFuture(coord, &messages.JoinRequest{NodeId: w.id, Roles: w.cfg.Cluster.Roles(),
+		Build: Build(), Protocol: ProtocolVersion, Address: w.node.Address()}, askTimeout).Result()
+	if err != nil {
+		// Not ready, gone, or unable to talk: a transport that does not fit
+		// (TLS on one side only, certificates of another CA) never will.
+		return w.node.CheckPeer(coord.GetAddress())
+	}
+	reply, ok := res.(*messages.JoinReply)
+	if !ok {
+		return nil
+	}
+	if !reply.GetAccepted() {
+		return fmt.Errorf("%w at %s: %s", ErrRefused, coord.GetAddress(), reply.GetReason())
+	}
+	defer w.stopActors()
+	reg, err := w.startActors(reply)
+	if err != nil {
+		return fmt.Errorf("join run %s: %w", reply.GetRunId(), err)
+	}
+	if _, err := sys.Root.RequestFuture(coord, reg, askTimeout).Result(); err != nil {
+		return nil
+	}
+	fmt.Fprintf(w.out, "node %s: joined run %s at %s\n", w.id, reply.GetRunId(), coord.GetAddress())
+	missed := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(heartbeatEvery):
+		}
+		res, err := sys.Root.RequestFuture(coord, &messages.Heartbeat{NodeId: w.id}, askTimeout).Result()
+		ack, ok := res.(*messages.HeartbeatAck)
+		switch {
+		case err != nil || !ok:
+			if missed++; missed >= learnerLost {
+				fmt.Fprintf(w.out, "node %s: the learner at %s is gone; waiting for a learner\n", w.id, coord.GetAddress())
+				return nil
+			}
+		case !ack.GetKnown():
+			fmt.Fprintf(w.out, "node %s: the learner dropped this node (it stopped answering); joining again\n", w.id)
+			return nil
+		default:
+			missed = 0
+		}
+	}
+}
+
+// startActors starts this node's stage actors for the run of reply and
+// returns their registration.
+func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, error) {
+	cfg, err := config.Parse(reply.GetConfigYaml(), "the learner's configuration")
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizerFromJSON(reply.GetTokenizerJson())
+	if err != nil {
+		return nil, err
+	}
+	model, err := modelFromJSON(reply.GetModelJson())
+	if err != nil {
+		return nil, err
+	}
+	d, err := workerDeps(cfg, model, tok, reply.GetRunId())
+	if err != nil {
+		return nil, err
+	}
+	// The learner's trace settings: its collector, sampling and service.
+	tp, err := newTracing(context.Background(), cfg, w.id, w.cfg.Cluster.Roles())
+	if err != nil {
+		return nil, err
+	}
+	w.tracing = tp
+	d.Tracer, d.NodeID = tp.Tracer(), w.id
+	reg := &messages.Register{NodeId: w.id, Address: w.node.Address()}
+	spawn := func(stage messages.Stage, name string, props *actor.Props) error {
+		pid, err := w.node.System().Root.SpawnNamed(props, name)
+		if err != nil {
+			return err
+		}
+		w.actors = append(w.actors, pid)
+		reg.Actors = append(reg.Actors, &messages.StageActor{Stage: stage, Id: pid.GetId()})
+		return nil
+	}
+	roles := w.cfg.Cluster.Roles() // this node's own roles and pool sizes
+	for i := range w.cfg.Cluster.Generators {
+		if slices.Contains(roles, config.RoleGenerator) {
+			id := fmt.Sprintf("generator-%s-%d", w.id, i)
+			if err := spawn(messages.Stage_GENERATE, id, newGeneratorProps(id, d, newPolicySlot(nil))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := range w.cfg.Cluster.RewardEvaluators {
+		if slices.Contains(roles, config.RoleReward) {
+			id := fmt.Sprintf("reward-%s-%d", w.id, i)
+			if err := spawn(messages.Stage_REWARD, id, newRewardProps(id, d)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if slices.Contains(roles, config.RoleReference) {
+		id := "reference-" + w.id
+		if err := spawn(messages.Stage_REFERENCE, id, newReferenceProps(id, d, nil)); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// stopActors stops the stage actors of the current run and exports
+// their last spans.
+func (w *worker) stopActors() {
+	for _, pid := range w.actors {
+		_ = w.node.System().Root.StopFuture(pid).Wait()
+	}
+	w.actors = nil
+	if w.tracing != nil {
+		w.tracing.Shutdown(context.Background())
+		w.tracing = nil
+	}
+}
