@@ -225,4 +225,3 @@ func (p *pool) replace(c actor.Context, pid *actor.PID, next *member) {
 		p.add(c, next)
 	}
 }
-
