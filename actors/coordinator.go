@@ -680,9 +680,11 @@ const CoordinatorName = "coordinator"
 
 // Stop stops every actor (and the system, when it is the pipeline's own).
 func (p *Pipeline) Stop() {
+	// The coordinator stops after its children, each after the message it
+	// is on: a checkpoint the learner is still writing (its request timed
+	// out) is finished, not cut off, before Stop returns.
+	_ = p.sys.Root.StopFuture(p.coord).Wait()
 	if p.own {
 		p.sys.Shutdown()
-		return
 	}
-	_ = p.sys.Root.StopFuture(p.coord).Wait()
 }

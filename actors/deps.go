@@ -258,7 +258,7 @@ func controllers(c config.Controller) (rewards.TauController, rewards.BetaContro
 func learnerConfig(d *Deps, s optim.Schedule) gpu.LearnerConfig {
 	o := d.Cfg.Optim
 	return gpu.LearnerConfig{LR: s.Base, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
-		MaxGradNorm: o.GradClip, Device: d.Device, Schedule: s}
+		MaxGradNorm: o.GradClip, MaxUpdateRatio: o.MaxUpdateRatio, Device: d.Device, Schedule: s}
 }
 
 // rlSchedule is optim.schedule at optim.lr over the run's train.steps:

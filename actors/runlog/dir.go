@@ -3,6 +3,7 @@ package runlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,6 +20,9 @@ const (
 	ReportFile     = "report.html"
 	SamplesDir     = "samples"
 	CheckpointsDir = "checkpoints"
+	// ReferenceDir holds the run's frozen reference model (the warm
+	// start), sealed like a checkpoint.
+	ReferenceDir = "reference"
 )
 
 // Dir is one run directory, runs/<name>/, opened for writing. Its methods
@@ -27,9 +31,10 @@ type Dir struct {
 	path string
 
 	mu       sync.Mutex
-	metrics  *os.File // opened O_APPEND; nil after Close
-	lastStep int      // step of the last metrics line, -1 when none
-	created  bool     // Create made the directory (see Created)
+	metrics  *os.File   // opened O_APPEND; nil after Close
+	lastStep int        // step of the last metrics line, -1 when none
+	created  bool       // Create made the directory (see Created)
+	charts   *seriesSet // the metrics as report.html charts them
 }
 
 // Create makes the run directory root/name for a new run, with its
@@ -143,9 +148,9 @@ func deadStartEntry(path string, e fs.DirEntry) bool {
 func (d *Dir) Created() bool { return d.created }
 
 // Open opens an existing run directory for appending, for example to
-// resume it. A metrics line cut short by a crash, and anything after an
-// unreadable line, is removed. Call Resume with the step of the checkpoint
-// being resumed to drop the metrics and sample tables written after it.
+// resume it. A metrics line cut short by a crash is removed; nothing else
+// is. Call Resume with the step of the checkpoint being resumed to drop the
+// metrics and sample tables written after it.
 func Open(path string) (*Dir, error) {
 	if _, err := os.Stat(filepath.Join(path, MetricsFile)); err != nil {
 		if _, err2 := os.Stat(filepath.Join(path, CheckpointsDir)); err2 != nil {
@@ -160,8 +165,9 @@ func Open(path string) (*Dir, error) {
 	return open(path)
 }
 
-// open opens (creating if needed) metrics.jsonl under path and reads the
-// last complete step from it.
+// open opens (creating if needed) metrics.jsonl under path, finishes a
+// rewrite that a crash interrupted (see resumeMetrics), cuts a last line a
+// crash left without its newline, and reads the last step from it.
 func open(path string) (*Dir, error) {
 	f, err := os.OpenFile(filepath.Join(path, MetricsFile), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -171,12 +177,37 @@ func open(path string) (*Dir, error) {
 		f.Close()
 		return nil, fmt.Errorf("open run %s: %w", path, err)
 	}
-	last, err := truncateMetrics(f, -1)
+	last, err := openMetrics(path, f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open run %s: %w", path, err)
 	}
-	return &Dir{path: path, metrics: f, lastStep: last}, nil
+	charts, err := readCharts(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open run %s: %w", path, err)
+	}
+	return &Dir{path: path, metrics: f, lastStep: last, charts: charts}, nil
+}
+
+// openMetrics recovers a journal, cuts an unterminated last line and
+// returns the step of the last readable line in order (-1 when none).
+func openMetrics(path string, f *os.File) (int, error) {
+	if err := recoverJournal(path, f); err != nil {
+		return -1, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return -1, err
+	}
+	var end int64
+	last, _, _, err := scanMetrics(f, -1, func(line []byte, _ fate) error {
+		end += int64(len(line))
+		return nil
+	})
+	if err != nil {
+		return -1, err
+	}
+	return last, cutTo(f, end)
 }
 
 // checkName accepts a run name that is a single, ordinary path element.
@@ -214,22 +245,28 @@ func (d *Dir) WriteConfig(text []byte) error {
 
 // Resume prepares the run to continue after step: metrics lines with a
 // larger step and sample tables of later steps are removed, so the
-// continued run writes no duplicate steps.
-func (d *Dir) Resume(step int) error {
+// continued run writes no duplicate steps. A metrics line that cannot be
+// read, or is out of step order, is moved to metrics.jsonl.unreadable
+// (MetricsAsideFile) and every readable line around it is kept; Resume
+// returns how many lines it moved.
+func (d *Dir) Resume(step int) (aside int, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.metrics == nil {
-		return ErrClosed
+		return 0, ErrClosed
 	}
-	last, err := truncateMetrics(d.metrics, step)
+	last, aside, err := resumeMetrics(d.path, d.metrics, step)
 	if err != nil {
-		return fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
+		return 0, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
+	}
+	if d.charts, err = readCharts(d.metrics); err != nil {
+		return 0, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
 	d.lastStep = last
 	if err := removeSamplesAfter(filepath.Join(d.path, SamplesDir), step); err != nil {
-		return fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
+		return aside, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
-	return nil
+	return aside, nil
 }
 
 // Close closes metrics.jsonl. Further writes return ErrClosed.

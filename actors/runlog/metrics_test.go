@@ -127,7 +127,7 @@ func TestMetricsResumeTruncates(t *testing.T) {
 	if got := readSteps(t, d); !equalInts(got, []int{1, 2, 3, 4, 5}) || d.LastStep() != 5 {
 		t.Errorf("after Open: steps %v, last %d; want 1..5, 5", got, d.LastStep())
 	}
-	if err := d.Resume(3); err != nil {
+	if _, err := d.Resume(3); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.WriteMetrics(4, map[string]float64{"train/reward": 40}); err != nil {
@@ -271,6 +271,80 @@ func TestCreateConcurrent(t *testing.T) {
 		if won != 1 {
 			t.Fatalf("%s: %d runs got the directory, want 1", name, won)
 		}
+	}
+}
+
+// TestResumeKeepsLinesAroundABadOne: a resume drops the lines after the
+// checkpoint and moves an unreadable or out-of-order line to
+// metrics.jsonl.unreadable, keeping every readable line around it (one bad
+// line used to delete every good line after it).
+func TestResumeKeepsLinesAroundABadOne(t *testing.T) {
+	root := t.TempDir()
+	d, err := Create(root, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := 1; s <= 6; s++ {
+		if err := d.WriteMetrics(s, map[string]float64{"train/reward": float64(s)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	path := filepath.Join(root, "run", MetricsFile)
+	data, _ := os.ReadFile(path)
+	lines := strings.SplitAfter(string(data), "\n")
+	damaged := lines[0] + lines[1] + "{\"step\":3,\"train/rew\x00\n" + lines[3] + lines[1] + lines[4] + lines[5] + `{"step":7`
+	if err := os.WriteFile(path, []byte(damaged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(filepath.Join(root, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	aside, err := d.Resume(5)
+	if err != nil || aside != 2 {
+		t.Fatalf("Resume = %d, %v; want 2 lines aside", aside, err)
+	}
+	if got := readSteps(t, d); !equalInts(got, []int{1, 2, 4, 5}) || d.LastStep() != 5 {
+		t.Errorf("steps %v, last %d; want 1 2 4 5, 5", got, d.LastStep())
+	}
+	bad, err := os.ReadFile(filepath.Join(root, "run", MetricsAsideFile))
+	if want := "{\"step\":3,\"train/rew\x00\n" + lines[1]; err != nil || string(bad) != want {
+		t.Errorf("%s = %q (%v), want %q", MetricsAsideFile, bad, err, want)
+	}
+	if err := d.WriteMetrics(6, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readSteps(t, d); !equalInts(got, []int{1, 2, 4, 5, 6}) {
+		t.Errorf("after writing step 6: steps %v", got)
+	}
+}
+
+// TestOpenFinishesAnInterruptedRewrite: a crash while Resume copied the
+// rewritten metrics over metrics.jsonl left its journal; the next Open
+// finishes the copy.
+func TestOpenFinishesAnInterruptedRewrite(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "run")
+	d, err := Create(root, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	good := "{\"step\":1}\n{\"step\":2}\n"
+	os.WriteFile(filepath.Join(run, metricsJournalFile), []byte(good), 0o644)
+	os.WriteFile(filepath.Join(run, MetricsFile), []byte("{\"step\":1}\n{\"st"), 0o644) // the copy, cut short
+	d, err = Open(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if data, _ := os.ReadFile(filepath.Join(run, MetricsFile)); string(data) != good || d.LastStep() != 2 {
+		t.Errorf("metrics %q, last step %d; want the journal's", data, d.LastStep())
+	}
+	if _, err := os.Stat(filepath.Join(run, metricsJournalFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("journal left: %v", err)
 	}
 }
 

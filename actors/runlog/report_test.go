@@ -72,7 +72,7 @@ func TestRenderReport(t *testing.T) {
 			"train/zz<&>":            1,
 		}})
 	}
-	charts := parseCharts(t, RenderReport("run <1>", recs))
+	charts := parseCharts(t, renderReport("run <1>", recs))
 	wantOrder := []string{rewards.KeyReward, rewards.KeyAccuracy, rewards.KeyPolicyEntropy, rewards.KeyKL, rewards.KeyTau, rewards.KeyBeta, rewards.KeyWeightEntropy, "time/learner_s", "train/zz<&>"}
 	if len(charts) != len(wantOrder) {
 		t.Fatalf("%d charts, want one per metric (%d)", len(charts), len(wantOrder))
@@ -93,7 +93,7 @@ func TestRenderReportNullsBreakLines(t *testing.T) {
 	for i, v := range vals {
 		recs = append(recs, Record{Step: i, Values: map[string]float64{rewards.KeyKL: v}})
 	}
-	charts := parseCharts(t, RenderReport("r", recs))
+	charts := parseCharts(t, renderReport("r", recs))
 	if len(charts) != 1 || len(charts[0].points) != 2 || charts[0].points[0] != 2 || charts[0].points[1] != 3 {
 		t.Errorf("charts = %+v, want one chart with polylines of 2 and 3 points", charts)
 	}
@@ -105,15 +105,42 @@ func TestRenderReportThinsLongSeries(t *testing.T) {
 	for i := range recs {
 		recs[i] = Record{Step: i, Values: map[string]float64{rewards.KeyReward: float64(i % 7)}}
 	}
-	charts := parseCharts(t, RenderReport("r", recs))
-	// stride ceil(5000/2000) = 3: indices 0,3,...,4998 (1667 points) plus the last.
-	if len(charts) != 1 || len(charts[0].points) != 1 || charts[0].points[0] != 1668 {
-		t.Errorf("charts = %+v, want one polyline of 1668 points", charts)
+	charts := parseCharts(t, renderReport("r", recs))
+	// Thinned while read to at most maxChartPoints (500): every 16th of the
+	// 5000 values (313 points) plus the last.
+	if len(charts) != 1 || len(charts[0].points) != 1 || charts[0].points[0] != 314 {
+		t.Errorf("charts = %+v, want one polyline of 314 points", charts)
+	}
+}
+
+// TestSeriesMemoryBounded: however many values a series is given, it
+// keeps at most maxChartPoints finite ones, its exact range, its last
+// point and the last point before each break.
+func TestSeriesMemoryBounded(t *testing.T) {
+	s := &series{key: "k", stride: 1, lo: math.Inf(1), hi: math.Inf(-1)}
+	for i := range 100000 {
+		v := float64(i % 1000)
+		if i == 50001 {
+			v = math.NaN()
+		}
+		s.add(i, v)
+	}
+	steps, vals := s.points()
+	if len(s.vals) > maxChartPoints+2 || len(vals) < maxChartPoints/2 {
+		t.Errorf("%d points kept (%d drawn), want between %d and %d", len(s.vals), len(vals), maxChartPoints/2, maxChartPoints+2)
+	}
+	if s.lo != 0 || s.hi != 999 || steps[len(steps)-1] != 99999 || vals[len(vals)-1] != 999 {
+		t.Errorf("range [%v, %v], last point (%d, %v); want [0, 999] and (99999, 999)", s.lo, s.hi, steps[len(steps)-1], vals[len(vals)-1])
+	}
+	for i, v := range vals {
+		if math.IsNaN(v) && (steps[i] != 50001 || steps[i-1] != 50000) {
+			t.Errorf("break at step %d after step %d, want 50001 after 50000", steps[i], steps[i-1])
+		}
 	}
 }
 
 func TestRenderReportEmpty(t *testing.T) {
-	if charts := parseCharts(t, RenderReport("r", nil)); len(charts) != 0 {
+	if charts := parseCharts(t, renderReport("r", nil)); len(charts) != 0 {
 		t.Errorf("%d charts for no metrics", len(charts))
 	}
 }
