@@ -65,7 +65,10 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 		}
 	}
 	if every := d.Cfg.Train.EvalEvery; every > 0 && step%every == 0 {
-		if acc, err := r.evaluate(ctx, r.trainer.Policy()); err == nil {
+		_, span := d.Tracer.Start(res.ctx, spanEvaluate)
+		acc, err := r.evaluate(ctx, r.trainer.Policy())
+		endSpan(span, err)
+		if err == nil {
 			m[runlog.KeyEvalGreedyAccuracy] = acc
 			r.evalStep, r.evalAccuracy = int64(step), acc
 		}
@@ -108,7 +111,10 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 			Cause: fmt.Sprintf("%d steps in a row skipped (train.max_skipped_steps), the last %s", r.skipped, clip(skipErr.Error()))}
 	}
 	if every := d.Cfg.Train.CheckpointEvery; every > 0 && step%every == 0 && step < d.Cfg.Train.Steps {
-		if err := r.checkpoint(ctx, int64(step)); err != nil {
+		_, span := d.Tracer.Start(res.ctx, spanSave)
+		err := r.checkpoint(ctx, int64(step))
+		endSpan(span, err)
+		if err != nil {
 			return err
 		}
 	}
