@@ -8,10 +8,13 @@
 //	checkpoints/step-N/             model, optimiser, controller_state.json,
 //	                                trainer_state.json and a COMPLETE marker
 //	report.html                     self-contained curves of the metrics
+//	tensorboard/events.out.tfevents.*
+//	                                the metrics as TensorBoard events (output.tensorboard),
+//	                                one file per process that wrote the run
 //
 // It provides Dir (Create, Open, Resume, WriteConfig, WriteMetrics,
-// WriteSamples, SaveCheckpoint, LatestCheckpoint, WriteReport), the
-// checkpoint helpers SaveCheckpoint, LatestComplete, Resolve, Prune and
+// WriteTensorBoard, WriteSamples, SaveCheckpoint, LatestCheckpoint,
+// WriteReport), the checkpoint helpers SaveCheckpoint, LatestComplete, Resolve, Prune and
 // LoadTrainerState, ReadMetrics, RenderReport, and Progress, the terminal
 // progress line.
 //
@@ -26,7 +29,9 @@
 //   - metrics.jsonl holds at most one line per step, in increasing step
 //     order; keys inside a line are sorted; NaN and ±Inf are written as null,
 //     so every line is valid JSON. Dir.Resume truncates lines after the
-//     resumed step.
+//     resumed step, and TensorBoard events after it.
+//   - TensorBoard event files are appended to, like metrics.jsonl, and
+//     hold the steps and values of its lines.
 //   - Every other file is written atomically (temporary file, fsync, rename,
 //     fsync of the directory): a reader sees the old file or the new one.
 //   - A checkpoint directory checkpoints/step-N exists only once complete:
@@ -34,9 +39,11 @@
 //     written last, and it is renamed into place. LatestComplete ignores
 //     anything without the marker.
 //
-// It imports only the standard library: model and optimiser files are
-// written by callbacks (Part) that the caller supplies, so runlog never
-// imports gpu, rewards, actors or messages.
+// Besides the standard library it imports only internal/atomicfile and its
+// sub-package tensorboard (the event file format, written with protowire):
+// model and optimiser files are written by callbacks (Part) that the
+// caller supplies, so runlog never imports gpu, rewards, actors or
+// messages.
 //
 // Example:
 //

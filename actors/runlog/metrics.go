@@ -27,8 +27,9 @@ type Record struct {
 }
 
 // WriteMetrics appends one line for step to metrics.jsonl and hands it to
-// the operating system before returning. Steps must increase from call to
-// call. The key "step" is reserved.
+// the operating system before returning (and the same values to the
+// TensorBoard event file, after WriteTensorBoard). Steps must increase
+// from call to call. The key "step" is reserved.
 func (d *Dir) WriteMetrics(step int, m map[string]float64) error {
 	return d.WriteTracedMetrics(step, m, "")
 }
@@ -53,6 +54,9 @@ func (d *Dir) WriteTracedMetrics(step int, m map[string]float64, traceID string)
 		return fmt.Errorf("write metrics step %d: %w", step, err)
 	}
 	d.lastStep = step
+	if err := d.writeEvent(step, m); err != nil {
+		return fmt.Errorf("write metrics step %d: %w", step, err)
+	}
 	return nil
 }
 
