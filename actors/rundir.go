@@ -24,7 +24,8 @@ func runName(cfg *config.Config) string {
 }
 
 // openRun creates the run directory, or opens the one to resume and
-// returns its latest complete checkpoint ("" when starting fresh). A
+// returns its latest complete checkpoint ("" when starting fresh); with
+// output.tensorboard its metrics lines are TensorBoard events too. A
 // generated name already taken (two runs in one second) gets a -2, -3, …
 // suffix; a name the user chose is never reused. For a directory it
 // created, discard undoes the creation (see createRun); it is nil for a
@@ -32,6 +33,9 @@ func runName(cfg *config.Config) string {
 func openRun(cfg *config.Config, name string) (dir *runlog.Dir, ckpt string, discard func() error, err error) {
 	if cfg.Train.Resume != "" {
 		dir, ckpt, err := resumeRun(cfg.Train.Resume)
+		if err == nil && cfg.Output.TensorBoard {
+			dir.WriteTensorBoard()
+		}
 		return dir, ckpt, nil, err
 	}
 	dir, discard, err = createRun(cfg.Output.Dir, name)
@@ -47,6 +51,9 @@ func openRun(cfg *config.Config, name string) (dir *runlog.Dir, ckpt string, dis
 			discard()
 			return nil, "", nil, err
 		}
+	}
+	if cfg.Output.TensorBoard {
+		dir.WriteTensorBoard()
 	}
 	return dir, "", discard, nil
 }

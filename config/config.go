@@ -525,4 +525,14 @@ type Output struct {
 	SampleEvery int `koanf:"sample_every" help:"steps between sample tables (0 = off)"`
 	// SampleRows is the number of completions per sample table.
 	SampleRows int `koanf:"sample_rows" help:"rows per sample table"`
+	// TensorBoard also writes every metrics line as a TensorBoard event
+	// (runs/<name>/tensorboard/).
+	TensorBoard bool `koanf:"tensorboard" help:"also write the metrics as TensorBoard event files (runs/<name>/tensorboard/)"`
+	// PrometheusPort serves this node's OpenTelemetry metrics for
+	// Prometheus at http://<cluster.host>:<port>/metrics; 0 is off. Each
+	// node of one machine needs its own.
+	PrometheusPort int `koanf:"prometheus_port" help:"serve this node's metrics at http://<cluster.host>:<port>/metrics (0 = off; one port per node)"`
+	// OTLPMetricsEndpoint is host:port of an OTLP collector that receives
+	// this node's metrics over trace.protocol; "" sends none.
+	OTLPMetricsEndpoint string `koanf:"otlp_metrics_endpoint" help:"OTLP collector host:port for this node's metrics, over trace.protocol (\"\" = none)"`
 }

@@ -17,8 +17,9 @@ const RunConfigFile = "config.yaml"
 
 // resumeMayChange reports whether key may differ between a run's saved
 // configuration and the one resuming it: how long the run goes on and how
-// often it checkpoints, evaluates and logs, where it runs (model.device,
-// cluster.*) and how it is traced. model.checkpoint is the run's starting
+// often it checkpoints, evaluates and logs (output.tensorboard and the
+// metrics endpoints too), where it runs (model.device, cluster.*) and how
+// it is traced. model.checkpoint is the run's starting
 // point, replaced on resume by its own checkpoint (Validate refuses setting
 // it together with train.resume). Every other key changes what the
 // checkpoint means (model, task, rewards, objective, loss, generation,
@@ -26,7 +27,8 @@ const RunConfigFile = "config.yaml"
 func resumeMayChange(key string) bool {
 	switch key {
 	case "train.steps", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
-		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint":
+		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint",
+		"output.tensorboard", "output.prometheus_port", "output.otlp_metrics_endpoint":
 		return true
 	}
 	return strings.HasPrefix(key, "cluster.") || strings.HasPrefix(key, "trace.")
@@ -39,8 +41,9 @@ func resumeMayChange(key string) bool {
 // allowed. Allowed: train.steps (to extend the run; not with a cosine or
 // linear optim.schedule, whose decay is laid out over train.steps),
 // train.checkpoint_every, train.eval_every, train.eval_prompts,
-// output.log_every, output.sample_every, output.sample_rows, model.device,
-// cluster.* and trace.* (and train.resume and model.checkpoint, which a
+// output.log_every, output.sample_every, output.sample_rows,
+// output.tensorboard, output.prometheus_port,
+// output.otlp_metrics_endpoint, model.device, cluster.* and trace.* (and train.resume and model.checkpoint, which a
 // resume sets itself).
 func CheckResume(saved, effective *Config) error {
 	t := keys()

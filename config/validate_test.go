@@ -178,6 +178,10 @@ func TestValidate(t *testing.T) {
 		{"log every", func(c *Config) { c.Output.LogEvery = 0 }, "output.log_every", ErrRange},
 		{"sample every", func(c *Config) { c.Output.SampleEvery = -1 }, "output.sample_every", ErrRange},
 		{"sample rows", func(c *Config) { c.Output.SampleRows = -1 }, "output.sample_rows", ErrRange},
+		{"prometheus port", func(c *Config) { c.Output.PrometheusPort = 70000 }, "output.prometheus_port", ErrRange},
+		{"prometheus port on the membership port", func(c *Config) { c.Output.PrometheusPort, c.Cluster.Port = 7000, 7000 }, "output.prometheus_port", ErrConflict},
+		{"prometheus port on the remote port", func(c *Config) { c.Output.PrometheusPort, c.Cluster.RemotePort = 7000, 7000 }, "output.prometheus_port", ErrConflict},
+		{"otlp metrics endpoint", func(c *Config) { c.Output.OTLPMetricsEndpoint = "collector" }, "output.otlp_metrics_endpoint", ErrRange},
 	}
 	seen := map[string]bool{}
 	for _, tc := range cases {
