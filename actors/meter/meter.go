@@ -32,6 +32,7 @@ package meter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -58,6 +59,9 @@ const scopeName = "github.com/mgrpo/mgrpo"
 
 // metricsPath is the path of the Prometheus endpoint.
 const metricsPath = "/metrics"
+
+// ErrBind: the Prometheus port cannot be bound.
+var ErrBind = errors.New("cannot bind")
 
 // Options configure a node's metrics (config output.* and trace.* plus
 // who the node is).
@@ -89,7 +93,7 @@ type Provider struct {
 
 // New returns the node's provider: exporting over OTLP and/or serving
 // Prometheus as o asks, or one that is off. A Prometheus port that cannot
-// be bound is an error naming output.prometheus_port.
+// be bound is an ErrBind naming output.prometheus_port.
 func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.OTLPEndpoint == "" && o.PrometheusPort == 0 {
 		return &Provider{}, nil
@@ -147,7 +151,7 @@ func (p *Provider) serve(host string, port int) (sdkmetric.Reader, error) {
 	}
 	lis, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		return nil, fmt.Errorf("output.prometheus_port %d: %w", port, err)
+		return nil, fmt.Errorf("output.prometheus_port %d: %w: %w", port, ErrBind, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

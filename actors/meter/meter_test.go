@@ -3,6 +3,7 @@ package meter
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
@@ -195,7 +196,7 @@ func TestPortTaken(t *testing.T) {
 	}
 	defer l.Close()
 	_, err = New(context.Background(), Options{ServiceName: "mgrpo", Host: "127.0.0.1", PrometheusPort: l.Addr().(*net.TCPAddr).Port})
-	if err == nil || !strings.HasPrefix(err.Error(), "output.prometheus_port ") {
+	if !errors.Is(err, ErrBind) || !strings.HasPrefix(err.Error(), "output.prometheus_port ") {
 		t.Errorf("New on a taken port: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/mgrpo/mgrpo/actors"
+	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/config"
 )
@@ -35,7 +36,7 @@ func runRole(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) 
 	case errors.As(err, &stopped):
 		fmt.Fprintf(stderr, "mgrpo-node: %v\n", err)
 		return exitGuard
-	case errors.As(err, &cfgErr), errors.Is(err, node.ErrBind), errors.Is(err, node.ErrTLS):
+	case errors.As(err, &cfgErr), errors.Is(err, node.ErrBind), errors.Is(err, meter.ErrBind), errors.Is(err, node.ErrTLS):
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
