@@ -87,6 +87,7 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 		}
 	}
 	stop := r.watch(step, m, skipErr == nil)
+	d.Meter.Step(step, skipErr != nil, m)
 	traceID := trace.TraceID(res.ctx)
 	if slow, threshold := r.slow.observe(time.Since(res.started)); slow {
 		root.SetAttributes(attrSlow.Bool(true))

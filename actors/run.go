@@ -97,6 +97,12 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	}
 	defer tp.Shutdown(context.WithoutCancel(ctx)) // spans of an interrupted run too
 	d.Tracer, d.NodeID = tp.Tracer(), tp.node
+	mp, err := newMetrics(ctx, cfg, tp.node, cfg.Cluster.Roles(), out)
+	if err != nil {
+		return err
+	}
+	defer mp.Shutdown(context.WithoutCancel(ctx))
+	d.Meter, d.MeterProvider = mp.Instruments(), mp.MeterProvider()
 	ln, err := startLearnerNode(d) // its ports are taken now, not after a warm start
 	if err != nil {
 		return err
@@ -192,7 +198,7 @@ func startLearnerNode(d *Deps) (*learnerNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := startNode(d.Cfg, true, messageBound(d, join), os.Stderr)
+	n, err := startNode(d.Cfg, true, messageBound(d, join), d.MeterProvider, os.Stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,9 @@ func runName(cfg *config.Config) string {
 func openRun(cfg *config.Config, name string, out io.Writer) (dir *runlog.Dir, ckpt string, discard func() error, err error) {
 	if cfg.Train.Resume != "" {
 		dir, ckpt, err := resumeRun(cfg.Train.Resume, out)
+		if err == nil && cfg.Output.TensorBoard {
+			dir.WriteTensorBoard()
+		}
 		return dir, ckpt, nil, err
 	}
 	dir, discard, err = createRun(cfg.Output.Dir, name)
@@ -49,6 +52,9 @@ func openRun(cfg *config.Config, name string, out io.Writer) (dir *runlog.Dir, c
 			discard()
 			return nil, "", nil, err
 		}
+	}
+	if cfg.Output.TensorBoard {
+		dir.WriteTensorBoard()
 	}
 	return dir, "", discard, nil
 }

@@ -542,4 +542,14 @@ type Output struct {
 	// best greedy accuracy (eval), deleting older ones after each save;
 	// 0 keeps all.
 	KeepCheckpoints int `koanf:"keep_checkpoints" help:"keep the newest N checkpoints plus the best by greedy accuracy (0 = all)"`
+	// TensorBoard also writes every metrics line as a TensorBoard event
+	// (runs/<name>/tensorboard/).
+	TensorBoard bool `koanf:"tensorboard" help:"also write the metrics as TensorBoard event files (runs/<name>/tensorboard/)"`
+	// PrometheusPort serves this node's OpenTelemetry metrics for
+	// Prometheus at http://<cluster.host>:<port>/metrics; 0 is off. Each
+	// node of one machine needs its own.
+	PrometheusPort int `koanf:"prometheus_port" help:"serve this node's metrics at http://<cluster.host>:<port>/metrics (0 = off; one port per node)"`
+	// OTLPMetricsEndpoint is host:port of an OTLP collector that receives
+	// this node's metrics over trace.protocol; "" sends none.
+	OTLPMetricsEndpoint string `koanf:"otlp_metrics_endpoint" help:"OTLP collector host:port for this node's metrics, over trace.protocol (\"\" = none)"`
 }

@@ -21,7 +21,8 @@ const RunConfigFile = "config.yaml"
 // resumeMayChange reports whether key may differ between a run's saved
 // configuration and the one resuming it: how long the run goes on and how
 // often it checkpoints, evaluates and logs, which checkpoints it keeps,
-// its safety limits (skipped steps, update size), where it runs
+// its safety limits (skipped steps, update size), its metrics outputs
+// (output.tensorboard and the metrics endpoints), where it runs
 // (model.device, cluster.*) and how it is traced. model.checkpoint is the run's starting
 // point, replaced on resume by its own checkpoint (Validate refuses setting
 // it together with train.resume). Every other key changes what the
@@ -31,7 +32,8 @@ func resumeMayChange(key string) bool {
 	switch key {
 	case "train.steps", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
 		"train.max_skipped_steps", "optim.max_update_ratio", "output.keep_checkpoints",
-		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint":
+		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint",
+		"output.tensorboard", "output.prometheus_port", "output.otlp_metrics_endpoint":
 		return true
 	}
 	return strings.HasPrefix(key, "cluster.") || strings.HasPrefix(key, "trace.")
@@ -46,6 +48,7 @@ func resumeMayChange(key string) bool {
 // train.checkpoint_every, train.eval_every, train.eval_prompts,
 // train.max_skipped_steps, optim.max_update_ratio, output.log_every,
 // output.sample_every, output.sample_rows, output.keep_checkpoints,
+// output.tensorboard, output.prometheus_port, output.otlp_metrics_endpoint,
 // model.device, cluster.* and trace.* (and train.resume and
 // model.checkpoint, which a resume sets itself).
 func CheckResume(saved, effective *Config) error {

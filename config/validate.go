@@ -404,6 +404,10 @@ func validateOutput(v *validator, c *Config) {
 	v.atLeast("output.sample_every", o.SampleEvery, 0)
 	v.atLeast("output.sample_rows", o.SampleRows, 0)
 	v.atLeast("output.keep_checkpoints", o.KeepCheckpoints, 0)
+	v.need(o.PrometheusPort >= 0 && o.PrometheusPort <= 65535, "output.prometheus_port", o.PrometheusPort, "must be a port, or 0 for none")
+	v.conflict(o.PrometheusPort == 0 || (o.PrometheusPort != c.Cluster.Port && o.PrometheusPort != c.Cluster.RemotePort), "output.prometheus_port", o.PrometheusPort,
+		"must differ from cluster.port and cluster.remote_port")
+	v.need(o.OTLPMetricsEndpoint == "" || validHostPort(o.OTLPMetricsEndpoint), "output.otlp_metrics_endpoint", o.OTLPMetricsEndpoint, "must be host:port or empty")
 }
 
 func validHostPort(s string) bool {

@@ -197,6 +197,10 @@ func TestValidate(t *testing.T) {
 		{"meta lr above 1", func(c *Config) { c.Controller.Meta.LR = 5 }, "controller.meta.lr", ErrRange},
 		{"request timeout 1ns", func(c *Config) { c.Cluster.RequestTimeout = time.Nanosecond }, "cluster.request_timeout", ErrRange},
 		{"max skipped steps", func(c *Config) { c.Train.MaxSkippedSteps = -1 }, "train.max_skipped_steps", ErrRange},
+		{"prometheus port", func(c *Config) { c.Output.PrometheusPort = 70000 }, "output.prometheus_port", ErrRange},
+		{"prometheus port on the membership port", func(c *Config) { c.Output.PrometheusPort, c.Cluster.Port = 7000, 7000 }, "output.prometheus_port", ErrConflict},
+		{"prometheus port on the remote port", func(c *Config) { c.Output.PrometheusPort, c.Cluster.RemotePort = 7000, 7000 }, "output.prometheus_port", ErrConflict},
+		{"otlp metrics endpoint", func(c *Config) { c.Output.OTLPMetricsEndpoint = "collector" }, "output.otlp_metrics_endpoint", ErrRange},
 	}
 	seen := map[string]bool{}
 	for _, tc := range cases {

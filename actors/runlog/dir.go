@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/mgrpo/mgrpo/actors/runlog/tensorboard"
 	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
@@ -22,7 +24,8 @@ const (
 	CheckpointsDir = "checkpoints"
 	// ReferenceDir holds the run's frozen reference model (the warm
 	// start), sealed like a checkpoint.
-	ReferenceDir = "reference"
+	ReferenceDir   = "reference"
+	TensorBoardDir = "tensorboard"
 )
 
 // Dir is one run directory, runs/<name>/, opened for writing. Its methods
@@ -35,6 +38,9 @@ type Dir struct {
 	lastStep int        // step of the last metrics line, -1 when none
 	created  bool       // Create made the directory (see Created)
 	charts   *seriesSet // the metrics as report.html charts them
+
+	tensorboard bool                // metrics lines are also TensorBoard events (WriteTensorBoard)
+	events      *tensorboard.Writer // this process's event file, from the first line on; nil before
 }
 
 // Create makes the run directory root/name for a new run, with its
@@ -266,10 +272,48 @@ func (d *Dir) Resume(step int) (aside int, err error) {
 	if err := removeSamplesAfter(filepath.Join(d.path, SamplesDir), step); err != nil {
 		return aside, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
+	if err := tensorboard.Prune(d.TensorBoardPath(), int64(step)); err != nil {
+		return aside, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
+	}
 	return aside, nil
 }
 
-// Close closes metrics.jsonl. Further writes return ErrClosed.
+// TensorBoardPath is the directory of the run's TensorBoard event files.
+func (d *Dir) TensorBoardPath() string { return filepath.Join(d.path, TensorBoardDir) }
+
+// WriteTensorBoard makes every later metrics line also a TensorBoard
+// event: the same step, keys and values (as float32; the trace id is no
+// number and is left out), in a new event file under tensorboard/ that
+// the first such line creates and every line flushes. Each process that
+// writes the run (a resume) adds its own file; Resume cuts the events of
+// later steps from the earlier ones, as it cuts metrics.jsonl.
+func (d *Dir) WriteTensorBoard() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.tensorboard = true
+}
+
+// writeEvent writes step's metrics as a TensorBoard event when that is
+// on. d.mu is held.
+func (d *Dir) writeEvent(step int, m map[string]float64) error {
+	if !d.tensorboard {
+		return nil
+	}
+	if d.events == nil {
+		w, err := tensorboard.Create(d.TensorBoardPath())
+		if err != nil {
+			return err
+		}
+		d.events = w
+	}
+	if err := d.events.WriteScalars(int64(step), time.Now(), m); err != nil {
+		return err
+	}
+	return d.events.Flush()
+}
+
+// Close closes metrics.jsonl and the TensorBoard event file. Further
+// writes return ErrClosed.
 func (d *Dir) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -279,7 +323,13 @@ func (d *Dir) Close() error {
 	err := d.metrics.Close()
 	d.metrics = nil
 	if err != nil {
-		return fmt.Errorf("close %s: %w", d.MetricsPath(), err)
+		err = fmt.Errorf("close %s: %w", d.MetricsPath(), err)
 	}
-	return nil
+	if d.events != nil {
+		if cerr := d.events.Close(); err == nil {
+			err = cerr
+		}
+		d.events = nil
+	}
+	return err
 }

@@ -12,13 +12,17 @@
 //	                                a COMPLETE marker
 //	reference/                      the frozen reference model, sealed likewise
 //	report.html                     self-contained curves of the metrics
+//	tensorboard/events.out.tfevents.*
+//	                                the metrics as TensorBoard events (output.tensorboard),
+//	                                one file per process that wrote the run
 //
 // It provides Dir (Create, Open, Resume, WriteConfig, WriteMetrics,
-// WriteSamples, SaveCheckpoint, LatestCheckpoint, WriteReport), the
-// checkpoint helpers SaveCheckpoint, Seal, Verify, LatestComplete,
-// Resolve, Prune, LoadTrainerState and SavedConfig, ReadMetrics, and
-// Progress, the terminal progress line. report.html is rendered from
-// series the Dir keeps as it writes metrics, thinned to a bounded size.
+// WriteTensorBoard, WriteSamples, SaveCheckpoint, LatestCheckpoint,
+// WriteReport), the checkpoint helpers SaveCheckpoint, Seal, Verify,
+// LatestComplete, Resolve, Prune, LoadTrainerState and SavedConfig,
+// ReadMetrics, and Progress, the terminal progress line. report.html is
+// rendered from series the Dir keeps as it writes metrics, thinned to a
+// bounded size.
 //
 // Resuming a run:
 //
@@ -32,8 +36,11 @@
 //     order; keys inside a line are sorted; NaN and ±Inf are written as null,
 //     so every line is valid JSON. Dir.Resume drops lines after the
 //     resumed step and moves a line it cannot read to
-//     metrics.jsonl.unreadable, keeping every other line; metrics.jsonl is
+//     metrics.jsonl.unreadable, keeping every other line, and cuts
+//     TensorBoard events after the resumed step; metrics.jsonl is
 //     fsynced before each checkpoint that covers it.
+//   - TensorBoard event files are appended to, like metrics.jsonl, and
+//     hold the steps and values of its lines.
 //   - Every other file is written atomically (temporary file, fsync, rename,
 //     fsync of the directory): a reader sees the old file or the new one.
 //   - A checkpoint directory checkpoints/step-N exists only once complete:
@@ -45,9 +52,11 @@
 //     COMPLETE; LatestCheckpoint, Resolve and SavedConfig verify them and
 //     name a file that does not match (ErrDamaged).
 //
-// It imports only the standard library: model and optimiser files are
-// written by callbacks (Part) that the caller supplies, so runlog never
-// imports gpu, rewards, actors or messages.
+// Besides the standard library it imports only internal/atomicfile and its
+// sub-package tensorboard (the event file format, written with protowire):
+// model and optimiser files are written by callbacks (Part) that the
+// caller supplies, so runlog never imports gpu, rewards, actors or
+// messages.
 //
 // Example:
 //

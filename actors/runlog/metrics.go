@@ -32,8 +32,9 @@ type Record struct {
 }
 
 // WriteMetrics appends one line for step to metrics.jsonl and hands it to
-// the operating system before returning. Steps must increase from call to
-// call. The key "step" is reserved.
+// the operating system before returning (and the same values to the
+// TensorBoard event file, after WriteTensorBoard). Steps must increase
+// from call to call. The key "step" is reserved.
 func (d *Dir) WriteMetrics(step int, m map[string]float64) error {
 	return d.WriteTracedMetrics(step, m, "")
 }
@@ -59,6 +60,9 @@ func (d *Dir) WriteTracedMetrics(step int, m map[string]float64, traceID string)
 	}
 	d.lastStep = step
 	d.charts.add(step, m)
+	if err := d.writeEvent(step, m); err != nil {
+		return fmt.Errorf("write metrics step %d: %w", step, err)
+	}
 	return nil
 }
 

@@ -363,3 +363,85 @@ func TestTraceIDInLine(t *testing.T) {
 		t.Errorf("trace_id as a metric key: %v, want ErrBadMetrics", err)
 	}
 }
+
+// eventFiles lists the TensorBoard event files of run directory d.
+func eventFiles(t *testing.T, d *Dir) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(d.TensorBoardPath(), "events.out.tfevents.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestTensorBoardFiles: without WriteTensorBoard a run has no event files;
+// with it, its first metrics line makes one file, which later lines grow;
+// a directory that is opened again and resumed cuts its files (a file
+// without a step left is removed) and adds a file of its own. The events'
+// contents are read back independently in actors' TestRunTensorBoard and
+// tensorboard's tests.
+func TestTensorBoardFiles(t *testing.T) {
+	root := t.TempDir()
+	d, err := Create(root, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteMetrics(1, map[string]float64{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if f := eventFiles(t, d); len(f) != 0 {
+		t.Fatalf("event files %v without WriteTensorBoard", f)
+	}
+	d.WriteTensorBoard()
+	if f := eventFiles(t, d); len(f) != 0 {
+		t.Fatalf("event files %v before a metrics line", f)
+	}
+	var sizes []int64
+	for step := 2; step <= 4; step++ {
+		if err := d.WriteMetrics(step, map[string]float64{"a": float64(step)}); err != nil {
+			t.Fatal(err)
+		}
+		f := eventFiles(t, d)
+		st, err := os.Stat(f[0])
+		if len(f) != 1 || err != nil {
+			t.Fatalf("after step %d: event files %v (%v)", step, f, err)
+		}
+		sizes = append(sizes, st.Size()) // flushed: the file grows with every line
+	}
+	if !(sizes[0] < sizes[1] && sizes[1] < sizes[2]) {
+		t.Errorf("event file sizes %v do not grow line by line", sizes)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	first := eventFiles(t, d)[0]
+	for _, tc := range []struct {
+		resume int
+		size   int64 // of the first file after Resume; 0: removed
+	}{{3, sizes[1]}, {1, 0}} {
+		d, err = Open(d.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Resume(tc.resume); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(first)
+		switch {
+		case tc.size == 0 && !errors.Is(err, fs.ErrNotExist):
+			t.Errorf("resume at %d: the file of steps 2..3 is still there (%v)", tc.resume, err)
+		case tc.size > 0 && (err != nil || st.Size() != tc.size):
+			t.Errorf("resume at %d: file %v (%v), want %d bytes", tc.resume, st, err, tc.size)
+		}
+		d.WriteTensorBoard()
+		if err := d.WriteMetrics(tc.resume+1, map[string]float64{"a": 0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := eventFiles(t, d); len(f) != 1 {
+		t.Errorf("event files %v, want only the last resumed run's (the resume at step 1 emptied the others)", f)
+	}
+}

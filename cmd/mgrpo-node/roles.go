@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/mgrpo/mgrpo/actors"
+	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/config"
 )
@@ -36,7 +37,7 @@ func runExit(err error, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &cfgErr), errors.Is(err, node.ErrBind), errors.Is(err, node.ErrTLS):
+	case errors.As(err, &cfgErr), errors.Is(err, node.ErrBind), errors.Is(err, meter.ErrBind), errors.Is(err, node.ErrTLS):
 		fmt.Fprintln(stderr, errorLine(err))
 		return exitUsage
 	}
