@@ -22,7 +22,7 @@ FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards
 	FuzzAssembler:./messages
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build build-cuda run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check
+.PHONY: help deps build build-cuda run test test-long fuzz bench bench-peer proto proto-check lint protoc-installed cuda-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -57,6 +57,16 @@ fuzz: ## run every fuzz target for FUZZTIME (200000x: 200k inputs, ~3-15 s each)
 
 bench: ## benchmarks of gpu, rewards and actors (BENCHTIME=1s)
 	$(call goblas,test,-run '^$$' -bench . -benchtime=$(BENCHTIME) ./gpu/... ./rewards/... ./actors/...)
+
+# The PyTorch peer (docs/BENCHMARKS.md) and the rounds of the side-by-side comparison.
+PEER ?= ../shared/peer
+PEER_PYTHON ?= /usr/bin/python3
+PEER_PRESETS ?= base,small
+PEER_ROUNDS ?= 3
+bench-peer: build ## the PyTorch peer and mgrpo-node bench back to back, interleaved: medians and ratios
+	@test -f $(PEER)/bench.py || { echo "bench-peer: no $(PEER)/bench.py (set PEER=DIR)"; exit 2; }
+	@$(PEER_PYTHON) -c 'import torch' 2>/dev/null || { echo "bench-peer: $(PEER_PYTHON) has no torch: apt-get install -y python3-torch python3-numpy"; exit 2; }
+	./$(BIN) bench --peer $(PEER) --peer_python $(PEER_PYTHON) --preset $(PEER_PRESETS) --rounds $(PEER_ROUNDS)
 
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) $(GO) install $(PROTOC_GEN_GO)
