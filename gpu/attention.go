@@ -1,6 +1,10 @@
 package gpu
 
-import "math"
+import (
+	"math"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/vec"
+)
 
 // attnShape describes the fused qkv rows of one padded batch: B sequences of
 // T positions, H query heads and G key/value heads of width E. Each row of
@@ -38,15 +42,9 @@ func attention[F Float](att, probs, qkv []F, s attnShape, workers int) {
 func causalSoftmax[F Float](p []F, t int) {
 	for i := 0; i < t; i++ {
 		row := p[i*t : (i+1)*t]
-		mx := row[0]
-		for _, x := range row[1 : i+1] {
-			mx = max(mx, x)
-		}
+		mx := rowMax(row[:i+1])
 		sum := expShiftRow(row[:i+1], row[:i+1], mx, 1)
-		inv := F(1 / sum)
-		for j := 0; j <= i; j++ {
-			row[j] *= inv
-		}
+		scaleRow(row[:i+1], F(1/sum))
 		clear(row[i+1:])
 	}
 }
@@ -97,5 +95,16 @@ func softmaxBackward[F Float](dp, p []F, t int, scale F) {
 			d[j] = scale * pr[j] * (d[j] - dot)
 		}
 		clear(d[i+1:])
+	}
+}
+
+// scaleRow multiplies x by s in place.
+func scaleRow[F Float](x []F, s F) {
+	if is32[F]() {
+		vec.Scale(as32(x), float32(s))
+		return
+	}
+	for i := range x {
+		x[i] *= s
 	}
 }

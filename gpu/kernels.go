@@ -1,6 +1,10 @@
 package gpu
 
-import "math"
+import (
+	"math"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/vec"
+)
 
 // This file holds the row-wise kernels of the decoder and their backward
 // passes. Every kernel writes dst (or accumulates into a gradient named d…)
@@ -32,6 +36,13 @@ func rmsnorm[F Float](dst, inv, x, w []F, d int, eps float64, workers int) {
 	parallelFor(n, workers, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, yr := x[r*d:(r+1)*d], dst[r*d:(r+1)*d]
+			if is32[F]() {
+				x32 := as32(xr)
+				s := float32(1 / math.Sqrt(float64(vec.Dot(x32, x32))/float64(d)+eps))
+				inv[r] = F(s)
+				vec.ScaleMul(as32(yr), x32, as32(w), s)
+				continue
+			}
 			var ss float64
 			for _, v := range xr {
 				ss += float64(v) * float64(v)
@@ -55,6 +66,12 @@ func rmsnormBackward[F Float](dx, dw, dy, x, inv, w []F, d int, workers int) {
 		for r := lo; r < hi; r++ {
 			xr, gr, dr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d], dx[r*d:(r+1)*d]
 			s := inv[r]
+			if is32[F]() {
+				s32 := float32(s)
+				c := s32 * s32 * s32 * vec.Dot3(as32(gr), as32(w), as32(xr)) / float32(d)
+				vec.RMSBack(as32(dr), as32(gr), as32(xr), as32(w), s32, c)
+				continue
+			}
 			var dot F
 			for j, v := range xr {
 				dot += gr[j] * w[j] * v
@@ -68,6 +85,10 @@ func rmsnormBackward[F Float](dx, dw, dy, x, inv, w []F, d int, workers int) {
 	for r := 0; r < n; r++ { // serial: a fixed summation order over rows
 		xr, gr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d]
 		s := inv[r]
+		if is32[F]() {
+			vec.MulAdd(as32(dw), as32(gr), as32(xr), float32(s))
+			continue
+		}
 		for j, v := range xr {
 			dw[j] += gr[j] * v * s
 		}
@@ -102,6 +123,10 @@ func rope[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, sign 
 			row := x[r*stride:]
 			for h := 0; h < heads; h++ {
 				v := row[h*e : (h+1)*e]
+				if is32[F]() {
+					vec.Rope(as32(v), as32(c), as32(s), float32(sign))
+					continue
+				}
 				for i := 0; i < half; i++ {
 					x1, x2 := v[i], v[i+half]
 					v[i] = x1*c[i] - sign*x2*s[i]
@@ -122,7 +147,7 @@ func swiglu[F Float](dst, sig, gu []F, m int, workers int) {
 			g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
 			y, sg := dst[r*m:(r+1)*m], sig[r*m:(r+1)*m]
 			if is32[F]() {
-				swigluRows32(as32(y), as32(sg), as32(g), as32(u))
+				vec.SwiGLU(as32(y), as32(sg), as32(g), as32(u))
 				continue
 			}
 			for j, gj := range g {
@@ -144,6 +169,10 @@ func swigluBackward[F Float](dgu, dy, gu, sig []F, m int, workers int) {
 			g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
 			dg, du, d := dgu[r*2*m:r*2*m+m], dgu[r*2*m+m:(r+1)*2*m], dy[r*m:(r+1)*m]
 			sg := sig[r*m : (r+1)*m]
+			if is32[F]() {
+				vec.SwiGLUBack(as32(dg), as32(du), as32(d), as32(g), as32(u), as32(sg))
+				continue
+			}
 			for j, gj := range g {
 				s := sg[j]
 				dg[j] = d[j] * u[j] * s * (1 + gj*(1-s))
@@ -167,10 +196,7 @@ func logSoftmaxEntropy[F Float](dst, ent, logits []F, need []bool, v int, temp f
 				continue
 			}
 			z, lp := logits[r*v:(r+1)*v], dst[r*v:(r+1)*v]
-			mx := z[0]
-			for _, x := range z[1:] {
-				mx = max(mx, x)
-			}
+			mx := rowMax(z)
 			sum := expShiftRow(lp, z, mx, inv) // lp holds e^((z−max)/T) for now
 			lse, isum := F(math.Log(sum)), F(1/sum)
 			var h F
@@ -209,4 +235,16 @@ func logSoftmaxEntropyBackward[F Float](dlogits, logp, ent []F, target []int32, 
 			dz[target[r]] += a * inv
 		}
 	})
+}
+
+// rowMax returns the largest element of x (len(x) ≥ 1).
+func rowMax[F Float](x []F) F {
+	if is32[F]() {
+		return F(vec.Max(as32(x)))
+	}
+	m := x[0]
+	for _, v := range x[1:] {
+		m = max(m, v)
+	}
+	return m
 }

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/vec"
 )
 
 // SampleOptions controls Sample.
@@ -339,23 +341,16 @@ func (d *decoder[F]) attend(l, r int) {
 
 // attendHead writes o = softmax(q·kᵀ·scale)·v for one query over the
 // len(sc) cached positions, key s at k[s·stride:], value s at v[s·stride:].
-// Scores are computed four keys at a time (independent add chains).
 func attendHead[F Float](o, q, k, v, sc []F, stride int, scale F) {
-	e, n := len(q), len(sc)
-	s := 0
-	for ; s+4 <= n; s += 4 {
-		k0, k1 := k[s*stride:s*stride+e], k[(s+1)*stride:(s+1)*stride+e]
-		k2, k3 := k[(s+2)*stride:(s+2)*stride+e], k[(s+3)*stride:(s+3)*stride+e]
-		var a0, a1, a2, a3 F
-		for j, x := range q {
-			a0 += x * k0[j]
-			a1 += x * k1[j]
-			a2 += x * k2[j]
-			a3 += x * k3[j]
-		}
-		sc[s], sc[s+1], sc[s+2], sc[s+3] = a0*scale, a1*scale, a2*scale, a3*scale
+	if is32[F]() {
+		sc32 := as32(sc)
+		vec.Scores(sc32, as32(q), as32(k), stride, float32(scale))
+		vec.Scale(sc32, float32(1/vec.ExpShift(sc32, sc32, vec.Max(sc32), 1)))
+		vec.Mix(as32(o), sc32, as32(v), stride)
+		return
 	}
-	for ; s < n; s++ {
+	e := len(q)
+	for s := range sc {
 		ks := k[s*stride : s*stride+e]
 		var a F
 		for j, x := range q {
@@ -363,11 +358,7 @@ func attendHead[F Float](o, q, k, v, sc []F, stride int, scale F) {
 		}
 		sc[s] = a * scale
 	}
-	mx := sc[0]
-	for _, x := range sc[1:] {
-		mx = max(mx, x)
-	}
-	inv := F(1 / expShiftRow(sc, sc, mx, 1))
+	inv := F(1 / expShiftRow(sc, sc, rowMax(sc), 1))
 	clear(o)
 	for s, p := range sc {
 		p *= inv
