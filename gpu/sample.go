@@ -99,7 +99,12 @@ func checkSampleArgs(c Config, prompts [][]int, n int, opt SampleOptions) error 
 }
 
 // sampleNet is Sample for either precision (the tests run it in float64).
-// Decoders come from pool (nil: allocate) and go back to it.
+// The sequences are split into n.workers contiguous groups, each decoded
+// by one goroutine with its own decoder and single-threaded kernels: the
+// groups never wait for each other, where splitting each product and
+// kernel of a decode step over the cores cost a hand-off per kernel, with
+// little work between them. Decoders come from pool (nil: allocate) and go
+// back to it.
 func sampleNet[F Float](n *net[F], pool *decoderPool[F], prompts [][]int, num int, opt SampleOptions) ([]Sample, error) {
 	if err := checkSampleArgs(n.cfg, prompts, num, opt); err != nil {
 		return nil, fmt.Errorf("sample: %w", err)
@@ -107,116 +112,160 @@ func sampleNet[F Float](n *net[F], pool *decoderPool[F], prompts [][]int, num in
 	if opt.Temperature == 0 {
 		opt.Temperature = 1
 	}
-	S, V := len(prompts)*num, n.cfg.Vocab
+	S := len(prompts) * num
 	out := make([]Sample, S)
-	limit := make([]int, S)
-	rngs := make([]*rand.Rand, S)
-	promptRows, tmax := 0, 1
-	for s := range out {
-		p := prompts[s/num]
-		out[s].Prompt = s / num
-		limit[s] = min(opt.MaxNewTokens, n.cfg.Context-len(p))
-		rngs[s] = rand.New(rand.NewPCG(opt.Seed, uint64(s)))
-		tmax = max(tmax, len(p)+limit[s])
-		if s%num == 0 {
-			promptRows += len(p)
-		}
+	groups := make([]sampleGroup, min(n.workers, S))
+	for g := range groups {
+		groups[g] = newSampleGroup(n.cfg, prompts, num, g*S/len(groups), (g+1)*S/len(groups), opt)
 	}
-	d, err := pool.get(n, S, tmax, max(promptRows, S), opt.MaxNewTokens)
+	ds, err := pool.get(n, groups, opt.MaxNewTokens)
 	if err != nil {
 		return nil, fmt.Errorf("sample: %w", err)
 	}
-	defer pool.put(d)
-	rowOf := d.prefill(prompts, num) // logits row of each sequence's next token
-	drawers := make([]*drawer, n.workers)
-	for i := range drawers {
-		drawers[i] = newDrawer(V, opt)
+	defer pool.put(ds)
+	parallelFor(len(groups), len(groups), func(g, _, _ int) { ds[g].sample(out, prompts, num, groups[g], opt) })
+	return out, nil
+}
+
+// sampleGroup is the sequences lo..hi-1 of a Sample call (sequence s
+// continues prompt s/num) and the decoder shape they need.
+type sampleGroup struct {
+	lo, hi     int
+	tmax, rows int // positions per sequence, rows of the largest step (the prefill)
+}
+
+func newSampleGroup(c Config, prompts [][]int, num, lo, hi int, opt SampleOptions) sampleGroup {
+	g := sampleGroup{lo: lo, hi: hi, tmax: 1}
+	for s := lo; s < hi; s++ {
+		p := prompts[s/num]
+		g.tmax = max(g.tmax, len(p)+min(opt.MaxNewTokens, c.Context-len(p)))
+		if s == lo || s%num == 0 {
+			g.rows += len(p)
+		}
 	}
-	for active := S; active > 0; {
-		// Draw the next token of every active sequence, in parallel: each
-		// sequence has its own random stream, so the split does not matter.
-		parallelFor(S, n.workers, func(chunk, lo, hi int) {
-			for s := lo; s < hi; s++ {
-				if rowOf[s] >= 0 {
-					smp := &out[s]
-					tok, lp, h := drawToken(drawers[chunk], d.logits[rowOf[s]*V:(rowOf[s]+1)*V], rngs[s])
-					smp.Tokens, smp.LogProbs, smp.Entropies = append(smp.Tokens, tok), append(smp.LogProbs, lp), append(smp.Entropies, h)
-				}
-			}
-		})
+	g.rows = max(g.rows, hi-lo)
+	return g
+}
+
+// sample draws the group's completions into out, slot i of the decoder
+// holding sequence g.lo+i.
+func (d *decoder[F]) sample(out []Sample, prompts [][]int, num int, g sampleGroup, opt SampleOptions) {
+	V := d.n.cfg.Vocab
+	limit := make([]int, g.hi-g.lo)
+	rngs := make([]*rand.Rand, g.hi-g.lo)
+	for s := g.lo; s < g.hi; s++ {
+		out[s].Prompt = s / num
+		limit[s-g.lo] = min(opt.MaxNewTokens, d.n.cfg.Context-len(prompts[s/num]))
+		rngs[s-g.lo] = rand.New(rand.NewPCG(opt.Seed, uint64(s)))
+	}
+	rowOf := d.prefill(prompts, num, g) // logits row of each slot's next token
+	dr := newDrawer(V, opt)
+	for active := g.hi - g.lo; active > 0; {
 		r := 0
-		for s := range out {
-			if rowOf[s] < 0 {
+		for i, row := range rowOf {
+			if row < 0 {
 				continue
 			}
-			smp := &out[s]
-			tok := smp.Tokens[len(smp.Tokens)-1]
+			smp := &out[g.lo+i]
+			tok, lp, h := drawToken(dr, d.logits[row*V:(row+1)*V], rngs[i])
+			smp.Tokens, smp.LogProbs, smp.Entropies = append(smp.Tokens, tok), append(smp.LogProbs, lp), append(smp.Entropies, h)
 			switch {
 			case opt.EOS > 0 && tok == opt.EOS:
 				smp.Finish = FinishStop
-			case len(smp.Tokens) == limit[s]:
+			case len(smp.Tokens) == limit[i]:
 				smp.Finish = FinishLength
 			default:
-				d.tok[r], d.pos[r], d.slot[r] = int32(tok), int32(len(prompts[s/num])+len(smp.Tokens)-1), int32(s)
-				rowOf[s] = r
+				d.tok[r], d.pos[r], d.slot[r] = int32(tok), int32(len(prompts[smp.Prompt])+len(smp.Tokens)-1), int32(i)
+				rowOf[i] = r
 				r++
 				continue
 			}
-			rowOf[s] = -1
+			rowOf[i] = -1
 			active--
 		}
 		if r > 0 {
 			d.run(r)
 		}
 	}
-	return out, nil
 }
 
-// decoderPool keeps one idle decoder (the largest seen) so that repeated
-// Sample calls of similar shape reuse their key/value cache.
+// decoderPool keeps idle decoders (up to one per worker, the largest seen)
+// so that repeated Sample calls of similar shape reuse their key/value
+// caches.
 type decoderPool[F Float] struct {
 	mu    sync.Mutex
-	spare *decoder[F]
+	spare []*decoder[F]
 }
 
-// get returns a decoder with room for slots sequences of tmax positions and
-// rows rows per step. A reused one needs no clearing: every cache entry a
-// row reads is written earlier in the same Sample call. A new one, with the
-// outputs of up to newTokens tokens per sequence, must fit in the memory
-// available.
-func (p *decoderPool[F]) get(n *net[F], slots, tmax, rows, newTokens int) (*decoder[F], error) {
+// get returns one decoder per group, each with room for its sequences,
+// positions and rows. A reused one needs no clearing: every cache entry a
+// row reads is written earlier in the same Sample call. New ones, with the
+// outputs of up to newTokens tokens per sequence, must fit together in the
+// memory available.
+func (p *decoderPool[F]) get(n *net[F], groups []sampleGroup, newTokens int) ([]*decoder[F], error) {
+	ds := make([]*decoder[F], len(groups))
 	if p != nil {
 		p.mu.Lock()
-		d := p.spare
-		if d != nil && d.slots >= slots && d.tmax >= tmax && len(d.tok) >= rows {
-			p.spare = nil
-			p.mu.Unlock()
-			return d, nil
+		for i, g := range groups {
+			for j, d := range p.spare {
+				if d.slots >= g.hi-g.lo && d.tmax >= g.tmax && len(d.tok) >= g.rows {
+					ds[i] = d
+					p.spare = append(p.spare[:j], p.spare[j+1:]...)
+					break
+				}
+			}
 		}
 		p.mu.Unlock()
 	}
-	need := toBytes(sampleBytes(n.cfg, float64(slots), float64(tmax), float64(rows), float64(newTokens), n.workers))
-	if err := CheckMemory(fmt.Sprintf("sampling %d sequences of up to %d tokens", slots, tmax), need); err != nil {
-		return nil, err
+	var need float64
+	slots, tmax := 0, 0
+	for i, g := range groups {
+		if ds[i] == nil {
+			need += sampleBytes(n.cfg, float64(g.hi-g.lo), float64(g.tmax), float64(g.rows), float64(newTokens), 1)
+			slots, tmax = slots+g.hi-g.lo, max(tmax, g.tmax)
+		}
 	}
-	return newDecoder(n, slots, tmax, rows), nil
+	if slots > 0 {
+		if err := CheckMemory(fmt.Sprintf("sampling %d sequences of up to %d tokens", slots, tmax), toBytes(need)); err != nil {
+			p.put(ds)
+			return nil, err
+		}
+	}
+	for i, g := range groups {
+		if ds[i] == nil {
+			ds[i] = newDecoder(n, g.hi-g.lo, g.tmax, g.rows)
+		}
+	}
+	return ds, nil
 }
 
-func (p *decoderPool[F]) put(d *decoder[F]) {
+// put returns decoders to the pool, which keeps the n.workers largest.
+func (p *decoderPool[F]) put(ds []*decoder[F]) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.spare == nil || d.slots*d.tmax+len(d.tok) >= p.spare.slots*p.spare.tmax+len(p.spare.tok) {
-		p.spare = d
+	for _, d := range ds {
+		if d != nil {
+			p.spare = append(p.spare, d)
+		}
+	}
+	size := func(d *decoder[F]) int { return d.slots*d.tmax + len(d.tok) }
+	slices.SortFunc(p.spare, func(a, b *decoder[F]) int { return cmp.Compare(size(b), size(a)) })
+	if len(p.spare) > 0 {
+		keep := max(p.spare[0].n.workers, 1)
+		clear(p.spare[min(keep, len(p.spare)):])
+		p.spare = p.spare[:min(keep, len(p.spare))]
 	}
 }
 
 // decoder holds the key/value cache and the activations of the rows (one
-// token of one sequence each) decoded in one step.
+// token of one sequence each) decoded in one step. It runs on one
+// goroutine: its products and kernels are single-threaded.
 type decoder[F Float] struct {
 	n      *net[F]
+	mm     linear[F]
 	slots  int   // sequences the cache has room for
 	tmax   int   // positions per sequence in the cache
 	kc, vc [][]F // L × [S, tmax, G·E]: rotated keys and values by slot and position
@@ -231,16 +280,16 @@ type decoder[F Float] struct {
 	act    []F // [R, M]
 	sig    []F // [R, M]
 	logits []F // [R, V]
-	scores []F // workers × tmax
+	scores []F // tmax
 }
 
 func newDecoder[F Float](n *net[F], slots, tmax, rows int) *decoder[F] {
 	c := n.cfg
 	ge, qs := c.KVHeads*c.HeadDim(), (c.Heads+2*c.KVHeads)*c.HeadDim()
-	d := &decoder[F]{n: n, slots: slots, tmax: tmax, tok: make([]int32, rows), pos: make([]int32, rows), slot: make([]int32, rows),
+	d := &decoder[F]{n: n, mm: cpuLinear[F]{1}, slots: slots, tmax: tmax, tok: make([]int32, rows), pos: make([]int32, rows), slot: make([]int32, rows),
 		x: make([]F, rows*c.Hidden), xn: make([]F, rows*c.Hidden), inv: make([]F, rows), qkv: make([]F, rows*qs),
 		att: make([]F, rows*c.Heads*c.HeadDim()), gu: make([]F, rows*2*c.MLP), act: make([]F, rows*c.MLP), sig: make([]F, rows*c.MLP),
-		logits: make([]F, rows*c.Vocab), scores: make([]F, n.workers*tmax)}
+		logits: make([]F, rows*c.Vocab), scores: make([]F, tmax)}
 	for l := 0; l < c.Layers; l++ {
 		d.kc = append(d.kc, make([]F, slots*tmax*ge))
 		d.vc = append(d.vc, make([]F, slots*tmax*ge))
@@ -248,32 +297,39 @@ func newDecoder[F Float](n *net[F], slots, tmax, rows int) *decoder[F] {
 	return d
 }
 
-// prefill runs every prompt once (into the cache slot of its first sample),
-// copies its cache to the prompt's other samples, and returns for each
-// sequence the logits row of its first new token.
-func (d *decoder[F]) prefill(prompts [][]int, num int) []int {
-	rowOf := make([]int, len(prompts)*num)
+// prefill runs the group's prompts once each (into the cache slot of the
+// prompt's first sample in the group), copies their cache to the prompt's
+// other samples, and returns for each slot the logits row of its first new
+// token.
+func (d *decoder[F]) prefill(prompts [][]int, num int, g sampleGroup) []int {
+	rowOf := make([]int, g.hi-g.lo)
 	r := 0
-	for i, p := range prompts {
-		for t, id := range p {
-			d.tok[r], d.pos[r], d.slot[r] = int32(id), int32(t), int32(i*num)
+	for first := g.lo; first < g.hi; {
+		i := first / num
+		last := min(g.hi, (i+1)*num)
+		for t, id := range prompts[i] {
+			d.tok[r], d.pos[r], d.slot[r] = int32(id), int32(t), int32(first-g.lo)
 			r++
 		}
-		for j := 0; j < num; j++ {
-			rowOf[i*num+j] = r - 1
+		for s := first; s < last; s++ {
+			rowOf[s-g.lo] = r - 1
 		}
+		first = last
 	}
 	d.run(r)
 	ge := d.n.cfg.KVHeads * d.n.cfg.HeadDim()
-	for i, p := range prompts {
+	for first := g.lo; first < g.hi; {
+		i := first / num
+		last := min(g.hi, (i+1)*num)
 		for l := range d.kc {
 			for _, c := range [][]F{d.kc[l], d.vc[l]} {
-				src := c[i*num*d.tmax*ge : (i*num*d.tmax+len(p))*ge]
-				for j := 1; j < num; j++ {
-					copy(c[(i*num+j)*d.tmax*ge:], src)
+				src := c[(first-g.lo)*d.tmax*ge : ((first-g.lo)*d.tmax+len(prompts[i]))*ge]
+				for s := first + 1; s < last; s++ {
+					copy(c[(s-g.lo)*d.tmax*ge:], src)
 				}
 			}
 		}
+		first = last
 	}
 	return rowOf
 }
@@ -283,26 +339,26 @@ func (d *decoder[F]) prefill(prompts [][]int, num int) []int {
 // into d.logits. Rows of one slot may come in order in one call (prefill):
 // all keys are cached before any row attends.
 func (d *decoder[F]) run(r int) {
-	n, c, k := d.n, d.n.cfg, d.n.workers
+	n, c, mm := d.n, d.n.cfg, d.mm
 	D, M, V, E := c.Hidden, c.MLP, c.Vocab, c.HeadDim()
 	qs, he := (c.Heads+2*c.KVHeads)*E, c.Heads*E
 	x, xn, inv, qkv, att := d.x[:r*D], d.xn[:r*D], d.inv[:r], d.qkv[:r*qs], d.att[:r*he]
 	gu, act, pos := d.gu[:r*2*M], d.act[:r*M], d.pos[:r]
 	embed(x, n.w.embed, d.tok[:r], D)
 	for l, lw := range n.w.layers {
-		rmsnorm(xn, inv, x, lw.attnNorm, D, c.NormEps, k)
-		n.mm.NT(qkv, xn, lw.qkv, r, D, qs, false)
-		rope(qkv, pos, qs, c.Heads+c.KVHeads, E, n.cos, n.sin, 1, k)
+		rmsnorm(xn, inv, x, lw.attnNorm, D, c.NormEps, 1)
+		mm.NT(qkv, xn, lw.qkv, r, D, qs, false)
+		rope(qkv, pos, qs, c.Heads+c.KVHeads, E, n.cos, n.sin, 1, 1)
 		d.cacheKV(l, r)
 		d.attend(l, r)
-		n.mm.NT(x, att, lw.o, r, he, D, true)
-		rmsnorm(xn, inv, x, lw.mlpNorm, D, c.NormEps, k)
-		n.mm.NT(gu, xn, lw.gateUp, r, D, 2*M, false)
-		swiglu(act, d.sig[:r*M], gu, M, k)
-		n.mm.NT(x, act, lw.down, r, M, D, true)
+		mm.NT(x, att, lw.o, r, he, D, true)
+		rmsnorm(xn, inv, x, lw.mlpNorm, D, c.NormEps, 1)
+		mm.NT(gu, xn, lw.gateUp, r, D, 2*M, false)
+		swiglu(act, d.sig[:r*M], gu, M, 1)
+		mm.NT(x, act, lw.down, r, M, D, true)
 	}
-	rmsnorm(xn, inv, x, n.w.norm, D, c.NormEps, k)
-	n.mm.NT(d.logits[:r*V], xn, n.w.head, r, D, V, false)
+	rmsnorm(xn, inv, x, n.w.norm, D, c.NormEps, 1)
+	mm.NT(d.logits[:r*V], xn, n.w.head, r, D, V, false)
 }
 
 // cacheKV copies the rotated keys and the values of rows 0..r-1 into layer
@@ -326,17 +382,14 @@ func (d *decoder[F]) attend(l, r int) {
 	E, G := c.HeadDim(), c.KVHeads
 	ge, qs, he := G*E, (c.Heads+2*G)*E, c.Heads*E
 	scale := F(1 / math.Sqrt(float64(E)))
-	parallelFor(r, d.n.workers, func(chunk, lo, hi int) {
-		sc := d.scores[chunk*d.tmax : (chunk+1)*d.tmax]
-		for i := lo; i < hi; i++ {
-			base, n := int(d.slot[i])*d.tmax*ge, int(d.pos[i])+1
-			for h := 0; h < c.Heads; h++ {
-				g := h / (c.Heads / G)
-				attendHead(d.att[i*he+h*E:i*he+(h+1)*E], d.qkv[i*qs+h*E:i*qs+(h+1)*E],
-					d.kc[l][base+g*E:], d.vc[l][base+g*E:], sc[:n], ge, scale)
-			}
+	for i := 0; i < r; i++ {
+		base, n := int(d.slot[i])*d.tmax*ge, int(d.pos[i])+1
+		for h := 0; h < c.Heads; h++ {
+			g := h / (c.Heads / G)
+			attendHead(d.att[i*he+h*E:i*he+(h+1)*E], d.qkv[i*qs+h*E:i*qs+(h+1)*E],
+				d.kc[l][base+g*E:], d.vc[l][base+g*E:], d.scores[:n], ge, scale)
 		}
-	})
+	}
 }
 
 // attendHead writes o = softmax(q·kᵀ·scale)·v for one query over the
