@@ -42,13 +42,16 @@ func (c Config) modelBytes() float64 {
 // workspace of that shape (every layer's activations, attention
 // probabilities [b, heads, t, t] included).
 func (c Config) LearnerBytes(b, t int) int64 {
-	return toBytes(c.modelBytes() + 12*c.params() + actsBytes(c, b, t, runtime.GOMAXPROCS(0), true))
+	shards := learnerShards(c, runtime.GOMAXPROCS(0), false)
+	extra := 4 * float64(shards-1) * c.params() // the shards' gradients
+	return toBytes(c.modelBytes() + 12*c.params() + extra + batchBytes(c, b, t, shardCount(b, shards), runtime.GOMAXPROCS(0), true))
 }
 
 // ScoreBytes is the memory of Model.Score's forward-only workspace for b
 // sequences padded to t tokens (Score works in chunks of at most 128).
 func (c Config) ScoreBytes(b, t int) int64 {
-	return toBytes(actsBytes(c, min(b, scoreChunk), t, runtime.GOMAXPROCS(0), false))
+	b = min(b, scoreChunk)
+	return toBytes(batchBytes(c, b, t, shardCount(b, runtime.GOMAXPROCS(0)), runtime.GOMAXPROCS(0), false))
 }
 
 // SampleBytes is the memory Model.Sample needs to draw n completions of
@@ -89,8 +92,8 @@ func actsBytes(c Config, b, t, workers int, train bool) float64 {
 		layers, resid = float64(c.Layers), float64(c.Layers)+1
 	}
 	perLayer := n*(3*d+2+qs+he+4*m) + float64(b)*float64(c.Heads)*tf*tf
-	floats := layers*perLayer + resid*n*d + n*(d+2+2*v)
-	bytes := 4*floats + 13*n // tokens, pos, targets (int32), need (bool)
+	floats := layers*perLayer + resid*n*d + n*(he+d+2+2*v)
+	bytes := 4*floats + 17*n // tokens, pos, targets, rows (int32), need (bool)
 	if train {
 		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf
 		bytes += 4*scratch + 16*n // + dlp, dH (float64)
