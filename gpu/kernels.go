@@ -182,55 +182,53 @@ func swigluBackward[F Float](dgu, dy, gu, sig []F, m int, workers int) {
 	})
 }
 
-// logSoftmaxEntropy turns the logits of the rows with need[r] set ([n, v])
-// into log-probabilities of softmax(logits/temp), row-stable (each row's own
-// maximum is subtracted), written to dst, and the exact entropy
-// H = −Σ p·log p of each row to ent. Other rows are left alone: no loss
-// reads them (prompt and padding positions).
-func logSoftmaxEntropy[F Float](dst, ent, logits []F, need []bool, v int, temp float64, workers int) {
-	n := len(logits) / v
+// logSoftmaxEntropy turns the logits of rows rows ([len(rows), v],
+// compact) into log-probabilities of softmax(logits/temp), row-stable (each
+// row's own maximum is subtracted), written to dst's row rows[i] ([n, v]),
+// and the exact entropy H = −Σ p·log p of each row to ent[rows[i]]. Other
+// rows are left alone: no loss reads them (prompt and padding positions).
+func logSoftmaxEntropy[F Float](dst, ent, logits []F, rows []int32, v int, temp float64, workers int) {
 	inv := F(1 / temp)
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			if !need[r] {
-				continue
-			}
-			z, lp := logits[r*v:(r+1)*v], dst[r*v:(r+1)*v]
+	parallelFor(len(rows), workers, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			r := int(rows[i])
+			z, lp := logits[i*v:(i+1)*v], dst[r*v:(r+1)*v]
 			mx := rowMax(z)
 			sum := expShiftRow(lp, z, mx, inv) // lp holds e^((z−max)/T) for now
 			lse, isum := F(math.Log(sum)), F(1/sum)
 			var h F
-			for i, x := range z {
+			for j, x := range z {
 				l := (x-mx)*inv - lse
-				h -= lp[i] * isum * l
-				lp[i] = l
+				h -= lp[j] * isum * l
+				lp[j] = l
 			}
 			ent[r] = h
 		}
 	})
 }
 
-// logSoftmaxEntropyBackward writes dlogits for rows with upstream gradients
-// dlp (of the log-prob of token target[r]) and dH (of the entropy):
+// logSoftmaxEntropyBackward writes dlogits (compact, row i for rows[i])
+// from the upstream gradients dlp (of the log-prob of token target[r]) and
+// dH (of the entropy) of each row r = rows[i]:
 //
 //	dz_v = dlp·(1[v = target] − p_v) − dH·p_v·(log p_v + H),   dlogits = dz / temp.
 //
-// Rows with both gradients zero get zeros (padding and prompt positions).
-func logSoftmaxEntropyBackward[F Float](dlogits, logp, ent []F, target []int32, dlp, dH []float64, v int, temp float64, workers int) {
-	n := len(logp) / v
+// Rows with both gradients zero get zeros.
+func logSoftmaxEntropyBackward[F Float](dlogits, logp, ent []F, target []int32, dlp, dH []float64, rows []int32, v int, temp float64, workers int) {
 	inv := F(1 / temp)
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			dz, lp := dlogits[r*v:(r+1)*v], logp[r*v:(r+1)*v]
+	parallelFor(len(rows), workers, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			r := int(rows[i])
+			dz, lp := dlogits[i*v:(i+1)*v], logp[r*v:(r+1)*v]
 			a, b := F(dlp[r]), F(dH[r])
-			if a == 0 && b == 0 { // also every row logSoftmaxEntropy skipped
+			if a == 0 && b == 0 {
 				clear(dz)
 				continue
 			}
 			h := ent[r]
-			for i, l := range lp {
+			for j, l := range lp {
 				p := expF(l)
-				dz[i] = (-a*p - b*p*(l+h)) * inv
+				dz[j] = (-a*p - b*p*(l+h)) * inv
 			}
 			dz[target[r]] += a * inv
 		}

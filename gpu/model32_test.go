@@ -73,3 +73,27 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 		t.Logf("%s: worst float32 error: outputs %.3g, gradients %.3g of each tensor's largest", tc.name, worst, worstGrad)
 	}
 }
+
+// gatherRows then scatterRows puts the chosen rows back where they were
+// and zeros the others, in place.
+func TestGatherScatterRows(t *testing.T) {
+	for _, rows := range [][]int32{{}, {0}, {4}, {1, 2}, {0, 2, 4}, {0, 1, 2, 3, 4}} {
+		const n, d = 5, 3
+		src := make([]float64, n*d)
+		for i := range src {
+			src[i] = float64(i + 1)
+		}
+		x := make([]float64, n*d)
+		gatherRows(x, src, rows, d)
+		scatterRows(x, len(rows), rows, d, n)
+		want := make([]float64, n*d)
+		for _, r := range rows {
+			copy(want[int(r)*d:], src[int(r)*d:(int(r)+1)*d])
+		}
+		for i := range x {
+			if x[i] != want[i] {
+				t.Fatalf("rows %v: got %v, want %v", rows, x, want)
+			}
+		}
+	}
+}
