@@ -14,15 +14,34 @@ type attnShape struct{ B, T, H, G, E int }
 func (s attnShape) stride() int      { return (s.H + 2*s.G) * s.E }
 func (s attnShape) kvHead(h int) int { return h / (s.H / s.G) } // Hugging Face repeat_kv
 
+// rotation is the RoPE of a batch's rows: the position of each row and the
+// tables of ropeTable. attention applies it to each sequence's queries and
+// keys just before using them, while they are in cache, and
+// attentionBackward its inverse to their gradients.
+type rotation[F Float] struct {
+	pos      []int32
+	cos, sin []F
+}
+
+// rotate rotates (sign 1) or unrotates (−1) the q and k heads of sequence
+// b's rows of x ([B·T, stride]); a nil rotation does nothing.
+func (r *rotation[F]) rotate(x []F, b int, s attnShape, sign F) {
+	if r != nil {
+		ropeRows(x[b*s.T*s.stride():], r.pos[b*s.T:(b+1)*s.T], s.stride(), s.H+s.G, s.E, r.cos, r.sin, sign)
+	}
+}
+
 // attention computes causal scaled dot-product attention for every sequence
 // and head: P = softmax_causal(q·kᵀ/√E) (stored in probs, [B, H, T, T]) and
 // att = P·v ([B·T, H·E], heads side by side). Query head h reads key/value
-// head h/(H/G). Sequences run in parallel; each writes only its own rows.
-func attention[F Float](att, probs, qkv []F, s attnShape, workers int) {
+// head h/(H/G). rot, if not nil, first rotates each sequence's q and k in
+// place. Sequences run in parallel; each writes only its own rows.
+func attention[F Float](att, probs, qkv []F, s attnShape, rot *rotation[F], workers int) {
 	qs, he, tt := s.stride(), s.H*s.E, s.T*s.T
 	scale := F(1 / math.Sqrt(float64(s.E)))
 	parallelFor(s.B, workers, func(_, lo, hi int) {
 		for b := lo; b < hi; b++ {
+			rot.rotate(qkv, b, s, 1)
 			rows := qkv[b*s.T*qs:]
 			for h := 0; h < s.H; h++ {
 				g := s.kvHead(h)
@@ -54,9 +73,10 @@ func causalSoftmax[F Float](p []F, t int) {
 //	dP = dO·vᵀ,  dv += Pᵀ·dO,  dS = P ⊙ (dP − rowsum(dP ⊙ P)) / √E,
 //	dq = dS·k,   dk += dSᵀ·q,
 //
-// summing over the query heads that share a key/value head. scratch holds
-// workers·T·T elements.
-func attentionBackward[F Float](dqkv, datt, qkv, probs, scratch []F, s attnShape, workers int) {
+// summing over the query heads that share a key/value head; rot, if not
+// nil, then unrotates each sequence's dq and dk (the gradient wrt the
+// unrotated q and k). scratch holds workers·T·T elements.
+func attentionBackward[F Float](dqkv, datt, qkv, probs, scratch []F, s attnShape, rot *rotation[F], workers int) {
 	qs, he, tt := s.stride(), s.H*s.E, s.T*s.T
 	scale := F(1 / math.Sqrt(float64(s.E)))
 	parallelFor(s.B, workers, func(chunk, lo, hi int) {
@@ -78,6 +98,7 @@ func attentionBackward[F Float](dqkv, datt, qkv, probs, scratch []F, s attnShape
 				gemm(false, false, s.T, s.E, s.T, 1, dp, s.T, k, qs, 0, dq, qs)
 				gemm(true, false, s.T, s.E, s.T, 1, dp, s.T, q, qs, 1, dk, qs)
 			}
+			rot.rotate(dqkv, b, s, -1)
 		}
 	})
 }

@@ -135,10 +135,10 @@ func TestGradAttention(t *testing.T) {
 		n := s.B * s.T
 		qkv, r := randVec(rng, n*s.stride(), 1), randVec(rng, n*s.H*s.E, 1)
 		att, probs := make([]float64, n*s.H*s.E), make([]float64, s.B*s.H*s.T*s.T)
-		loss := func() float64 { attention(att, probs, qkv, s, 2); return dot(r, att) }
+		loss := func() float64 { attention(att, probs, qkv, s, nil, 2); return dot(r, att) }
 		loss()
 		dqkv, scratch := make([]float64, len(qkv)), make([]float64, 2*s.T*s.T)
-		attentionBackward(dqkv, r, qkv, probs, scratch, s, 2)
+		attentionBackward(dqkv, r, qkv, probs, scratch, s, nil, 2)
 		checkGrad(t, "attention.qkv", qkv, dqkv, nil, loss)
 	}
 }

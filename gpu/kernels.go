@@ -115,26 +115,31 @@ func ropeTable[F Float](context, e int, theta float64) (cos, sin []F) {
 // rotation, which is the backward pass since the rotation is orthogonal.
 // It updates x in place because x is the kernel's own activation buffer.
 func rope[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, sign F, workers int) {
-	half := e / 2
 	parallelFor(len(pos), workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			c := cos[int(pos[r])*half : int(pos[r]+1)*half]
-			s := sin[int(pos[r])*half : int(pos[r]+1)*half]
-			row := x[r*stride:]
-			for h := 0; h < heads; h++ {
-				v := row[h*e : (h+1)*e]
-				if is32[F]() {
-					vec.Rope(as32(v), as32(c), as32(s), float32(sign))
-					continue
-				}
-				for i := 0; i < half; i++ {
-					x1, x2 := v[i], v[i+half]
-					v[i] = x1*c[i] - sign*x2*s[i]
-					v[i+half] = x2*c[i] + sign*x1*s[i]
-				}
+		ropeRows(x[lo*stride:], pos[lo:hi], stride, heads, e, cos, sin, sign)
+	})
+}
+
+// ropeRows is rope over the rows of pos, on one goroutine.
+func ropeRows[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, sign F) {
+	half := e / 2
+	for r, p := range pos {
+		c := cos[int(p)*half : int(p+1)*half]
+		s := sin[int(p)*half : int(p+1)*half]
+		row := x[r*stride:]
+		for h := 0; h < heads; h++ {
+			v := row[h*e : (h+1)*e]
+			if is32[F]() {
+				vec.Rope(as32(v), as32(c), as32(s), float32(sign))
+				continue
+			}
+			for i := 0; i < half; i++ {
+				x1, x2 := v[i], v[i+half]
+				v[i] = x1*c[i] - sign*x2*s[i]
+				v[i+half] = x2*c[i] + sign*x1*s[i]
 			}
 		}
-	})
+	}
 }
 
 // swiglu computes dst[r, j] = silu(g)·u = g·σ(g)·u with g = gu[r, j] and

@@ -124,13 +124,13 @@ func (n *net[F]) forward(a *acts[F], temp float64) {
 		}
 	}
 	K := len(a.rows)
+	rot := &rotation[F]{pos: a.pos, cos: n.cos, sin: n.sin}
 	embed(a.resid[0], w.embed, a.tokens, D)
 	for l, lw := range w.layers {
 		x := a.resid[l]
 		rmsnorm(a.xn1[l], a.inv1[l], x, lw.attnNorm, D, c.NormEps, k)
 		n.mm.NT(a.qkv[l], a.xn1[l], lw.qkv, N, D, qs, false)
-		rope(a.qkv[l], a.pos, qs, as.H+as.G, as.E, n.cos, n.sin, 1, k)
-		attention(a.att[l], a.probs[l], a.qkv[l], as, k)
+		attention(a.att[l], a.probs[l], a.qkv[l], as, rot, k) // rotates q and k first
 		R, att := N, a.att[l] // rows from here on, and their attention output
 		if l == c.Layers-1 {
 			R, att = K, a.attRows[:K*he]
@@ -161,6 +161,7 @@ func (n *net[F]) backward(a *acts[F], g params[F], temp float64) {
 	as := n.attnShape(a.B, a.T)
 	qs, he := as.stride(), as.H*as.E
 	K := len(a.rows)
+	rot := &rotation[F]{pos: a.pos, cos: n.cos, sin: n.sin}
 	logSoftmaxEntropyBackward(a.dlogits[:K*V], a.logp, a.ent, a.targets, a.dlp, a.dH, a.rows, V, temp, k)
 	n.mm.TNAdd(g.head, a.dlogits, a.xf, K, D, V)
 	n.mm.NN(a.dxn, a.dlogits, w.head, K, D, V, false)
@@ -184,8 +185,7 @@ func (n *net[F]) backward(a *acts[F], g params[F], temp float64) {
 			scatterRows(a.datt, R, a.rows, he, N)
 			scatterRows(a.dx, R, a.rows, D, N)
 		}
-		attentionBackward(a.dqkv, a.datt, a.qkv[l], a.probs[l], a.dscores, as, k)
-		rope(a.dqkv, a.pos, qs, as.H+as.G, as.E, n.cos, n.sin, -1, k)
+		attentionBackward(a.dqkv, a.datt, a.qkv[l], a.probs[l], a.dscores, as, rot, k) // dq, dk unrotated
 		n.mm.TNAdd(lg.qkv, a.dqkv, a.xn1[l], N, D, qs)
 		n.mm.NN(a.dxn, a.dqkv, lw.qkv, N, D, qs, false)
 		rmsnormBackward(a.dx, lg.attnNorm, a.dxn, a.resid[l], a.inv1[l], lw.attnNorm, D, k) // dLoss/d resid[l]
