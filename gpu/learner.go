@@ -154,6 +154,7 @@ func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 	if lc.Device != nil {
 		l.net.mm = lc.Device.linear32(l.net.workers)
 	}
+	opt.Workers = l.net.workers
 	l.version = m.version
 	return l, nil
 }
@@ -273,7 +274,7 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 		return StepStats{}, fmt.Errorf("learner step: backward: %w", err)
 	}
 	l.sumShardGrads(len(bt.parts) - 1)
-	st.GradNorm = optim.ClipGlobalNorm(l.params, l.lc.MaxGradNorm)
+	st.GradNorm = optim.ClipGlobalNorm(l.params, l.lc.MaxGradNorm, l.net.workers)
 	if math.IsNaN(st.GradNorm) || math.IsInf(st.GradNorm, 0) {
 		return StepStats{}, fmt.Errorf("learner step: gradient norm %g: %w", st.GradNorm, ErrNonFinite)
 	}
