@@ -131,7 +131,8 @@ func (n *net[F]) forward(a *acts[F], temp float64) {
 		rmsnorm(a.xn1[l], a.inv1[l], x, lw.attnNorm, D, c.NormEps, k)
 		n.mm.NT(a.qkv[l], a.xn1[l], lw.qkv, N, D, qs, false)
 		attention(a.att[l], a.probs[l], a.qkv[l], as, rot, k) // rotates q and k first
-		R, att := N, a.att[l]                                 // rows from here on, and their attention output
+		// R rows go on from here, att their attention output
+		R, att := N, a.att[l]
 		if l == c.Layers-1 {
 			R, att = K, a.attRows[:K*he]
 			gatherRows(att, a.att[l], a.rows, he)
