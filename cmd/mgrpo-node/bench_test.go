@@ -51,9 +51,9 @@ func TestBenchAgainstPeer(t *testing.T) {
 	script := `import sys
 p = sys.argv[sys.argv.index("--presets") + 1]
 print('{"preset": "-", "measure": "sgemm_1024", "median": 100.0}')
-print('{"preset": "%s", "measure": "learner_step", "median": 0.5}' % p)
-print('{"preset": "%s", "measure": "sampling", "median": 1000.0}' % p)
-print('{"preset": "%s", "measure": "ref_scoring", "median": 2000.0}' % p)
+print('{"preset": "%s", "measure": "learner_step", "median": 0.5, "min": 0.4}' % p)
+print('{"preset": "%s", "measure": "sampling", "median": 1000.0, "max": 1200.0}' % p)
+print('{"preset": "%s", "measure": "ref_scoring", "median": 2000.0, "max": 2500.0}' % p)
 `
 	if err := os.WriteFile(filepath.Join(dir, "bench.py"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ print('{"preset": "%s", "measure": "ref_scoring", "median": 2000.0}' % p)
 	if code := run(args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("bench --peer: exit %d, stderr %q", code, stderr.String())
 	}
-	for _, want := range []string{"CPU: ", "preset tiny", "learner step", "500.0 ms", "round 2:", "% of its sgemm"} {
+	for _, want := range []string{"CPU: ", "preset tiny", "learner step", "500.0 ms", "round 2:", "% of its sgemm", "400.0, "} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}
