@@ -268,7 +268,7 @@ type decoder[F Float] struct {
 	mm     linear[F]
 	slots  int   // sequences the cache has room for
 	tmax   int   // positions per sequence in the cache
-	kc, vc [][]F // L × [S, tmax, G·E]: rotated keys and values by slot and position
+	kc, vc [][]F // L × [S, G, tmax, E]: rotated keys and values by slot, head and position
 	tok    []int32
 	pos    []int32
 	slot   []int32
@@ -317,15 +317,17 @@ func (d *decoder[F]) prefill(prompts [][]int, num int, g sampleGroup) []int {
 		first = last
 	}
 	d.run(r)
-	ge := d.n.cfg.KVHeads * d.n.cfg.HeadDim()
+	G, E := d.n.cfg.KVHeads, d.n.cfg.HeadDim()
 	for first := g.lo; first < g.hi; {
 		i := first / num
 		last := min(g.hi, (i+1)*num)
 		for l := range d.kc {
 			for _, c := range [][]F{d.kc[l], d.vc[l]} {
-				src := c[(first-g.lo)*d.tmax*ge : ((first-g.lo)*d.tmax+len(prompts[i]))*ge]
-				for s := first + 1; s < last; s++ {
-					copy(c[(s-g.lo)*d.tmax*ge:], src)
+				for h := 0; h < G; h++ {
+					src := c[((first-g.lo)*G+h)*d.tmax*E:][:len(prompts[i])*E]
+					for s := first + 1; s < last; s++ {
+						copy(c[((s-g.lo)*G+h)*d.tmax*E:], src)
+					}
 				}
 			}
 		}
@@ -365,29 +367,32 @@ func (d *decoder[F]) run(r int) {
 // l's cache.
 func (d *decoder[F]) cacheKV(l, r int) {
 	c := d.n.cfg
-	E := c.HeadDim()
-	ge, qs := c.KVHeads*E, (c.Heads+2*c.KVHeads)*E
+	E, G := c.HeadDim(), c.KVHeads
+	qs := (c.Heads + 2*G) * E
 	for i := 0; i < r; i++ {
-		at := (int(d.slot[i])*d.tmax + int(d.pos[i])) * ge
 		row := d.qkv[i*qs:]
-		copy(d.kc[l][at:at+ge], row[c.Heads*E:])
-		copy(d.vc[l][at:at+ge], row[(c.Heads+c.KVHeads)*E:])
+		for g := 0; g < G; g++ {
+			at := ((int(d.slot[i])*G+g)*d.tmax + int(d.pos[i])) * E
+			copy(d.kc[l][at:at+E], row[(c.Heads+g)*E:])
+			copy(d.vc[l][at:at+E], row[(c.Heads+G+g)*E:])
+		}
 	}
 }
 
 // attend computes causal attention of each row's queries over its slot's
-// cached keys and values at positions 0..pos.
+// cached keys and values at positions 0..pos (each head's contiguous: the
+// cache streams through the prefetchers).
 func (d *decoder[F]) attend(l, r int) {
 	c := d.n.cfg
 	E, G := c.HeadDim(), c.KVHeads
-	ge, qs, he := G*E, (c.Heads+2*G)*E, c.Heads*E
+	qs, he := (c.Heads+2*G)*E, c.Heads*E
 	scale := F(1 / math.Sqrt(float64(E)))
 	for i := 0; i < r; i++ {
-		base, n := int(d.slot[i])*d.tmax*ge, int(d.pos[i])+1
+		n := int(d.pos[i]) + 1
 		for h := 0; h < c.Heads; h++ {
-			g := h / (c.Heads / G)
+			base := (int(d.slot[i])*G + h/(c.Heads/G)) * d.tmax * E
 			attendHead(d.att[i*he+h*E:i*he+(h+1)*E], d.qkv[i*qs+h*E:i*qs+(h+1)*E],
-				d.kc[l][base+g*E:], d.vc[l][base+g*E:], d.scores[:n], ge, scale)
+				d.kc[l][base:], d.vc[l][base:], d.scores[:n], E, scale)
 		}
 	}
 }
