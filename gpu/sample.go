@@ -153,10 +153,19 @@ func (d *decoder[F]) sample(out []Sample, prompts [][]int, num int, g sampleGrou
 	V := d.n.cfg.Vocab
 	limit := make([]int, g.hi-g.lo)
 	rngs := make([]*rand.Rand, g.hi-g.lo)
+	total := 0
 	for s := g.lo; s < g.hi; s++ {
-		out[s].Prompt = s / num
 		limit[s-g.lo] = min(opt.MaxNewTokens, d.n.cfg.Context-len(prompts[s/num]))
 		rngs[s-g.lo] = rand.New(rand.NewPCG(opt.Seed, uint64(s)))
+		total += limit[s-g.lo]
+	}
+	// the outputs of all the group's sequences, carved up front: the decode
+	// loop appends without allocating
+	toks, lps, ents := make([]int, total), make([]float64, total), make([]float64, total)
+	for s, at := g.lo, 0; s < g.hi; s++ {
+		n := limit[s-g.lo]
+		out[s] = Sample{Prompt: s / num, Tokens: toks[at : at : at+n], LogProbs: lps[at : at : at+n], Entropies: ents[at : at : at+n]}
+		at += n
 	}
 	rowOf := d.prefill(prompts, num, g) // logits row of each slot's next token
 	dr := newDrawer(V, opt)
