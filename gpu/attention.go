@@ -108,6 +108,12 @@ func attentionBackward[F Float](dqkv, datt, qkv, probs, scratch []F, s attnShape
 func softmaxBackward[F Float](dp, p []F, t int, scale F) {
 	for i := 0; i < t; i++ {
 		d, pr := dp[i*t:(i+1)*t], p[i*t:(i+1)*t]
+		if is32[F]() { // d = p·(scale·d − scale·(d·p))
+			d32, p32 := as32(d[:i+1]), as32(pr[:i+1])
+			vec.MulAffine(d32, d32, p32, -float32(scale)*vec.Dot(d32, p32), float32(scale))
+			clear(d[i+1:])
+			continue
+		}
 		var dot F
 		for j := 0; j <= i; j++ {
 			dot += d[j] * pr[j]

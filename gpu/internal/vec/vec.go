@@ -87,6 +87,17 @@ func MulAdd(dst, a, b []float32, s float32) {
 	mulAddGo(dst, a, b, s)
 }
 
+// MulAffine writes dst[i] = p[i]·(c0 + c1·x[i]); dst may alias x or p
+// (the softmax gradients: dz = p·(c0 + c1·z)).
+func MulAffine(dst, x, p []float32, c0, c1 float32) {
+	dst, p = dst[:len(x)], p[:len(x)]
+	if useAVX2 {
+		mulAffineAVX2(dst, x, p, c0, c1)
+		return
+	}
+	mulAffineGo(dst, x, p, c0, c1)
+}
+
 // Scale multiplies x by s in place.
 func Scale(x []float32, s float32) {
 	if useAVX2 {
@@ -284,5 +295,12 @@ func ropeGo(v, c, s []float32, sign float32) {
 		x1, x2, sn := x1s[i], x2s[i], sign*s[i]
 		x1s[i] = x1*cs - x2*sn
 		x2s[i] = x2*cs + x1*sn
+	}
+}
+
+func mulAffineGo(dst, x, p []float32, c0, c1 float32) {
+	dst, p = dst[:len(x)], p[:len(x)]
+	for i, v := range x {
+		dst[i] = p[i] * (c0 + c1*v)
 	}
 }

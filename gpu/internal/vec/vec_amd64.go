@@ -49,3 +49,6 @@ func mixAVX2(o, p, v []float32, stride int)
 
 //go:noescape
 func ropeAVX2(v, c, s []float32, sign float32)
+
+//go:noescape
+func mulAffineAVX2(dst, x, p []float32, c0, c1 float32)

@@ -629,3 +629,41 @@ rope_loop:
 	JNZ  rope_loop
 	VZEROUPPER
 	RET
+
+// func mulAffineAVX2(dst, x, p []float32, c0, c1 float32)
+TEXT ·mulAffineAVX2(SB), NOSPLIT, $0-80
+	MOVQ dst_base+0(FP), DI
+	MOVQ x_base+24(FP), SI
+	MOVQ x_len+32(FP), CX
+	MOVQ p_base+48(FP), BX
+	VBROADCASTSS c0+72(FP), Y7
+	VBROADCASTSS c1+76(FP), Y6
+
+maff_loop:
+	CMPQ CX, $8
+	JL   maff_tail
+	VMOVUPS     (SI), Y0
+	VMOVAPS     Y7, Y1
+	VFMADD231PS Y6, Y0, Y1 // c0 + c1·x
+	VMULPS      (BX), Y1, Y1
+	VMOVUPS     Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  maff_loop
+
+maff_tail:
+	TESTQ CX, CX
+	JZ    maff_done
+	TAIL_MASK
+	VMASKMOVPS  (SI), Y8, Y0
+	VMASKMOVPS  (BX), Y8, Y2
+	VMOVAPS     Y7, Y1
+	VFMADD231PS Y6, Y0, Y1
+	VMULPS      Y2, Y1, Y1
+	VMASKMOVPS  Y1, Y8, (DI)
+
+maff_done:
+	VZEROUPPER
+	RET

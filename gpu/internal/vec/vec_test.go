@@ -131,9 +131,9 @@ func TestVecSwiGLU(t *testing.T) {
 func TestVecRowKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 3))
 	for _, impl := range kernelImpls() {
-		dot, dot3, smul, rback, madd, scale, mx := dotGo, dot3Go, scaleMulGo, rmsBackGo, mulAddGo, scaleGo, maxGo
+		dot, dot3, smul, rback, madd, scale, mx, maff := dotGo, dot3Go, scaleMulGo, rmsBackGo, mulAddGo, scaleGo, maxGo, mulAffineGo
 		if impl == "avx2" {
-			dot, dot3, smul, rback, madd, scale, mx = dotAVX2, dot3AVX2, scaleMulAVX2, rmsBackAVX2, mulAddAVX2, scaleAVX2, maxAVX2
+			dot, dot3, smul, rback, madd, scale, mx, maff = dotAVX2, dot3AVX2, scaleMulAVX2, rmsBackAVX2, mulAddAVX2, scaleAVX2, maxAVX2, mulAffineAVX2
 		}
 		for n := 0; n <= 71; n++ {
 			a, b, c := randF32(rng, n, 1), randF32(rng, n, 1), randF32(rng, n, 1)
@@ -163,14 +163,17 @@ func TestVecRowKernels(t *testing.T) {
 			sc := withSentinel(n, 5)
 			copy(sc, b)
 			scale(sc, -3)
+			af := withSentinel(n, 5)
+			copy(af, a)
+			maff(af, af, c, 0.5, -2) // in place: af = c·(0.5 − 2·a)
 			for i := range a {
 				x, w, z := float64(a[i]), float64(b[i]), float64(c[i])
 				if !closeTo(y[i], 0.7*x*w, 1e-6) || !closeTo(dx[i], z+0.3*x*z+1.25*w, 1e-6) ||
-					!closeTo(acc[i], x+2*w*z, 1e-6) || !closeTo(sc[i], -3*w, 1e-6) {
+					!closeTo(acc[i], x+2*w*z, 1e-6) || !closeTo(sc[i], -3*w, 1e-6) || !closeTo(af[i], z*(0.5-2*x), 1e-6) {
 					t.Fatalf("%s n=%d i=%d: scaleMul %g rmsBack %g mulAdd %g scale %g", impl, n, i, y[i], dx[i], acc[i], sc[i])
 				}
 			}
-			for _, v := range [][]float32{y, dx, acc, sc} {
+			for _, v := range [][]float32{y, dx, acc, sc, af} {
 				untouched(t, impl+" row kernels", v, 5)
 			}
 			if n >= 8 || (impl == "go" && n >= 1) {
