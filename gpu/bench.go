@@ -53,9 +53,9 @@ type BenchResult struct {
 	LearnerStepMinSec float64 `json:"learner_step_min_s"`
 	SampleTokPerSMax  float64 `json:"sample_tok_per_s_max"`
 	ScoreTokPerSMax   float64 `json:"score_tok_per_s_max"`
-	// SgemmGFLOPS is a 1024×1024×1024 float32 product through the model's
-	// own product path (the build's BLAS, split over Threads goroutines):
-	// what the machine's matrix products reach, for comparison.
+	// SgemmGFLOPS is what the machine's float32 matrix products reach, for
+	// comparison: Threads goroutines each running a 1024×1024×1024 product
+	// through the build's BLAS at once (as the shards of a batch do).
 	SgemmGFLOPS float64 `json:"sgemm_gflops"`
 }
 
@@ -152,12 +152,12 @@ func (w *benchWorkload) setLoss(rng *rand.Rand) error {
 
 // benchBytes estimates the memory of a benchmark: the model, the learner
 // with its batch workspace, the sampler, the scoring workspace, the
-// batch's token slices and the sgemm operands.
+// batch's token slices and the sgemm operands (per thread).
 func benchBytes(cfg Config, o BenchOptions) int64 {
 	seqLen := o.PromptLen + o.NewTokens
 	t := min((seqLen+7)/8*8, cfg.Context)
 	tokens := 16 * float64(o.Batch) * float64(seqLen)
-	sgemm := 3 * 4 * 1024 * 1024.0
+	sgemm := 3 * 4 * 1024 * 1024 * float64(runtime.GOMAXPROCS(0))
 	sum := float64(cfg.ModelBytes()) + float64(cfg.LearnerBytes(o.Batch, t)) + float64(cfg.ScoreBytes(o.Batch, t)) +
 		float64(cfg.SampleBytes(o.Batch, 1, o.PromptLen, o.NewTokens)) + tokens + sgemm
 	return toBytes(sum)
@@ -199,17 +199,28 @@ func timeIt(minTime time.Duration, reps int, f func() error) (median, best float
 	return (runs[(len(runs)-1)/2] + runs[len(runs)/2]) / 2, runs[0], nil
 }
 
-// sgemmGFLOPS measures a 1024³ float32 product through the model's product
-// path (matmulNT over workers goroutines).
+// sgemmGFLOPS measures what the machine's matrix products reach at the
+// model's parallelism: workers goroutines each running its own 1024³
+// float32 product through the build's BLAS, as the shards of a batch do.
 func sgemmGFLOPS(minTime time.Duration, reps, workers int) float64 {
 	const n = 1024
-	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range a {
-		a[i], b[i] = rng.Float32(), rng.Float32()
+	ops := make([][3][]float32, workers)
+	for i := range ops {
+		for j := range ops[i] {
+			ops[i][j] = make([]float32, n*n)
+		}
+		for j := range ops[i][0] {
+			ops[i][0][j], ops[i][1][j] = rng.Float32(), rng.Float32()
+		}
 	}
-	sec, _, _ := timeIt(minTime, reps, func() error { matmulNT(c, a, b, n, n, n, false, workers); return nil })
-	return 2 * n * n * n / sec / 1e9
+	sec, _, _ := timeIt(minTime, reps, func() error {
+		parallelFor(workers, workers, func(i, _, _ int) {
+			gemm(false, true, n, n, n, 1, ops[i][0], n, ops[i][1], n, 0, ops[i][2], n)
+		})
+		return nil
+	})
+	return float64(workers) * 2 * n * n * n / sec / 1e9
 }
 
 // Bench measures the learner step, sampling and scoring of a preset on this

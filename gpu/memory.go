@@ -58,13 +58,13 @@ func (c Config) ScoreBytes(b, t int) int64 {
 // newTokens tokens for each of prompts prompts of promptLen tokens: the
 // key/value cache of prompts·n sequences of promptLen + newTokens
 // positions (at most the context), the activations and logits of the
-// prefill rows, the samplers' buffers and the returned tokens, log-probs
-// and entropies.
+// prefill rows, the samplers' buffers, the returned tokens, log-probs and
+// entropies, and (once per Model) a transposed copy of the weights.
 func (c Config) SampleBytes(prompts, n, promptLen, newTokens int) int64 {
 	slots := float64(prompts) * float64(n)
 	tmax := min(float64(promptLen)+float64(newTokens), float64(c.Context))
 	rows := max(float64(prompts)*float64(promptLen), slots)
-	return toBytes(sampleBytes(c, slots, tmax, rows, float64(newTokens), runtime.GOMAXPROCS(0)))
+	return toBytes(4*c.params() + sampleBytes(c, slots, tmax, rows, float64(newTokens), runtime.GOMAXPROCS(0)))
 }
 
 // sampleBytes is the decoder of slots sequences of tmax positions with

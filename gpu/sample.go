@@ -123,6 +123,13 @@ func sampleNet[F Float](n *net[F], pool *decoderPool[F], prompts [][]int, num in
 		return nil, fmt.Errorf("sample: %w", err)
 	}
 	defer pool.put(ds)
+	wt, err := pool.transposed(n)
+	if err != nil {
+		return nil, fmt.Errorf("sample: %w", err)
+	}
+	for _, d := range ds {
+		d.wt = wt
+	}
 	parallelFor(len(groups), len(groups), func(g, _, _ int) { ds[g].sample(out, prompts, num, groups[g], opt) })
 	return out, nil
 }
@@ -200,10 +207,60 @@ func (d *decoder[F]) sample(out []Sample, prompts [][]int, num int, g sampleGrou
 
 // decoderPool keeps idle decoders (up to one per worker, the largest seen)
 // so that repeated Sample calls of similar shape reuse their key/value
-// caches.
+// caches, and the model's transposed weights.
 type decoderPool[F Float] struct {
 	mu    sync.Mutex
 	spare []*decoder[F]
+	wt    *transposed[F]
+}
+
+// transposed holds a net's weight matrices transposed to [in, out]: a
+// decode step's products, on a few dozen rows, run about 5% faster as
+// x·Wᵀ with Wᵀ stored (BLAS "NN") than with W (BLAS "NT").
+type transposed[F Float] struct {
+	layers []layerParams[F] // qkv, o, gateUp, down: [in, out]
+	head   []F              // [D, V]
+}
+
+// transposed returns the weights of n transposed, made on the first call
+// if they fit in memory (the pool belongs to one immutable Model); a nil
+// pool makes them anew.
+func (p *decoderPool[F]) transposed(n *net[F]) (*transposed[F], error) {
+	if p == nil {
+		return transposeWeights(n), nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wt == nil {
+		if err := CheckMemory("the sampler's transposed weights", n.cfg.WeightBytes()); err != nil {
+			return nil, err
+		}
+		p.wt = transposeWeights(n)
+	}
+	return p.wt, nil
+}
+
+func transposeWeights[F Float](n *net[F]) *transposed[F] {
+	c := n.cfg
+	E := c.HeadDim()
+	qs, he := (c.Heads+2*c.KVHeads)*E, c.Heads*E
+	t := &transposed[F]{head: transpose(n.w.head, c.Vocab, c.Hidden)}
+	for _, lw := range n.w.layers {
+		t.layers = append(t.layers, layerParams[F]{qkv: transpose(lw.qkv, qs, c.Hidden), o: transpose(lw.o, c.Hidden, he),
+			gateUp: transpose(lw.gateUp, 2*c.MLP, c.Hidden), down: transpose(lw.down, c.Hidden, c.MLP)})
+	}
+	return t
+}
+
+// transpose returns the [cols, rows] transpose of the row-major [rows, cols] w.
+func transpose[F Float](w []F, rows, cols int) []F {
+	t := make([]F, rows*cols)
+	for r := 0; r < rows; r++ {
+		for c, v := range w[r*cols : (r+1)*cols] {
+			t[c*rows+r] = v
+		}
+	}
+	return t
 }
 
 // get returns one decoder per group, each with room for its sequences,
@@ -275,6 +332,7 @@ func (p *decoderPool[F]) put(ds []*decoder[F]) {
 type decoder[F Float] struct {
 	n      *net[F]
 	mm     linear[F]
+	wt     *transposed[F] // n's weights, transposed (set for each Sample)
 	slots  int   // sequences the cache has room for
 	tmax   int   // positions per sequence in the cache
 	kc, vc [][]F // L × [S, G, tmax, E]: rotated keys and values by slot, head and position
@@ -357,19 +415,20 @@ func (d *decoder[F]) run(r int) {
 	gu, act, pos := d.gu[:r*2*M], d.act[:r*M], d.pos[:r]
 	embed(x, n.w.embed, d.tok[:r], D)
 	for l, lw := range n.w.layers {
+		wt := d.wt.layers[l] // x·Wᵀ as NN products: dst = x·wt (see transposed)
 		rmsnorm(xn, inv, x, lw.attnNorm, D, c.NormEps, 1)
-		mm.NT(qkv, xn, lw.qkv, r, D, qs, false)
+		mm.NN(qkv, xn, wt.qkv, r, qs, D, false)
 		rope(qkv, pos, qs, c.Heads+c.KVHeads, E, n.cos, n.sin, 1, 1)
 		d.cacheKV(l, r)
 		d.attend(l, r)
-		mm.NT(x, att, lw.o, r, he, D, true)
+		mm.NN(x, att, wt.o, r, D, he, true)
 		rmsnorm(xn, inv, x, lw.mlpNorm, D, c.NormEps, 1)
-		mm.NT(gu, xn, lw.gateUp, r, D, 2*M, false)
+		mm.NN(gu, xn, wt.gateUp, r, 2*M, D, false)
 		swiglu(act, d.sig[:r*M], gu, M, 1)
-		mm.NT(x, act, lw.down, r, M, D, true)
+		mm.NN(x, act, wt.down, r, D, M, true)
 	}
 	rmsnorm(xn, inv, x, n.w.norm, D, c.NormEps, 1)
-	mm.NT(d.logits[:r*V], xn, n.w.head, r, D, V, false)
+	mm.NN(d.logits[:r*V], xn, d.wt.head, r, V, D, false)
 }
 
 // cacheKV copies the rotated keys and the values of rows 0..r-1 into layer
