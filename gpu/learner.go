@@ -120,7 +120,7 @@ func learnerShards(c Config, workers int, device bool) int {
 	if device || 4*c.params() > maxShardGradBytes {
 		return 1
 	}
-	return max(workers, 1)
+	return shardCount(math.MaxInt, workers)
 }
 
 // NewLearner returns a learner starting from m's weights (copied) at
@@ -193,7 +193,7 @@ func (l *Learner) workspace(b, t int) (*batch[float32], error) {
 	if len(l.ws) >= 2 {
 		clear(l.ws)
 	}
-	shards := shardCount(b, l.shards)
+	shards := min(shardCount(b, l.net.workers), l.shards)
 	need := toBytes(batchBytes(l.cfg, b, t, shards, l.net.workers, true))
 	if err := CheckMemory(fmt.Sprintf("a learner batch of %d sequences × %d tokens", b, t), need); err != nil {
 		return nil, err

@@ -42,9 +42,10 @@ func (c Config) modelBytes() float64 {
 // workspace of that shape (every layer's activations, attention
 // probabilities [b, heads, t, t] included).
 func (c Config) LearnerBytes(b, t int) int64 {
-	shards := learnerShards(c, runtime.GOMAXPROCS(0), false)
+	workers := runtime.GOMAXPROCS(0)
+	shards := learnerShards(c, workers, false)
 	extra := 4 * float64(shards-1) * c.params() // the shards' gradients
-	return toBytes(c.modelBytes() + 12*c.params() + extra + batchBytes(c, b, t, shardCount(b, shards), runtime.GOMAXPROCS(0), true))
+	return toBytes(c.modelBytes() + 12*c.params() + extra + batchBytes(c, b, t, min(shardCount(b, workers), shards), workers, true))
 }
 
 // ScoreBytes is the memory of Model.Score's forward-only workspace for b

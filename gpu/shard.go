@@ -1,5 +1,7 @@
 package gpu
 
+import "sync/atomic"
+
 // A padded batch runs through the model in shards: contiguous ranges of its
 // sequences, one goroutine each, every shard with its own workspace and
 // single-threaded kernels and products. The shards never wait for each
@@ -14,20 +16,32 @@ const maxShardGradBytes = 64 << 20
 
 // batch is the workspace of one padded shape (B, T), split into shards.
 type batch[F Float] struct {
-	B, T  int
-	parts []*acts[F]
-	first []int // first sequence of each part; first[len(parts)] = B
+	B, T    int
+	parts   []*acts[F]
+	first   []int // first sequence of each part; first[len(parts)] = B
+	workers int   // goroutines that run the parts
 }
 
-// shardCount is the number of shards of a batch of b sequences: one per
-// worker, at most one per sequence.
-func shardCount(b, workers int) int { return max(min(b, workers), 1) }
+// shardsPerWorker is how many shards each worker has on average: the
+// workers take them from a queue, so one slowed by another process on its
+// core leaves more of them to the others.
+const shardsPerWorker = 2
+
+// shardCount is the number of shards of a batch of b sequences run by
+// workers goroutines: shardsPerWorker per worker when there are several,
+// at most one per sequence.
+func shardCount(b, workers int) int {
+	if workers <= 1 {
+		return 1
+	}
+	return max(min(b, shardsPerWorker*workers), 1)
+}
 
 // newBatch allocates the workspace of shape (b, t) in shards parts (train:
 // with the buffers of the backward pass, see newActs). One part is run by
 // the whole net (workers goroutines), several by its single-threaded view.
 func newBatch[F Float](c Config, b, t, shards, workers int, train bool) *batch[F] {
-	bt := &batch[F]{B: b, T: t, first: make([]int, shards+1)}
+	bt := &batch[F]{B: b, T: t, first: make([]int, shards+1), workers: min(workers, shards)}
 	for i := range bt.first {
 		bt.first[i] = i * b / shards
 	}
@@ -53,9 +67,15 @@ func batchBytes(c Config, b, t, shards, workers int, train bool) float64 {
 	return sum
 }
 
-// each runs f for every part, concurrently when there are several.
+// each runs f for every part, on bt.workers goroutines that take the parts
+// in order from a shared counter.
 func (bt *batch[F]) each(f func(i int, a *acts[F])) {
-	parallelFor(len(bt.parts), len(bt.parts), func(i, _, _ int) { f(i, bt.parts[i]) })
+	var next atomic.Int64
+	parallelFor(bt.workers, bt.workers, func(_, _, _ int) {
+		for i := int(next.Add(1)) - 1; i < len(bt.parts); i = int(next.Add(1)) - 1 {
+			f(i, bt.parts[i])
+		}
+	})
 }
 
 // load writes seqs (B of them) into the parts.
