@@ -333,9 +333,9 @@ type decoder[F Float] struct {
 	n      *net[F]
 	mm     linear[F]
 	wt     *transposed[F] // n's weights, transposed (set for each Sample)
-	slots  int   // sequences the cache has room for
-	tmax   int   // positions per sequence in the cache
-	kc, vc [][]F // L × [S, G, tmax, E]: rotated keys and values by slot, head and position
+	slots  int            // sequences the cache has room for
+	tmax   int            // positions per sequence in the cache
+	kc, vc [][]F          // L × [S, G, tmax, E]: rotated keys and values by slot, head and position
 	tok    []int32
 	pos    []int32
 	slot   []int32
