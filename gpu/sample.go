@@ -200,7 +200,7 @@ func (d *decoder[F]) sample(out []Sample, prompts [][]int, num int, g sampleGrou
 			active--
 		}
 		if r > 0 {
-			d.run(r)
+			d.run(r, nil)
 		}
 	}
 }
@@ -370,6 +370,7 @@ func newDecoder[F Float](n *net[F], slots, tmax, rows int) *decoder[F] {
 // token.
 func (d *decoder[F]) prefill(prompts [][]int, num int, g sampleGroup) []int {
 	rowOf := make([]int, g.hi-g.lo)
+	var outs []int32 // the prompts' last rows: only their logits are read
 	r := 0
 	for first := g.lo; first < g.hi; {
 		i := first / num
@@ -379,11 +380,12 @@ func (d *decoder[F]) prefill(prompts [][]int, num int, g sampleGroup) []int {
 			r++
 		}
 		for s := first; s < last; s++ {
-			rowOf[s-g.lo] = r - 1
+			rowOf[s-g.lo] = len(outs)
 		}
+		outs = append(outs, int32(r-1))
 		first = last
 	}
-	d.run(r)
+	d.run(r, outs)
 	G, E := d.n.cfg.KVHeads, d.n.cfg.HeadDim()
 	for first := g.lo; first < g.hi; {
 		i := first / num
@@ -404,31 +406,48 @@ func (d *decoder[F]) prefill(prompts [][]int, num int, g sampleGroup) []int {
 }
 
 // run decodes rows 0..r-1 (token tok at position pos of cache slot slot),
-// writing their keys and values into the cache and their next-token logits
-// into d.logits. Rows of one slot may come in order in one call (prefill):
-// all keys are cached before any row attends.
-func (d *decoder[F]) run(r int) {
+// writing their keys and values into the cache, and the next-token logits
+// of rows outs (ascending; nil: every row) into d.logits, row i for
+// outs[i]. Rows of one slot may come in order in one call (prefill): all
+// keys are cached before any row attends. The last block after its keys
+// and values, the final norm and lm_head run on rows outs only.
+func (d *decoder[F]) run(r int, outs []int32) {
 	n, c, mm := d.n, d.n.cfg, d.mm
 	D, M, V, E := c.Hidden, c.MLP, c.Vocab, c.HeadDim()
 	qs, he := (c.Heads+2*c.KVHeads)*E, c.Heads*E
-	x, xn, inv, qkv, att := d.x[:r*D], d.xn[:r*D], d.inv[:r], d.qkv[:r*qs], d.att[:r*he]
-	gu, act, pos := d.gu[:r*2*M], d.act[:r*M], d.pos[:r]
+	x, xn, inv, qkv := d.x[:r*D], d.xn[:r*D], d.inv[:r], d.qkv[:r*qs]
 	embed(x, n.w.embed, d.tok[:r], D)
 	for l, lw := range n.w.layers {
 		wt := d.wt.layers[l] // x·Wᵀ as NN products: dst = x·wt (see transposed)
 		rmsnorm(xn, inv, x, lw.attnNorm, D, c.NormEps, 1)
 		mm.NN(qkv, xn, wt.qkv, r, qs, D, false)
-		rope(qkv, pos, qs, c.Heads+c.KVHeads, E, n.cos, n.sin, 1, 1)
+		rope(qkv, d.pos[:r], qs, c.Heads+c.KVHeads, E, n.cos, n.sin, 1, 1)
 		d.cacheKV(l, r)
-		d.attend(l, r)
-		mm.NN(x, att, wt.o, r, D, he, true)
-		rmsnorm(xn, inv, x, lw.mlpNorm, D, c.NormEps, 1)
-		mm.NN(gu, xn, wt.gateUp, r, 2*M, D, false)
-		swiglu(act, d.sig[:r*M], gu, M, 1)
-		mm.NN(x, act, wt.down, r, D, M, true)
+		R, rows := r, []int32(nil) // the rows from here on: all, or the last block's outs
+		if l == c.Layers-1 && outs != nil {
+			R, rows = len(outs), outs
+			gatherRowsInPlace(x, outs, D)
+		}
+		d.attend(l, r, rows)
+		xr, xnr, invr := x[:R*D], xn[:R*D], inv[:R]
+		mm.NN(xr, d.att[:R*he], wt.o, R, D, he, true)
+		rmsnorm(xnr, invr, xr, lw.mlpNorm, D, c.NormEps, 1)
+		mm.NN(d.gu[:R*2*M], xnr, wt.gateUp, R, 2*M, D, false)
+		swiglu(d.act[:R*M], d.sig[:R*M], d.gu[:R*2*M], M, 1)
+		mm.NN(xr, d.act[:R*M], wt.down, R, D, M, true)
+		x, xn, inv = xr, xnr, invr
 	}
+	R := len(x) / D
 	rmsnorm(xn, inv, x, n.w.norm, D, c.NormEps, 1)
-	mm.NN(d.logits[:r*V], xn, d.wt.head, r, V, D, false)
+	mm.NN(d.logits[:R*V], xn, d.wt.head, R, V, D, false)
+}
+
+// gatherRowsInPlace moves rows rows (ascending) of x ([*, d]) to the front,
+// row rows[i] to row i ≤ rows[i].
+func gatherRowsInPlace[F Float](x []F, rows []int32, d int) {
+	for i, r := range rows {
+		copy(x[i*d:(i+1)*d], x[int(r)*d:(int(r)+1)*d])
+	}
 }
 
 // cacheKV copies the rotated keys and the values of rows 0..r-1 into layer
@@ -447,19 +466,27 @@ func (d *decoder[F]) cacheKV(l, r int) {
 	}
 }
 
-// attend computes causal attention of each row's queries over its slot's
-// cached keys and values at positions 0..pos (each head's contiguous: the
-// cache streams through the prefetchers).
-func (d *decoder[F]) attend(l, r int) {
+// attend computes causal attention of the queries of rows 0..r-1, or of
+// rows outs when not nil, over their slots' cached keys and values at
+// positions 0..pos (each head's contiguous: the cache streams through the
+// prefetchers), writing the k-th row's output to row k of d.att.
+func (d *decoder[F]) attend(l, r int, outs []int32) {
 	c := d.n.cfg
 	E, G := c.HeadDim(), c.KVHeads
 	qs, he := (c.Heads+2*G)*E, c.Heads*E
 	scale := F(1 / math.Sqrt(float64(E)))
-	for i := 0; i < r; i++ {
+	if outs != nil {
+		r = len(outs)
+	}
+	for k := 0; k < r; k++ {
+		i := k
+		if outs != nil {
+			i = int(outs[k])
+		}
 		n := int(d.pos[i]) + 1
 		for h := 0; h < c.Heads; h++ {
 			base := (int(d.slot[i])*G + h/(c.Heads/G)) * d.tmax * E
-			attendHead(d.att[i*he+h*E:i*he+(h+1)*E], d.qkv[i*qs+h*E:i*qs+(h+1)*E],
+			attendHead(d.att[k*he+h*E:k*he+(h+1)*E], d.qkv[i*qs+h*E:i*qs+(h+1)*E],
 				d.kc[l][base:], d.vc[l][base:], d.scores[:n], E, scale)
 		}
 	}
