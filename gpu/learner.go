@@ -112,10 +112,10 @@ type Learner struct {
 	version   int64
 }
 
-// learnerShards is the number of shards a learner splits its batches
-// into: one per worker on the CPU, when the extra gradient buffers stay
-// small; one (each product split over the cores, or run by the device)
-// otherwise.
+// learnerShards is the most shards a learner splits its batches into:
+// shardsPerWorker per worker on the CPU, when the shards' extra gradient
+// buffers stay small; one (each product split over the cores, or run by
+// the device) otherwise.
 func learnerShards(c Config, workers int, device bool) int {
 	if device || 4*c.params() > maxShardGradBytes {
 		return 1
@@ -137,7 +137,7 @@ func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 		return nil, fmt.Errorf("new learner: max grad norm %g must be ≥ 0", lc.MaxGradNorm)
 	}
 	shards := learnerShards(m.cfg, m.net.workers, lc.Device != nil)
-	if err := CheckMemory("the learner (weights, gradients and AdamW state)", toBytes(float64(15+shards)*m.cfg.params())); err != nil {
+	if err := CheckMemory("the learner (weights, gradients and AdamW state)", toBytes((12+4*float64(shards))*m.cfg.params())); err != nil {
 		return nil, fmt.Errorf("new learner: %w", err)
 	}
 	w, g := m.Weights(), make([]float32, m.NumParams())
