@@ -3,11 +3,12 @@ package gpu
 import "sync/atomic"
 
 // A padded batch runs through the model in shards: contiguous ranges of its
-// sequences, one goroutine each, every shard with its own workspace and
-// single-threaded kernels and products. The shards never wait for each
-// other inside a pass; splitting each of a pass's hundred-odd kernels and
-// products over the cores instead cost a hand-off per kernel, and left the
-// serial parts (gradient sums over rows) on one core.
+// sequences, each with its own workspace, run whole by one goroutine with
+// single-threaded kernels and products (the workers take the shards from a
+// queue). The shards never wait for each other inside a pass; splitting
+// each of a pass's hundred-odd kernels and products over the cores instead
+// cost a hand-off per kernel, and left the serial parts (gradient sums over
+// rows) on one core.
 
 // maxShardGradBytes bounds the extra gradient buffer a learner keeps per
 // shard beyond the first: models whose gradients are larger train in one
