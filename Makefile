@@ -82,11 +82,12 @@ proto-check: protoc-installed $(TOOLS)/protoc-gen-go ## check the committed *.pb
 	PATH="$(TOOLS):$$PATH" protoc --go_out="$$tmp" --go_opt=paths=source_relative $(PROTOS) && \
 	for p in $(PROTOS); do diff -u "$${p%.proto}.pb.go" "$$tmp/$${p%.proto}.pb.go" || { echo "$${p%.proto}.pb.go is stale: run make proto"; exit 1; }; done
 
-lint: ## gofmt check and go vet
+lint: ## gofmt check and go vet (also the openblas build and the purego build: the Go twins of gpu/internal/vec's assembly)
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.tools/*' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	CGO_LDFLAGS="-L$(OPENBLAS_DIR) -lopenblas" $(GO) vet -tags openblas ./gpu/...
+	$(GO) vet -tags purego ./gpu/...
 
 CUDA_ROOT := $(CURDIR)/.tools/cuda
 cuda-check: ## compile-check the cuda build tag against CUDA headers from Debian non-free (no GPU needed; ~800 MB download once)
