@@ -127,12 +127,12 @@ func ropeRows[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, s
 		c := cos[int(p)*half : int(p+1)*half]
 		s := sin[int(p)*half : int(p+1)*half]
 		row := x[r*stride:]
+		if is32[F]() {
+			vec.RopeHeads(as32(row[:heads*e]), heads, as32(c), as32(s), float32(sign))
+			continue
+		}
 		for h := 0; h < heads; h++ {
 			v := row[h*e : (h+1)*e]
-			if is32[F]() {
-				vec.Rope(as32(v), as32(c), as32(s), float32(sign))
-				continue
-			}
 			for i := 0; i < half; i++ {
 				x1, x2 := v[i], v[i+half]
 				v[i] = x1*c[i] - sign*x2*s[i]

@@ -141,25 +141,28 @@ func Mix(o, p, v []float32, stride int) {
 	mixGo(o, p, v, stride)
 }
 
-// Rope rotates one head v (length 2·len(c)) by the angles whose cosines
-// and sines are c and s: with v = [x1, x2], v' = [x1·c − sign·x2·s,
-// x2·c + sign·x1·s].
-func Rope(v, c, s []float32, sign float32) {
-	half := len(c)
-	v, s = v[:2*half], s[:half]
-	if useAVX2 && half%8 == 0 && half > 0 {
-		ropeAVX2(v, c, s, sign)
-		return
-	}
-	ropeGo(v, c, s, sign)
-}
-
 // Info names the kernel set in use.
 func Info() string {
 	if useAVX2 {
 		return "AVX2+FMA"
 	}
 	return "Go"
+}
+
+// RopeHeads rotates each of heads consecutive heads of v (2·len(c) floats
+// each: the rotated heads of one row) by the angles whose cosines and sines
+// are c and s: with a head [x1, x2], x' = [x1·c − sign·x2·s,
+// x2·c + sign·x1·s].
+func RopeHeads(v []float32, heads int, c, s []float32, sign float32) {
+	half := len(c)
+	v, s = v[:heads*2*half], s[:half]
+	if useAVX2 && half%8 == 0 && half > 0 {
+		ropeHeadsAVX2(v, heads, c, s, sign)
+		return
+	}
+	for h := 0; h < heads; h++ {
+		ropeGo(v[h*2*half:(h+1)*2*half], c, s, sign)
+	}
 }
 
 // The Go versions. expShiftGo writes Exp out inline (the call is not

@@ -48,7 +48,7 @@ func scoresAVX2(sc, q, k []float32, stride int, scale float32)
 func mixAVX2(o, p, v []float32, stride int)
 
 //go:noescape
-func ropeAVX2(v, c, s []float32, sign float32)
+func mulAffineAVX2(dst, x, p []float32, c0, c1 float32)
 
 //go:noescape
-func mulAffineAVX2(dst, x, p []float32, c0, c1 float32)
+func ropeHeadsAVX2(v []float32, heads int, c, s []float32, sign float32)

@@ -600,33 +600,49 @@ mix_done:
 	VZEROUPPER
 	RET
 
-// func ropeAVX2(v, c, s []float32, sign float32); len(c) a positive
-// multiple of 8, len(v) ≥ 2·len(c).
-TEXT ·ropeAVX2(SB), NOSPLIT, $0-76
+// func ropeHeadsAVX2(v []float32, heads int, c, s []float32, sign float32):
+// with a head [x1, x2] (len(c) floats each, len(c) a positive multiple of
+// 8), x1 ← x1·c − sign·x2·s and x2 ← x2·c + sign·x1·s, on each of heads
+// consecutive heads of v.
+TEXT ·ropeHeadsAVX2(SB), NOSPLIT, $0-84
 	MOVQ v_base+0(FP), DI
-	MOVQ c_base+24(FP), SI
-	MOVQ c_len+32(FP), CX
-	MOVQ s_base+48(FP), BX
-	VBROADCASTSS sign+72(FP), Y7
-	LEAQ (DI)(CX*4), DX // the second half of v
+	MOVQ heads+24(FP), R8
+	MOVQ c_base+32(FP), R9
+	MOVQ c_len+40(FP), R10
+	MOVQ s_base+56(FP), R11
+	VBROADCASTSS sign+80(FP), Y7
+	SHLQ $2, R10 // half, in bytes
 
-rope_loop:
-	VMOVUPS      (DI), Y0   // x1
-	VMOVUPS      (DX), Y1   // x2
-	VMOVUPS      (SI), Y2   // cos
-	VMULPS       (BX), Y7, Y3 // sign·sin
+ropeh_head:
+	TESTQ R8, R8
+	JZ    ropeh_done
+	LEAQ (DI)(R10*1), DX // the second half of this head
+	MOVQ R9, SI
+	MOVQ R11, BX
+	MOVQ R10, CX
+
+ropeh_loop:
+	VMOVUPS      (DI), Y0
+	VMOVUPS      (DX), Y1
+	VMOVUPS      (SI), Y2
+	VMULPS       (BX), Y7, Y3
 	VMULPS       Y2, Y0, Y4
-	VFNMADD231PS Y3, Y1, Y4 // x1·cos − x2·sin
+	VFNMADD231PS Y3, Y1, Y4
 	VMULPS       Y2, Y1, Y5
-	VFMADD231PS  Y3, Y0, Y5 // x2·cos + x1·sin
+	VFMADD231PS  Y3, Y0, Y5
 	VMOVUPS      Y4, (DI)
 	VMOVUPS      Y5, (DX)
 	ADDQ $32, DI
 	ADDQ $32, DX
 	ADDQ $32, SI
 	ADDQ $32, BX
-	SUBQ $8, CX
-	JNZ  rope_loop
+	SUBQ $32, CX
+	JNZ  ropeh_loop
+	MOVQ DX, DI // the next head starts after this one's second half
+	DECQ R8
+	JMP  ropeh_head
+
+ropeh_done:
 	VZEROUPPER
 	RET
 

@@ -18,5 +18,7 @@ func scaleAVX2(x []float32, s float32)                            { panic("gpu: 
 func maxAVX2(x []float32) float32                                 { panic("gpu: no AVX2 kernels") }
 func scoresAVX2(sc, q, k []float32, stride int, scale float32)    { panic("gpu: no AVX2 kernels") }
 func mixAVX2(o, p, v []float32, stride int)                       { panic("gpu: no AVX2 kernels") }
-func ropeAVX2(v, c, s []float32, sign float32)                    { panic("gpu: no AVX2 kernels") }
 func mulAffineAVX2(dst, x, p []float32, c0, c1 float32)           { panic("gpu: no AVX2 kernels") }
+func ropeHeadsAVX2(v []float32, heads int, c, s []float32, sign float32) {
+	panic("gpu: no AVX2 kernels")
+}

@@ -194,7 +194,8 @@ func TestVecAttentionKernels(t *testing.T) {
 	for _, impl := range kernelImpls() {
 		scores, mix, rope := scoresGo, mixGo, ropeGo
 		if impl == "avx2" {
-			scores, mix, rope = scoresAVX2, mixAVX2, ropeAVX2
+			scores, mix = scoresAVX2, mixAVX2
+			rope = func(v, c, s []float32, sign float32) { ropeHeadsAVX2(v, 1, c, s, sign) }
 		}
 		for _, e := range []int{8, 16, 32, 40, 64, 72} {
 			for _, n := range []int{1, 2, 5, 8, 33} {
@@ -240,6 +241,21 @@ func TestVecAttentionKernels(t *testing.T) {
 					}
 				}
 				untouched(t, impl+" rope", y, 9)
+				if impl == "avx2" { // three heads at once against one at a time
+					hs := withSentinel(3*e, 9)
+					copy(hs, x)
+					copy(hs[e:], x)
+					copy(hs[2*e:], x)
+					ropeHeadsAVX2(hs, 3, c, s, sign)
+					for h := 0; h < 3; h++ {
+						for i := 0; i < e; i++ {
+							if hs[h*e+i] != y[i] {
+								t.Fatalf("e=%d sign %g: ropeHeads head %d [%d] = %g, rope %g", e, sign, h, i, hs[h*e+i], y[i])
+							}
+						}
+					}
+					untouched(t, "ropeHeads", hs, 9)
+				}
 			}
 		}
 	}
