@@ -37,22 +37,30 @@ func (r *rotation[F]) rotate(x []F, b int, s attnShape, sign F) {
 // head h/(H/G). rot, if not nil, first rotates each sequence's q and k in
 // place. Sequences run in parallel; each writes only its own rows.
 func attention[F Float](att, probs, qkv []F, s attnShape, rot *rotation[F], workers int) {
+	if workers <= 1 {
+		attentionSeqs(att, probs, qkv, s, rot, 0, s.B)
+		return
+	}
+	parallelFor(s.B, workers, func(_, lo, hi int) { attentionSeqs(att, probs, qkv, s, rot, lo, hi) })
+}
+
+// attentionSeqs is attention for sequences lo..hi-1, on the calling
+// goroutine.
+func attentionSeqs[F Float](att, probs, qkv []F, s attnShape, rot *rotation[F], lo, hi int) {
 	qs, he, tt := s.stride(), s.H*s.E, s.T*s.T
 	scale := F(1 / math.Sqrt(float64(s.E)))
-	parallelFor(s.B, workers, func(_, lo, hi int) {
-		for b := lo; b < hi; b++ {
-			rot.rotate(qkv, b, s, 1)
-			rows := qkv[b*s.T*qs:]
-			for h := 0; h < s.H; h++ {
-				g := s.kvHead(h)
-				q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
-				p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
-				gemm(false, true, s.T, s.T, s.E, scale, q, qs, k, qs, 0, p, s.T)
-				causalSoftmax(p, s.T)
-				gemm(false, false, s.T, s.E, s.T, 1, p, s.T, v, qs, 0, att[b*s.T*he+h*s.E:], he)
-			}
+	for b := lo; b < hi; b++ {
+		rot.rotate(qkv, b, s, 1)
+		rows := qkv[b*s.T*qs:]
+		for h := 0; h < s.H; h++ {
+			g := s.kvHead(h)
+			q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
+			p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
+			gemm(false, true, s.T, s.T, s.E, scale, q, qs, k, qs, 0, p, s.T)
+			causalSoftmax(p, s.T)
+			gemm(false, false, s.T, s.E, s.T, 1, p, s.T, v, qs, 0, att[b*s.T*he+h*s.E:], he)
 		}
-	})
+	}
 }
 
 // causalSoftmax replaces each row i of the [t, t] score matrix by the
@@ -77,30 +85,40 @@ func causalSoftmax[F Float](p []F, t int) {
 // nil, then unrotates each sequence's dq and dk (the gradient wrt the
 // unrotated q and k). scratch holds workers·T·T elements.
 func attentionBackward[F Float](dqkv, datt, qkv, probs, scratch []F, s attnShape, rot *rotation[F], workers int) {
+	tt := s.T * s.T
+	if workers <= 1 {
+		attentionBackwardSeqs(dqkv, datt, qkv, probs, scratch[:tt], s, rot, 0, s.B)
+		return
+	}
+	parallelFor(s.B, workers, func(chunk, lo, hi int) {
+		attentionBackwardSeqs(dqkv, datt, qkv, probs, scratch[chunk*tt:(chunk+1)*tt], s, rot, lo, hi)
+	})
+}
+
+// attentionBackwardSeqs is attentionBackward for sequences lo..hi-1, on the
+// calling goroutine, with dp ([T, T]) as scratch.
+func attentionBackwardSeqs[F Float](dqkv, datt, qkv, probs, dp []F, s attnShape, rot *rotation[F], lo, hi int) {
 	qs, he, tt := s.stride(), s.H*s.E, s.T*s.T
 	scale := F(1 / math.Sqrt(float64(s.E)))
-	parallelFor(s.B, workers, func(chunk, lo, hi int) {
-		dp := scratch[chunk*tt : (chunk+1)*tt]
-		for b := lo; b < hi; b++ {
-			rows, drows := qkv[b*s.T*qs:], dqkv[b*s.T*qs:]
-			for t := 0; t < s.T; t++ {
-				clear(drows[t*qs+he : (t+1)*qs]) // dk, dv accumulate over heads
-			}
-			for h := 0; h < s.H; h++ {
-				g := s.kvHead(h)
-				q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
-				dq, dk, dv := drows[h*s.E:], drows[(s.H+g)*s.E:], drows[(s.H+s.G+g)*s.E:]
-				p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
-				do := datt[b*s.T*he+h*s.E:]
-				gemm(false, true, s.T, s.T, s.E, 1, do, he, v, qs, 0, dp, s.T)
-				gemm(true, false, s.T, s.E, s.T, 1, p, s.T, do, he, 1, dv, qs)
-				softmaxBackward(dp, p, s.T, scale)
-				gemm(false, false, s.T, s.E, s.T, 1, dp, s.T, k, qs, 0, dq, qs)
-				gemm(true, false, s.T, s.E, s.T, 1, dp, s.T, q, qs, 1, dk, qs)
-			}
-			rot.rotate(dqkv, b, s, -1)
+	for b := lo; b < hi; b++ {
+		rows, drows := qkv[b*s.T*qs:], dqkv[b*s.T*qs:]
+		for t := 0; t < s.T; t++ {
+			clear(drows[t*qs+he : (t+1)*qs]) // dk, dv accumulate over heads
 		}
-	})
+		for h := 0; h < s.H; h++ {
+			g := s.kvHead(h)
+			q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
+			dq, dk, dv := drows[h*s.E:], drows[(s.H+g)*s.E:], drows[(s.H+s.G+g)*s.E:]
+			p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
+			do := datt[b*s.T*he+h*s.E:]
+			gemm(false, true, s.T, s.T, s.E, 1, do, he, v, qs, 0, dp, s.T)
+			gemm(true, false, s.T, s.E, s.T, 1, p, s.T, do, he, 1, dv, qs)
+			softmaxBackward(dp, p, s.T, scale)
+			gemm(false, false, s.T, s.E, s.T, 1, dp, s.T, k, qs, 0, dq, qs)
+			gemm(true, false, s.T, s.E, s.T, 1, dp, s.T, q, qs, 1, dk, qs)
+		}
+		rot.rotate(dqkv, b, s, -1)
+	}
 }
 
 // softmaxBackward turns dP into dS = scale · P ⊙ (dP − rowsum(dP ⊙ P)) in

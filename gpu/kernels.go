@@ -33,27 +33,34 @@ func embedBackward[F Float](dTable, dy []F, tokens []int32, d int) {
 // storing inv for the backward pass. x, dst: [n, d]; inv: [n]; w: [d].
 func rmsnorm[F Float](dst, inv, x, w []F, d int, eps float64, workers int) {
 	n := len(x) / d
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, yr := x[r*d:(r+1)*d], dst[r*d:(r+1)*d]
-			if is32[F]() {
-				x32 := as32(xr)
-				s := float32(1 / math.Sqrt(float64(vec.Dot(x32, x32))/float64(d)+eps))
-				inv[r] = F(s)
-				vec.ScaleMul(as32(yr), x32, as32(w), s)
-				continue
-			}
-			var ss float64
-			for _, v := range xr {
-				ss += float64(v) * float64(v)
-			}
-			s := F(1 / math.Sqrt(ss/float64(d)+eps))
-			inv[r] = s
-			for j, v := range xr {
-				yr[j] = v * s * w[j]
-			}
+	if workers <= 1 {
+		rmsnormRows(dst, inv, x, w, d, eps, 0, n)
+		return
+	}
+	parallelFor(n, workers, func(_, lo, hi int) { rmsnormRows(dst, inv, x, w, d, eps, lo, hi) })
+}
+
+// rmsnormRows is rmsnorm over rows lo..hi-1, on the calling goroutine.
+func rmsnormRows[F Float](dst, inv, x, w []F, d int, eps float64, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		xr, yr := x[r*d:(r+1)*d], dst[r*d:(r+1)*d]
+		if is32[F]() {
+			x32 := as32(xr)
+			s := float32(1 / math.Sqrt(float64(vec.Dot(x32, x32))/float64(d)+eps))
+			inv[r] = F(s)
+			vec.ScaleMul(as32(yr), x32, as32(w), s)
+			continue
 		}
-	})
+		var ss float64
+		for _, v := range xr {
+			ss += float64(v) * float64(v)
+		}
+		s := F(1 / math.Sqrt(ss/float64(d)+eps))
+		inv[r] = s
+		for j, v := range xr {
+			yr[j] = v * s * w[j]
+		}
+	}
 }
 
 // rmsnormBackward accumulates the gradients of rmsnorm: with g = dy ⊙ w and
@@ -62,26 +69,11 @@ func rmsnorm[F Float](dst, inv, x, w []F, d int, eps float64, workers int) {
 //	dx[r] += s·g − s³·x[r]·(g·x[r])/d,   dw += Σ_r dy[r] ⊙ x[r]·s.
 func rmsnormBackward[F Float](dx, dw, dy, x, inv, w []F, d int, workers int) {
 	n := len(x) / d
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, gr, dr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d], dx[r*d:(r+1)*d]
-			s := inv[r]
-			if is32[F]() {
-				s32 := float32(s)
-				c := s32 * s32 * s32 * vec.Dot3(as32(gr), as32(w), as32(xr)) / float32(d)
-				vec.RMSBack(as32(dr), as32(gr), as32(xr), as32(w), s32, c)
-				continue
-			}
-			var dot F
-			for j, v := range xr {
-				dot += gr[j] * w[j] * v
-			}
-			c := s * s * s * dot / F(d)
-			for j, v := range xr {
-				dr[j] += s*gr[j]*w[j] - c*v
-			}
-		}
-	})
+	if workers <= 1 {
+		rmsnormBackwardRows(dx, dy, x, inv, w, d, 0, n)
+	} else {
+		parallelFor(n, workers, func(_, lo, hi int) { rmsnormBackwardRows(dx, dy, x, inv, w, d, lo, hi) })
+	}
 	for r := 0; r < n; r++ { // serial: a fixed summation order over rows
 		xr, gr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d]
 		s := inv[r]
@@ -91,6 +83,29 @@ func rmsnormBackward[F Float](dx, dw, dy, x, inv, w []F, d int, workers int) {
 		}
 		for j, v := range xr {
 			dw[j] += gr[j] * v * s
+		}
+	}
+}
+
+// rmsnormBackwardRows is the dx part of rmsnormBackward over rows
+// lo..hi-1, on the calling goroutine.
+func rmsnormBackwardRows[F Float](dx, dy, x, inv, w []F, d int, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		xr, gr, dr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d], dx[r*d:(r+1)*d]
+		s := inv[r]
+		if is32[F]() {
+			s32 := float32(s)
+			c := s32 * s32 * s32 * vec.Dot3(as32(gr), as32(w), as32(xr)) / float32(d)
+			vec.RMSBack(as32(dr), as32(gr), as32(xr), as32(w), s32, c)
+			continue
+		}
+		var dot F
+		for j, v := range xr {
+			dot += gr[j] * w[j] * v
+		}
+		c := s * s * s * dot / F(d)
+		for j, v := range xr {
+			dr[j] += s*gr[j]*w[j] - c*v
 		}
 	}
 }
@@ -115,6 +130,10 @@ func ropeTable[F Float](context, e int, theta float64) (cos, sin []F) {
 // rotation, which is the backward pass since the rotation is orthogonal.
 // It updates x in place because x is the kernel's own activation buffer.
 func rope[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, sign F, workers int) {
+	if workers <= 1 {
+		ropeRows(x, pos, stride, heads, e, cos, sin, sign)
+		return
+	}
 	parallelFor(len(pos), workers, func(_, lo, hi int) {
 		ropeRows(x[lo*stride:], pos[lo:hi], stride, heads, e, cos, sin, sign)
 	})
@@ -147,21 +166,28 @@ func ropeRows[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, s
 // keeping σ(g) in sig ([n, m]) for the backward pass.
 func swiglu[F Float](dst, sig, gu []F, m int, workers int) {
 	n := len(gu) / (2 * m)
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
-			y, sg := dst[r*m:(r+1)*m], sig[r*m:(r+1)*m]
-			if is32[F]() {
-				vec.SwiGLU(as32(y), as32(sg), as32(g), as32(u))
-				continue
-			}
-			for j, gj := range g {
-				s := sigmoid(gj)
-				sg[j] = s
-				y[j] = gj * s * u[j]
-			}
+	if workers <= 1 {
+		swigluRows(dst, sig, gu, m, 0, n)
+		return
+	}
+	parallelFor(n, workers, func(_, lo, hi int) { swigluRows(dst, sig, gu, m, lo, hi) })
+}
+
+// swigluRows is swiglu over rows lo..hi-1, on the calling goroutine.
+func swigluRows[F Float](dst, sig, gu []F, m int, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
+		y, sg := dst[r*m:(r+1)*m], sig[r*m:(r+1)*m]
+		if is32[F]() {
+			vec.SwiGLU(as32(y), as32(sg), as32(g), as32(u))
+			continue
 		}
-	})
+		for j, gj := range g {
+			s := sigmoid(gj)
+			sg[j] = s
+			y[j] = gj * s * u[j]
+		}
+	}
 }
 
 // swigluBackward writes the gradient wrt gu, with σ = sig = σ(g):
@@ -169,22 +195,30 @@ func swiglu[F Float](dst, sig, gu []F, m int, workers int) {
 //	dgate = dy·u·σ·(1 + g·(1−σ)),   dup = dy·g·σ.
 func swigluBackward[F Float](dgu, dy, gu, sig []F, m int, workers int) {
 	n := len(gu) / (2 * m)
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
-			dg, du, d := dgu[r*2*m:r*2*m+m], dgu[r*2*m+m:(r+1)*2*m], dy[r*m:(r+1)*m]
-			sg := sig[r*m : (r+1)*m]
-			if is32[F]() {
-				vec.SwiGLUBack(as32(dg), as32(du), as32(d), as32(g), as32(u), as32(sg))
-				continue
-			}
-			for j, gj := range g {
-				s := sg[j]
-				dg[j] = d[j] * u[j] * s * (1 + gj*(1-s))
-				du[j] = d[j] * gj * s
-			}
+	if workers <= 1 {
+		swigluBackwardRows(dgu, dy, gu, sig, m, 0, n)
+		return
+	}
+	parallelFor(n, workers, func(_, lo, hi int) { swigluBackwardRows(dgu, dy, gu, sig, m, lo, hi) })
+}
+
+// swigluBackwardRows is swigluBackward over rows lo..hi-1, on the calling
+// goroutine.
+func swigluBackwardRows[F Float](dgu, dy, gu, sig []F, m int, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
+		dg, du, d := dgu[r*2*m:r*2*m+m], dgu[r*2*m+m:(r+1)*2*m], dy[r*m:(r+1)*m]
+		sg := sig[r*m : (r+1)*m]
+		if is32[F]() {
+			vec.SwiGLUBack(as32(dg), as32(du), as32(d), as32(g), as32(u), as32(sg))
+			continue
 		}
-	})
+		for j, gj := range g {
+			s := sg[j]
+			dg[j] = d[j] * u[j] * s * (1 + gj*(1-s))
+			du[j] = d[j] * gj * s
+		}
+	}
 }
 
 // logSoftmaxEntropy turns the logits of rows rows ([len(rows), v],
@@ -194,22 +228,30 @@ func swigluBackward[F Float](dgu, dy, gu, sig []F, m int, workers int) {
 // rows are left alone: no loss reads them (prompt and padding positions).
 func logSoftmaxEntropy[F Float](dst, ent, logits []F, rows []int32, v int, temp float64, workers int) {
 	inv := F(1 / temp)
-	parallelFor(len(rows), workers, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			r := int(rows[i])
-			z, lp := logits[i*v:(i+1)*v], dst[r*v:(r+1)*v]
-			mx := rowMax(z)
-			sum := expShiftRow(lp, z, mx, inv) // lp holds e^((z−max)/T) for now
-			lse, isum := F(math.Log(sum)), F(1/sum)
-			var h F
-			for j, x := range z {
-				l := (x-mx)*inv - lse
-				h -= lp[j] * isum * l
-				lp[j] = l
-			}
-			ent[r] = h
+	if workers <= 1 {
+		logSoftmaxEntropyRows(dst, ent, logits, rows, v, inv, 0, len(rows))
+		return
+	}
+	parallelFor(len(rows), workers, func(_, lo, hi int) { logSoftmaxEntropyRows(dst, ent, logits, rows, v, inv, lo, hi) })
+}
+
+// logSoftmaxEntropyRows is logSoftmaxEntropy over rows lo..hi-1, on the
+// calling goroutine.
+func logSoftmaxEntropyRows[F Float](dst, ent, logits []F, rows []int32, v int, inv F, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		r := int(rows[i])
+		z, lp := logits[i*v:(i+1)*v], dst[r*v:(r+1)*v]
+		mx := rowMax(z)
+		sum := expShiftRow(lp, z, mx, inv) // lp holds e^((z−max)/T) for now
+		lse, isum := F(math.Log(sum)), F(1/sum)
+		var h F
+		for j, x := range z {
+			l := (x-mx)*inv - lse
+			h -= lp[j] * isum * l
+			lp[j] = l
 		}
-	})
+		ent[r] = h
+	}
 }
 
 // logSoftmaxEntropyBackward writes dlogits (compact, row i for rows[i])
@@ -221,29 +263,39 @@ func logSoftmaxEntropy[F Float](dst, ent, logits []F, rows []int32, v int, temp 
 // Rows with both gradients zero get zeros.
 func logSoftmaxEntropyBackward[F Float](dlogits, logp, ent []F, target []int32, dlp, dH []float64, rows []int32, v int, temp float64, workers int) {
 	inv := F(1 / temp)
+	if workers <= 1 {
+		logSoftmaxEntropyBackwardRows(dlogits, logp, ent, target, dlp, dH, rows, v, inv, 0, len(rows))
+		return
+	}
 	parallelFor(len(rows), workers, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			r := int(rows[i])
-			dz, lp := dlogits[i*v:(i+1)*v], logp[r*v:(r+1)*v]
-			a, b := F(dlp[r]), F(dH[r])
-			if a == 0 && b == 0 {
-				clear(dz)
-				continue
-			}
-			h := ent[r]
-			if is32[F]() { // dz = p·(c0 + c1·l) with p = e^l
-				dz32, lp32 := as32(dz), as32(lp)
-				vec.ExpShift(dz32, lp32, 0, 1)
-				vec.MulAffine(dz32, lp32, dz32, float32(-(a+b*h)*inv), float32(-b*inv))
-			} else {
-				for j, l := range lp {
-					p := expF(l)
-					dz[j] = (-a*p - b*p*(l+h)) * inv
-				}
-			}
-			dz[target[r]] += a * inv
-		}
+		logSoftmaxEntropyBackwardRows(dlogits, logp, ent, target, dlp, dH, rows, v, inv, lo, hi)
 	})
+}
+
+// logSoftmaxEntropyBackwardRows is logSoftmaxEntropyBackward over rows
+// lo..hi-1, on the calling goroutine.
+func logSoftmaxEntropyBackwardRows[F Float](dlogits, logp, ent []F, target []int32, dlp, dH []float64, rows []int32, v int, inv F, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		r := int(rows[i])
+		dz, lp := dlogits[i*v:(i+1)*v], logp[r*v:(r+1)*v]
+		a, b := F(dlp[r]), F(dH[r])
+		if a == 0 && b == 0 {
+			clear(dz)
+			continue
+		}
+		h := ent[r]
+		if is32[F]() { // dz = p·(c0 + c1·l) with p = e^l
+			dz32, lp32 := as32(dz), as32(lp)
+			vec.ExpShift(dz32, lp32, 0, 1)
+			vec.MulAffine(dz32, lp32, dz32, float32(-(a+b*h)*inv), float32(-b*inv))
+		} else {
+			for j, l := range lp {
+				p := expF(l)
+				dz[j] = (-a*p - b*p*(l+h)) * inv
+			}
+		}
+		dz[target[r]] += a * inv
+	}
 }
 
 // rowMax returns the largest element of x (len(x) ≥ 1).

@@ -159,11 +159,11 @@ func newSampleGroup(c Config, prompts [][]int, num, lo, hi int, opt SampleOption
 func (d *decoder[F]) sample(out []Sample, prompts [][]int, num int, g sampleGroup, opt SampleOptions) {
 	V := d.n.cfg.Vocab
 	limit := make([]int, g.hi-g.lo)
-	rngs := make([]*rand.Rand, g.hi-g.lo)
+	rngs := make([]rand.PCG, g.hi-g.lo) // one stream per sequence, in one allocation
 	total := 0
 	for s := g.lo; s < g.hi; s++ {
 		limit[s-g.lo] = min(opt.MaxNewTokens, d.n.cfg.Context-len(prompts[s/num]))
-		rngs[s-g.lo] = rand.New(rand.NewPCG(opt.Seed, uint64(s)))
+		rngs[s-g.lo].Seed(opt.Seed, uint64(s))
 		total += limit[s-g.lo]
 	}
 	// the outputs of all the group's sequences, carved up front: the decode
@@ -183,7 +183,7 @@ func (d *decoder[F]) sample(out []Sample, prompts [][]int, num int, g sampleGrou
 				continue
 			}
 			smp := &out[g.lo+i]
-			tok, lp, h := drawToken(dr, d.logits[row*V:(row+1)*V], rngs[i])
+			tok, lp, h := drawToken(dr, d.logits[row*V:(row+1)*V], &rngs[i])
 			smp.Tokens, smp.LogProbs, smp.Entropies = append(smp.Tokens, tok), append(smp.LogProbs, lp), append(smp.Entropies, h)
 			switch {
 			case opt.EOS > 0 && tok == opt.EOS:
@@ -538,7 +538,7 @@ func newDrawer(v int, opt SampleOptions) *drawer {
 // log-prob under log_softmax(z / T) over the full vocabulary, and the exact
 // entropy of that distribution. The draw is among dr.candidates(), in
 // proportion to their probabilities (renormalised over the candidates).
-func drawToken[F Float](dr *drawer, z []F, rng *rand.Rand) (tok int, lp, entropy float64) {
+func drawToken[F Float](dr *drawer, z []F, rng *rand.PCG) (tok int, lp, entropy float64) {
 	best, entropy := softmax(dr, z)
 	if dr.opt.Greedy {
 		return best, dr.lp[best], entropy
@@ -548,7 +548,7 @@ func drawToken[F Float](dr *drawer, z []F, rng *rand.Rand) (tok int, lp, entropy
 	for _, id := range cand {
 		total += dr.p[id]
 	}
-	u := rng.Float64() * total
+	u := float64(rng.Uint64()<<11>>11) / (1 << 53) * total // rand.Rand's Float64 of the stream
 	tok = cand[0]
 	for _, id := range cand {
 		if dr.p[id] == 0 {

@@ -272,7 +272,7 @@ func TestDrawTokenFrequencies(t *testing.T) {
 			z[i] = math.Log(q)
 		}
 		dr := newDrawer(len(z), SampleOptions{Temperature: 1, TopK: tc.k, TopP: tc.p})
-		rng := rand.New(rand.NewPCG(7, 0))
+		rng := rand.NewPCG(7, 0)
 		count := make([]int, len(z))
 		for range draws {
 			tok, lp, _ := drawToken(dr, z, rng)
