@@ -33,7 +33,7 @@ Commands:
   eval        evaluate a checkpoint
   score       score completions
   init        write a starting checkpoint
-  bench       run benchmarks, JSON output
+  bench       run benchmarks (JSON; --peer DIR: side by side with the PyTorch peer)
   traces      list the slowest steps from Jaeger (--slow)
   help        this text
 
