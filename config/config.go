@@ -525,4 +525,7 @@ type Output struct {
 	SampleEvery int `koanf:"sample_every" help:"steps between sample tables (0 = off)"`
 	// SampleRows is the number of completions per sample table.
 	SampleRows int `koanf:"sample_rows" help:"rows per sample table"`
+	// Serve is HOST:PORT (or :PORT, on 127.0.0.1) where the run's page is
+	// served live while it trains; "" serves nothing.
+	Serve string `koanf:"serve" help:"serve the live run page on HOST:PORT or :PORT (127.0.0.1) while training (\"\" = off)"`
 }

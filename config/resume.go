@@ -26,7 +26,7 @@ const RunConfigFile = "config.yaml"
 func resumeMayChange(key string) bool {
 	switch key {
 	case "train.steps", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
-		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint":
+		"output.log_every", "output.sample_every", "output.sample_rows", "output.serve", "model.device", "model.checkpoint":
 		return true
 	}
 	return strings.HasPrefix(key, "cluster.") || strings.HasPrefix(key, "trace.")
@@ -39,8 +39,8 @@ func resumeMayChange(key string) bool {
 // allowed. Allowed: train.steps (to extend the run; not with a cosine or
 // linear optim.schedule, whose decay is laid out over train.steps),
 // train.checkpoint_every, train.eval_every, train.eval_prompts,
-// output.log_every, output.sample_every, output.sample_rows, model.device,
-// cluster.* and trace.* (and train.resume and model.checkpoint, which a
+// output.log_every, output.sample_every, output.sample_rows, output.serve,
+// model.device, cluster.* and trace.* (and train.resume and model.checkpoint, which a
 // resume sets itself).
 func CheckResume(saved, effective *Config) error {
 	t := keys()

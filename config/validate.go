@@ -344,6 +344,14 @@ func validateOutput(v *validator, c *Config) {
 	v.atLeast("output.log_every", o.LogEvery, 1)
 	v.atLeast("output.sample_every", o.SampleEvery, 0)
 	v.atLeast("output.sample_rows", o.SampleRows, 0)
+	v.need(o.Serve == "" || validServeAddr(o.Serve), "output.serve", o.Serve, "must be HOST:PORT, :PORT (127.0.0.1) or empty")
+}
+
+// validServeAddr accepts HOST:PORT and :PORT, port 0 (any free port) to 65535.
+func validServeAddr(s string) bool {
+	_, port, err := net.SplitHostPort(s)
+	n, perr := strconv.Atoi(port)
+	return err == nil && perr == nil && n >= 0 && n <= 65535
 }
 
 func validHostPort(s string) bool {

@@ -178,6 +178,8 @@ func TestValidate(t *testing.T) {
 		{"log every", func(c *Config) { c.Output.LogEvery = 0 }, "output.log_every", ErrRange},
 		{"sample every", func(c *Config) { c.Output.SampleEvery = -1 }, "output.sample_every", ErrRange},
 		{"sample rows", func(c *Config) { c.Output.SampleRows = -1 }, "output.sample_rows", ErrRange},
+		{"serve without a port", func(c *Config) { c.Output.Serve = "8080" }, "output.serve", ErrRange},
+		{"serve port range", func(c *Config) { c.Output.Serve = ":70000" }, "output.serve", ErrRange},
 	}
 	seen := map[string]bool{}
 	for _, tc := range cases {

@@ -17,6 +17,7 @@ const (
 	MetricsFile    = "metrics.jsonl"
 	ConfigFile     = "config.yaml"
 	ReportFile     = "report.html"
+	WarmStartFile  = "warm_start.jsonl"
 	SamplesDir     = "samples"
 	CheckpointsDir = "checkpoints"
 )
@@ -29,6 +30,8 @@ type Dir struct {
 	mu       sync.Mutex
 	metrics  *os.File // opened O_APPEND; nil after Close
 	lastStep int      // step of the last metrics line, -1 when none
+	warm     *os.File // warm_start.jsonl, opened by the first WriteWarmStart
+	warmStep int      // step of the last warm_start.jsonl line
 	created  bool     // Create made the directory (see Created)
 }
 
@@ -36,8 +39,9 @@ type Dir struct {
 // samples/ and checkpoints/ sub-directories and an empty metrics.jsonl. A
 // directory of that name may already exist only if it is empty or a dead
 // start — a run stopped (killed, or interrupted twice) before it wrote a
-// metrics line or a checkpoint, holding at most config.yaml, an empty
-// metrics.jsonl and empty samples/ and checkpoints/ — whose contents are
+// metrics line or a checkpoint, holding at most config.yaml, the warm
+// start's log, an empty metrics.jsonl and empty samples/ and checkpoints/
+// — whose contents are
 // cleared. Anything else is ErrRunExists: continue such a run with Open and
 // Resume. Every Dir holds an exclusive lock on its metrics.jsonl until
 // Close, and Create takes it before clearing anything, so a directory a
@@ -126,7 +130,7 @@ func checkDeadStart(path string) error {
 func deadStartEntry(path string, e fs.DirEntry) bool {
 	full := filepath.Join(path, e.Name())
 	switch e.Name() {
-	case ConfigFile:
+	case ConfigFile, WarmStartFile:
 		return e.Type().IsRegular()
 	case MetricsFile:
 		info, err := e.Info()
@@ -243,6 +247,12 @@ func (d *Dir) Close() error {
 	d.metrics = nil
 	if err != nil {
 		return fmt.Errorf("close %s: %w", d.MetricsPath(), err)
+	}
+	if d.warm != nil {
+		err, d.warm = d.warm.Close(), nil
+		if err != nil {
+			return fmt.Errorf("close %s: %w", filepath.Join(d.path, WarmStartFile), err)
+		}
 	}
 	return nil
 }

@@ -20,10 +20,11 @@ const StepKey = "step"
 const TraceIDKey = "trace_id"
 
 // Record is one metrics.jsonl line read back: the step and its values,
-// with JSON null read as NaN.
+// with JSON null read as NaN, and the step's trace id ("" for none).
 type Record struct {
-	Step   int
-	Values map[string]float64
+	Step    int
+	Values  map[string]float64
+	TraceID string
 }
 
 // WriteMetrics appends one line for step to metrics.jsonl and hands it to
@@ -108,7 +109,8 @@ func encodeFloat(v float64) []byte {
 }
 
 // DecodeMetrics parses one metrics.jsonl line. null values become NaN;
-// values that are not numbers are ignored.
+// the string under TraceIDKey becomes the Record's TraceID; other values
+// that are not numbers are ignored.
 func DecodeMetrics(line []byte) (Record, error) {
 	var raw map[string]any
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -130,6 +132,10 @@ func DecodeMetrics(line []byte) (Record, error) {
 			continue
 		}
 		switch v := v.(type) {
+		case string:
+			if k == TraceIDKey {
+				r.TraceID = v
+			}
 		case nil:
 			r.Values[k] = math.NaN()
 		case json.Number:
