@@ -92,7 +92,7 @@ func BenchmarkDeliver(b *testing.B) {
 		}
 	})
 	b.Run("scatter", func(b *testing.B) { // one stage request: root → parent → pool member → parent → root
-		sys := NewSystem(nil)
+		sys := NewSystem(nil, nil)
 		defer sys.Shutdown()
 		var none atomic.Int32
 		parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &scatterParent{panics: &none} }))

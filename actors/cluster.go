@@ -12,8 +12,10 @@ import (
 	"runtime/debug"
 	"slices"
 
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/config"
@@ -58,15 +60,17 @@ func Build() string {
 
 // startNode starts this process's cluster node for cfg (a learner node
 // when it has the learner role), with a gRPC batch bound derived from the
-// largest message the run can send (messageBound). Configurations whose
+// largest message the run can send (messageBound) and proto.actor's
+// metrics on mp (nil: off). Configurations whose
 // messages cannot fit are refused with a config error.
-func startNode(cfg *config.Config, learner bool, bound int, log io.Writer) (*node.Node, error) {
+func startNode(cfg *config.Config, learner bool, bound int, mp metric.MeterProvider, log io.Writer) (*node.Node, error) {
 	cl := cfg.Cluster
 	if err := checkMessageBound(cfg, bound); err != nil {
 		return nil, err
 	}
 	o := node.Options{Name: cl.Name, Host: cl.Host, Port: cl.Port, RemotePort: cl.RemotePort, Seeds: cl.Seeds,
-		Learner: learner, MaxMessageBytes: cl.MaxMessageBytes, BatchSize: cl.MaxMessageBytes / max(bound, 1), Log: log}
+		Learner: learner, MaxMessageBytes: cl.MaxMessageBytes, BatchSize: cl.MaxMessageBytes / max(bound, 1), Log: log,
+		MeterProvider: mp}
 	if cl.TLS.CA != "" {
 		t, err := node.LoadTLS(cl.TLS.CA, cl.TLS.Cert, cl.TLS.Key)
 		if err != nil {
@@ -230,6 +234,21 @@ func newTracing(ctx context.Context, cfg *config.Config, node string, roles []st
 		return nil, err
 	}
 	return &nodeTracing{Provider: p, node: node}, nil
+}
+
+// newMetrics starts the metrics of a node named node with roles, from
+// cfg's output and trace sections, and says where Prometheus scrapes
+// them.
+func newMetrics(ctx context.Context, cfg *config.Config, node string, roles []string, out io.Writer) (*meter.Provider, error) {
+	p, err := meter.New(ctx, meter.Options{ServiceName: cfg.Trace.ServiceName, InstanceID: node, Version: Build(), Roles: roles,
+		Host: cfg.Cluster.Host, PrometheusPort: cfg.Output.PrometheusPort, OTLPEndpoint: cfg.Output.OTLPMetricsEndpoint, Protocol: cfg.Trace.Protocol})
+	if err != nil {
+		return nil, err
+	}
+	if url := p.PrometheusURL(); url != "" {
+		fmt.Fprintf(out, "metrics for Prometheus at %s\n", url)
+	}
+	return p, nil
 }
 
 // newNodeID names this process in a cluster and in traces: its first

@@ -193,7 +193,7 @@ func (a *coordinator) spawn(c actor.Context) {
 	d, o := a.deps, a.opt
 	a.pools, a.nodes, a.chunks = map[messages.Stage]*pool{}, map[string]*workerNode{}, map[int64][]*messages.PolicyWeights{}
 	newPool := func(stage messages.Stage, name string, n int, props func(id string) *actor.Props) {
-		p := &pool{name: name, stage: stage, timeout: o.RequestTimeout, retries: o.Retries, tracer: d.Tracer}
+		p := &pool{name: name, stage: stage, timeout: o.RequestTimeout, retries: o.Retries, tracer: d.Tracer, meter: d.Meter}
 		if stage == messages.Stage_LEARN || stage == messages.Stage_CONTROL {
 			// Stateful: a request that timed out is still in the mailbox and
 			// will run, so a retry would apply the batch twice. No retry, and
@@ -398,6 +398,9 @@ func (a *coordinator) chunksOf(m *gpu.Model, key int64) []*messages.PolicyWeight
 func (a *coordinator) sendWeights(c actor.Context, pid *actor.PID, chunks []*messages.PolicyWeights) *actor.Future {
 	if len(chunks) == 0 {
 		return nil
+	}
+	if pid.GetAddress() != c.Self().GetAddress() { // to another node
+		a.deps.Meter.WeightsSent(chunkBytes(chunks))
 	}
 	for _, w := range chunks[:len(chunks)-1] {
 		c.Send(pid, w)
@@ -645,14 +648,15 @@ type Pipeline struct {
 	Trainer *Trainer
 	sys     *actor.ActorSystem
 	coord   *actor.PID
-	own     bool // the system is the pipeline's own: Stop shuts it down
+	own     bool   // the system is the pipeline's own: Stop shuts it down
+	unwatch func() // stops counting the system's actor failures
 }
 
 // StartPipeline starts the actors of one run on a new actor system (its
 // own log lines to logw at WARN, nil discards them) and returns the
 // pipeline; Step(ctx, p.Trainer, n) then runs a step through the actors.
 func StartPipeline(d *Deps, m Models, cs rewards.ControllerState, opt PipelineOptions, logw io.Writer) *Pipeline {
-	p := StartPipelineOn(NewSystem(logw), d, m, cs, opt)
+	p := StartPipelineOn(NewSystem(logw, d.MeterProvider), d, m, cs, opt)
 	p.own = true
 	return p
 }
@@ -670,7 +674,7 @@ func StartPipelineOn(sys *actor.ActorSystem, d *Deps, m Models, cs rewards.Contr
 		panic(fmt.Sprintf("actors: spawn coordinator: %v", err)) // one pipeline per system
 	}
 	st := &actorStages{sys: sys, coord: coord}
-	return &Pipeline{sys: sys, coord: coord, Trainer: newTrainer(d, st, m, cs)}
+	return &Pipeline{sys: sys, coord: coord, Trainer: newTrainer(d, st, m, cs), unwatch: d.Meter.WatchSupervision(sys)}
 }
 
 // CoordinatorName is the coordinator's name in a learner node's actor
@@ -680,9 +684,12 @@ const CoordinatorName = "coordinator"
 
 // Stop stops every actor (and the system, when it is the pipeline's own).
 func (p *Pipeline) Stop() {
+	p.unwatch()
+	// The coordinator stops after its children, each after the message it
+	// is on: a checkpoint the learner is still writing (its request timed
+	// out) is finished, not cut off, before Stop returns.
+	_ = p.sys.Root.StopFuture(p.coord).Wait()
 	if p.own {
 		p.sys.Shutdown()
-		return
 	}
-	_ = p.sys.Root.StopFuture(p.coord).Wait()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
@@ -13,6 +14,7 @@ import (
 	"github.com/mgrpo/mgrpo/gpu/tokenizer/chat"
 	"github.com/mgrpo/mgrpo/rewards"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
+	"go.opentelemetry.io/otel/metric"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -48,6 +50,11 @@ type Deps struct {
 	// them.
 	Tracer oteltrace.Tracer
 	NodeID string
+	// Meter records this node's OTel metrics (nil: off, see
+	// output.prometheus_port and output.otlp_metrics_endpoint);
+	// MeterProvider, when set, turns on proto.actor's own.
+	Meter         *meter.Instruments
+	MeterProvider metric.MeterProvider
 }
 
 // NewDeps resolves the task, reward functions, tokenizer and the settings
@@ -258,7 +265,7 @@ func controllers(c config.Controller) (rewards.TauController, rewards.BetaContro
 func learnerConfig(d *Deps, s optim.Schedule) gpu.LearnerConfig {
 	o := d.Cfg.Optim
 	return gpu.LearnerConfig{LR: s.Base, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
-		MaxGradNorm: o.GradClip, Device: d.Device, Schedule: s}
+		MaxGradNorm: o.GradClip, MaxUpdateRatio: o.MaxUpdateRatio, Device: d.Device, Schedule: s}
 }
 
 // rlSchedule is optim.schedule at optim.lr over the run's train.steps:

@@ -89,15 +89,29 @@
 //
 // Run produces batches in one goroutine and consumes them in another.
 // With train.max_staleness = 0 a batch is generated only after the
-// previous step's weights reached the generators: on-policy and
-// deterministic for a seed. With max_staleness = s > 0 generators run
-// ahead so that no sample is more than s versions old when the learner
-// takes it (fewer batches ahead when train.sync_every > 1: batchesAhead);
-// every sample carries the policy version that drew
-// it, and the learner corrects stale samples with the truncated
-// importance ratio on their behaviour log-probs. Weights go to the
-// generators as an immutable in-memory snapshot inside one process, or as
-// PolicyWeights chunks (PipelineOptions.ChunkWeights).
+// previous step's weights reached the generators: on-policy. With
+// max_staleness = s > 0 generators run ahead so that no sample is more
+// than s versions old when the learner takes it (fewer batches ahead when
+// train.sync_every > 1: batchesAhead); every sample carries the policy
+// version that drew it, and the learner corrects stale samples with the
+// truncated importance ratio on their behaviour log-probs. Either way the
+// weights a batch is generated from are those after a step fixed by its
+// own step number (Trainer.sourceStep), handed to the generators just
+// before it is produced: a run is deterministic for a seed however fast
+// its actors are, and a checkpoint keeps those weights (behaviour/) so a
+// resume is exact. Weights go to the generators as an immutable in-memory
+// snapshot inside one process, or as PolicyWeights chunks
+// (PipelineOptions.ChunkWeights).
+//
+// # Faults
+//
+// A checkpoint is sealed with the SHA-256 of every file (runlog.Seal) and
+// verified when loaded; weights, optimiser moments and controller state
+// read from disk are range-checked; an update that leaves a weight
+// non-finite is rolled back by the learner and its step skipped
+// (BAD_UPDATE); train.max_skipped_steps skips in a row stop the run with a
+// checkpoint (ErrNoProgress), and so does an interrupt (ErrInterrupted).
+// docs/RELIABILITY.md lists every fault and the test that shows it.
 //
 // # Warm start, then RL
 //

@@ -46,23 +46,25 @@ func batchesAhead(maxStaleness, syncEvery int) int {
 
 // drive runs steps first..steps-1 of t: a producer goroutine makes
 // batches while fewer than ahead are waiting to be consumed (1: each batch
-// waits for the previous step's weights, which is synchronous and
-// deterministic; see batchesAhead) and this goroutine consumes them in
-// order, calling record after each step with its outcome or skip and the
-// wall time since the previous step. When ctx is cancelled it starts no
-// new batch and stops: a batch still being made is dropped at its next
-// stage (nothing was learned from it), while a batch the learner has
-// started on is finished and recorded (consume runs on a context that is
-// not cancelled, under the stages' own timeouts). It returns the number of
-// steps done (counting from 0) or record's error; every step counted is
-// one the learner took or one recorded as skipped.
+// waits for the previous step's weights, which is synchronous; see
+// batchesAhead), each from the weights of its sourceStep, and this
+// goroutine consumes them in order, calling record after each step with
+// its outcome or skip and the wall time since the previous step. A
+// batch's slot is freed only once its step is over (Trainer.advance), so
+// the weights the next batch is generated from are always known. When ctx
+// is cancelled it starts no new batch and stops: a batch still being made
+// is dropped at its next stage (nothing was learned from it), while a
+// batch the learner has started on is finished and recorded (consume runs
+// on a context that is not cancelled, under the stages' own timeouts). It
+// returns the number of steps done (counting from 0) or record's error;
+// every step counted is one the learner took or one recorded as skipped.
 func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 	record func(ctx context.Context, res stepResult) error) (int64, error) {
 	slots := make(chan struct{}, ahead) // batches produced and not yet consumed
 	batches := make(chan batchOrSkip, ahead)
 	learning := context.WithoutCancel(ctx) // a step half learned would be lost: finish it
 	var stopped atomic.Bool
-	go func() {
+	go func() { // the producer
 		defer close(batches)
 		for n := first; n < steps; n++ {
 			select {
@@ -102,6 +104,7 @@ func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 		if err == nil {
 			out, err = t.consume(oteltrace.ContextWithSpan(learning, root), item.batch)
 		}
+		t.advance(item.n)
 		<-slots
 		now := time.Now()
 		res := stepResult{n: item.n, out: out, err: err, took: now.Sub(prev), ctx: item.ctx, started: item.started}

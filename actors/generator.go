@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -127,7 +128,7 @@ type generatorActor struct {
 // newGeneratorProps returns the props of generator id sampling from slot.
 func newGeneratorProps(id string, deps *Deps, slot *policySlot) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &generatorActor{id: id, deps: deps, slot: slot, weights: weightReceiver{cfg: deps.Model}}
+		return &generatorActor{id: id, deps: deps, slot: slot, weights: weightReceiver{cfg: deps.Model, meter: deps.Meter}}
 	})
 }
 
@@ -154,16 +155,20 @@ func (a *generatorActor) Receive(c actor.Context) {
 			for _, r := range ro.GetRollouts() {
 				tokens += len(r.GetTokenIds())
 			}
+			took := time.Since(start).Seconds()
 			span.SetAttributes(attrSamples.Int(len(ro.GetRollouts())), attrTokens.Int(tokens),
-				attrTokensPS.Float64(float64(tokens)/time.Since(start).Seconds()), attrVersion.Int64(ro.GetMeta().GetPolicyVersion()))
+				attrTokensPS.Float64(float64(tokens)/took), attrVersion.Int64(ro.GetMeta().GetPolicyVersion()))
+			a.deps.Meter.Generated(a.id, tokens, took)
 		}
 		endSpan(span, err)
-		respond(c, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
+		respond(c, a.deps, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
 	}
 }
 
-// respond answers the request with msg, or with a SkipNotice for err.
-func respond(c actor.Context, meta *messages.StepMeta, id string, stage messages.Stage, msg any, err error) {
+// respond answers the request with msg, or with a SkipNotice for err,
+// and counts the part in d's metrics.
+func respond(c actor.Context, d *Deps, meta *messages.StepMeta, id string, stage messages.Stage, msg any, err error) {
+	d.Meter.Part(strings.ToLower(stage.String()), err != nil)
 	if err != nil {
 		c.Respond(notice(meta, id, skip(stage, err)))
 		return

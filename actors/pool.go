@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/messages"
 )
@@ -41,6 +42,7 @@ type pool struct {
 	running  map[*task]bool // parts sent and not yet answered
 	reissued int            // parts sent again because their actor was lost
 	tracer   oteltrace.Tracer
+	meter    *meter.Instruments // records the queue depth after every change (nil: off)
 }
 
 // gather collects the replies of one scatter.
@@ -68,6 +70,7 @@ type task struct {
 // member). A part whose member leaves the pool is sent again at once, and
 // its late answer, if any, is ignored: each part counts once.
 func (p *pool) scatter(c actor.Context, parts []any, done func(replies []any, err error)) {
+	defer p.measure()
 	if len(parts) == 0 {
 		done(nil, nil)
 		return
@@ -135,6 +138,7 @@ func endTask(t *task, event string, err error) {
 
 // answered handles the reply (or failure) of try t.
 func (p *pool) answered(c actor.Context, t *task, res any, err error) {
+	defer p.measure()
 	if !p.running[t] {
 		return // reissued after its member left: another try counts
 	}
@@ -184,6 +188,7 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 
 // add puts m in the pool and hands it the parts that were waiting.
 func (p *pool) add(c actor.Context, m *member) {
+	defer p.measure()
 	p.members = append(p.members, m)
 	waiting := p.waiting
 	p.waiting = nil
@@ -198,6 +203,7 @@ func (p *pool) add(c actor.Context, m *member) {
 // flight again (to the rest of the pool, or to wait for a member). It
 // reports whether pid was a member.
 func (p *pool) remove(c actor.Context, pid *actor.PID) (*member, bool) {
+	defer p.measure()
 	i := slices.IndexFunc(p.members, func(m *member) bool { return m.pid.Equal(pid) })
 	if i < 0 {
 		return nil, false
@@ -224,4 +230,10 @@ func (p *pool) replace(c actor.Context, pid *actor.PID, next *member) {
 	if _, ok := p.remove(c, pid); ok {
 		p.add(c, next)
 	}
+}
+
+// measure records the pool's queue depth: parts waiting for a member and
+// parts in flight.
+func (p *pool) measure() {
+	p.meter.Queue(p.name, len(p.waiting), len(p.running))
 }

@@ -61,7 +61,7 @@ func (p *scatterParent) Receive(c actor.Context) {
 
 func runScatter(t *testing.T, panics int32, parts []any) *scatterResult {
 	t.Helper()
-	sys := NewSystem(nil)
+	sys := NewSystem(nil, nil)
 	defer sys.Shutdown()
 	var counter atomic.Int32
 	counter.Store(panics)
@@ -149,7 +149,7 @@ func (p *dynamicParent) Receive(c actor.Context) {
 // once, and when the first one answers late, its answer is ignored: every
 // part counts exactly once.
 func TestPoolWaitsAndReissues(t *testing.T) {
-	sys := NewSystem(nil)
+	sys := NewSystem(nil, nil)
 	defer sys.Shutdown()
 	release := make(chan struct{})
 	parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &dynamicParent{release: release} }))

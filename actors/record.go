@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -16,6 +18,8 @@ import (
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/internal/atomicfile"
 	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
 )
@@ -31,7 +35,9 @@ const (
 // record writes step n's metrics (every output.log_every steps, and every
 // skipped, evaluated or last step), sample table, evaluation, checkpoint
 // and progress line. A skipped step (err a *SkipError) is recorded with
-// its reason; any other error ends the run.
+// its reason; any other error ends the run, and so does the
+// train.max_skipped_steps-th skipped step in a row (a *stopError, once its
+// metrics line is written).
 func (r *runner) record(ctx context.Context, res stepResult) error {
 	d := r.deps
 	n, out, err, took := res.n, res.out, res.err, res.took
@@ -44,9 +50,11 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 	}
 	m := map[string]float64{runlog.KeyStepTime: took.Seconds()}
 	if skipErr != nil {
+		r.skipped++
 		m[keySkipped], m[keySkipStage], m[keySkipReason] = 1, float64(skipErr.Stage), float64(skipErr.Reason)
-		r.progress.Note(fmt.Sprintf("step %d skipped: %v", step, skipErr))
+		r.progress.Note(fmt.Sprintf("step %d skipped: %s", step, clip(skipErr.Error())))
 	} else {
+		r.skipped = 0
 		root.SetAttributes(stepAttrs(out)...)
 		r.tokens += batchTokens(out.Scored)
 		maps.Copy(m, stepMetrics(d, n, out, r.tokens))
@@ -57,8 +65,12 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 		}
 	}
 	if every := d.Cfg.Train.EvalEvery; every > 0 && step%every == 0 {
-		if acc, err := r.evaluate(ctx, r.trainer.Policy()); err == nil {
+		_, span := d.Tracer.Start(res.ctx, spanEvaluate)
+		acc, err := r.evaluate(ctx, r.trainer.Policy())
+		endSpan(span, err)
+		if err == nil {
 			m[runlog.KeyEvalGreedyAccuracy] = acc
+			r.evalStep, r.evalAccuracy = int64(step), acc
 		}
 	}
 	if n, sync := r.trainer.ClusterStats(ctx); n > 0 || sync.Bytes > 0 {
@@ -75,6 +87,7 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 		}
 	}
 	stop := r.watch(step, m, skipErr == nil)
+	d.Meter.Step(step, skipErr != nil, m)
 	traceID := trace.TraceID(res.ctx)
 	if slow, threshold := r.slow.observe(time.Since(res.started)); slow {
 		root.SetAttributes(attrSlow.Bool(true))
@@ -94,8 +107,15 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 	if stop != nil {
 		return stop
 	}
+	if limit := d.Cfg.Train.MaxSkippedSteps; limit > 0 && r.skipped >= limit {
+		return &stopError{Reason: ErrNoProgress, Step: int64(step), Run: r.dir.Path(),
+			Cause: fmt.Sprintf("%d steps in a row skipped (train.max_skipped_steps), the last %s", r.skipped, clip(skipErr.Error()))}
+	}
 	if every := d.Cfg.Train.CheckpointEvery; every > 0 && step%every == 0 && step < d.Cfg.Train.Steps {
-		if err := r.checkpoint(ctx, int64(step)); err != nil {
+		_, span := d.Tracer.Start(res.ctx, spanSave)
+		err := r.checkpoint(ctx, int64(step))
+		endSpan(span, err)
+		if err != nil {
 			return err
 		}
 	}
@@ -109,7 +129,7 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 
 // watch shows step's metrics m to the guards (a trained step's only) and
 // prints each alert they raise as one line, recording its level in m. It
-// returns a *StoppedError when an alert says stop and train.guard is stop.
+// returns a *stopError when an alert says stop and train.guard is stop.
 func (r *runner) watch(step int, m map[string]float64, trained bool) error {
 	if r.guard == nil || !trained {
 		return nil
@@ -120,7 +140,7 @@ func (r *runner) watch(step int, m map[string]float64, trained bool) error {
 		switch {
 		case a.Level == guard.Stop && r.deps.Cfg.Train.Guard == config.GuardStop:
 			if stop == nil {
-				stop = &StoppedError{Alert: a}
+				stop = &stopError{Reason: ErrNoProgress, Step: int64(step), Run: r.dir.Path(), Cause: a.Text, Guard: a.Rule}
 			}
 			r.progress.Note(fmt.Sprintf("stopping (%s) at step %d: %s", a.Rule, step, a.Text))
 		case a.Level == guard.Stop:
@@ -220,19 +240,59 @@ func controllerMetrics(d *Deps, out *Outcome) *rewards.ControllerMetrics {
 
 // checkpoint saves checkpoints/step-N: the policy (Hugging Face layout)
 // and optimiser, written by the learner actor that owns them, the
-// controller state as the controller last sent it, and
-// trainer_state.json. It runs between steps and is not cut short by an
-// interrupt: a checkpoint half written is no checkpoint.
+// controller state as the controller last sent it, the weights the next
+// batches are generated from in asynchronous mode (behaviour/), the
+// effective configuration (config.yaml: a resume takes it from here), and
+// trainer_state.json with the step's greedy accuracy when it was
+// evaluated. It runs between steps and is not cut short by an interrupt:
+// a checkpoint half written is no checkpoint. Older checkpoints are pruned
+// to output.keep_checkpoints (plus the best).
 func (r *runner) checkpoint(ctx context.Context, step int64) error {
 	ctx = context.WithoutCancel(ctx)
 	t := r.trainer
 	control := t.Control()
-	st := runlog.TrainerState{Step: int(step), PolicyVersion: t.Policy().Version(), Seed: uint64(r.deps.Cfg.Train.Seed), Tokens: r.tokens}
-	_, err := r.dir.SaveCheckpoint(st, 0,
+	behaviour := t.Behaviour(step)
+	cfg := *r.deps.Cfg
+	cfg.Train.Resume = ""
+	text, err := cfg.YAML()
+	if err != nil {
+		return err
+	}
+	st := runlog.TrainerState{Step: int(step), PolicyVersion: t.Policy().Version(), Seed: uint64(cfg.Train.Seed), Tokens: r.tokens}
+	if r.evalStep == step {
+		acc := r.evalAccuracy
+		st.GreedyAccuracy = &acc
+	}
+	_, err = r.dir.SaveCheckpoint(st, cfg.Output.KeepCheckpoints,
 		runlog.Part{Name: "policy and optimiser", Write: func(dir string) error { return t.Checkpoint(ctx, dir) }},
 		runlog.FilePart(rewards.ControllerStateFile, func(p string) error { return rewards.SaveControllerState(p, control) }),
+		runlog.FilePart(runlog.ConfigFile, func(p string) error { return atomicfile.WriteBytes(p, text) }),
+		runlog.Part{Name: BehaviourDir, Write: func(dir string) error {
+			for s, w := range behaviour {
+				if err := gpu.SaveCheckpoint(filepath.Join(dir, BehaviourDir, runlog.CheckpointName(int(s))), w, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 	)
 	return err
+}
+
+// maxLineDetail is the longest error detail a progress or stop line
+// repeats.
+const maxLineDetail = 300
+
+// clip returns s cut to maxLineDetail bytes (whole runes), marked "…".
+func clip(s string) string {
+	if len(s) <= maxLineDetail {
+		return s
+	}
+	cut := maxLineDetail
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // sampleRows are the first rows completions of the step's batch, with

@@ -76,7 +76,7 @@ type referenceActor struct {
 // ref (nil: weights to come as chunks).
 func newReferenceProps(id string, d *Deps, ref Scorer) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &referenceActor{id: id, ref: ref, settings: referenceSettingsOf(d), weights: weightReceiver{cfg: d.Model}, deps: d}
+		return &referenceActor{id: id, ref: ref, settings: referenceSettingsOf(d), weights: weightReceiver{cfg: d.Model, meter: d.Meter}, deps: d}
 	})
 }
 
@@ -96,6 +96,6 @@ func (a *referenceActor) Receive(c actor.Context) {
 			rs, err = referenceScore(a.ref, a.settings, m)
 		}
 		endSpan(span, err)
-		respond(c, m.GetMeta(), a.id, messages.Stage_REFERENCE, rs, err)
+		respond(c, a.deps, m.GetMeta(), a.id, messages.Stage_REFERENCE, rs, err)
 	}
 }

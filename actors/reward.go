@@ -102,6 +102,6 @@ func (a *rewardActor) Receive(c actor.Context) {
 			childSpan(ctx, tr, spanReward+".function", end, d, attrFunction.String(name))
 		})
 		endSpan(span, err)
-		respond(c, m.GetMeta(), a.id, messages.Stage_REWARD, sc, err)
+		respond(c, a.deps, m.GetMeta(), a.id, messages.Stage_REWARD, sc, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/mgrpo/mgrpo/actors/evaluate"
 	"github.com/mgrpo/mgrpo/actors/guard"
@@ -21,7 +23,51 @@ import (
 
 // ReferenceDir is where a run keeps its frozen reference model (the
 // warm-started policy), inside the run directory.
-const ReferenceDir = "reference"
+const ReferenceDir = runlog.ReferenceDir
+
+// BehaviourDir is where a checkpoint keeps the weights that the batches
+// after it are generated from in asynchronous mode (Trainer.Behaviour),
+// one step-N model directory each.
+const BehaviourDir = "behaviour"
+
+// Why a run stopped before its last step (stopError.Reason).
+var (
+	// ErrInterrupted: the run was cancelled (SIGINT, SIGTERM, SIGHUP).
+	ErrInterrupted = errors.New("actors: run interrupted")
+	// ErrNoProgress: train.max_skipped_steps steps in a row were skipped,
+	// or a guard (train.guard=stop) found the run cannot learn.
+	ErrNoProgress = errors.New("actors: run makes no progress")
+)
+
+// stopError is a run that stopped before its last step, with a
+// checkpoint to resume from (Step ≥ 0) or, interrupted during the warm
+// start, with nothing saved (Step < 0). Its message is the one line a
+// user needs: where it stopped, why, and the command that resumes it.
+type stopError struct {
+	Reason error  // ErrInterrupted or ErrNoProgress
+	Step   int64  // the step of the checkpoint written; < 0: none
+	Run    string // the run directory
+	Cause  string // ErrNoProgress: the skips or the guard alert that stopped it
+	Guard  string // the rule of the guard that stopped it ("" for none)
+}
+
+// Error implements error.
+func (e *stopError) Error() string {
+	switch {
+	case e.Step < 0:
+		return "interrupted during the warm start: nothing saved"
+	case e.Guard != "":
+		return fmt.Sprintf("stopped at step %d by the %s guard: %s; checkpoint step-%d and the report are in %s",
+			e.Step, e.Guard, e.Cause, e.Step, e.Run)
+	case errors.Is(e.Reason, ErrNoProgress):
+		return fmt.Sprintf("stopped at step %d: %s; checkpoint step-%d holds the last good state; fix the cause, then resume with: mgrpo-node --resume %s",
+			e.Step, e.Cause, e.Step, e.Run)
+	}
+	return fmt.Sprintf("stopped at step %d; resume with: mgrpo-node --resume %s", e.Step, e.Run)
+}
+
+// Unwrap returns the reason.
+func (e *stopError) Unwrap() error { return e.Reason }
 
 // Run trains cfg's recipe end to end with every actor in this process
 // (role all): the supervised warm start (skipped when model.checkpoint or
@@ -29,10 +75,12 @@ const ReferenceDir = "reference"
 // actor pipeline, writing runs/<name>/ (config.yaml, metrics.jsonl,
 // samples/, checkpoints/, report.html) and a progress line to out. When
 // ctx is cancelled (SIGINT) it finishes the step in flight, writes a final
-// checkpoint and the report, and returns nil. A new run directory that
-// ends (with an error or an interrupt) before its first metrics line or
-// checkpoint is removed again, so the name can be reused; a resumed one
-// is never removed.
+// checkpoint and the report, and returns an error wrapping ErrInterrupted
+// whose message names the step and the command that resumes it;
+// train.max_skipped_steps skipped steps in a row end it the same way
+// (ErrNoProgress). A new run directory that ends (with an error or an
+// interrupt) before its first metrics line or checkpoint is removed again,
+// so the name can be reused; a resumed one is never removed.
 func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	name := runName(cfg)
 	d, err := NewDeps(cfg, name) // bad input stops the run before it writes anything
@@ -49,6 +97,12 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	}
 	defer tp.Shutdown(context.WithoutCancel(ctx)) // spans of an interrupted run too
 	d.Tracer, d.NodeID = tp.Tracer(), tp.node
+	mp, err := newMetrics(ctx, cfg, tp.node, cfg.Cluster.Roles(), out)
+	if err != nil {
+		return err
+	}
+	defer mp.Shutdown(context.WithoutCancel(ctx))
+	d.Meter, d.MeterProvider = mp.Instruments(), mp.MeterProvider()
 	ln, err := startLearnerNode(d) // its ports are taken now, not after a warm start
 	if err != nil {
 		return err
@@ -56,14 +110,13 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	if ln != nil {
 		defer ln.node.Stop()
 	}
-	dir, resume, discard, err := openRun(cfg, name)
+	dir, resume, discard, err := openRun(cfg, name, out)
 	if err != nil {
 		return err
 	}
-	interrupted := false
 	defer func() {
 		dir.Close()
-		if (err != nil || interrupted) && discard != nil && !wroteAnything(dir) {
+		if err != nil && discard != nil && !wroteAnything(dir) {
 			if rmErr := discard(); rmErr == nil {
 				fmt.Fprintf(out, "removed %s: the run ended before writing any step\n", dir.Path())
 			}
@@ -83,16 +136,14 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 		fmt.Fprintf(out, "learner node: worker nodes join with --cluster.seeds %s (actors at %s)\n", ln.node.Seed(), ln.node.Address())
 	}
 	r := &runner{deps: d, dir: dir, out: out, progress: runlog.NewProgress(out, 10),
-		warmAccuracy: math.NaN(), startName: "start", learner: ln}
+		warmAccuracy: math.NaN(), startName: "start", resumed: resume != "", evalStep: -1, learner: ln}
 	r.slow.fixed, r.slow.auto, _ = cfg.Trace.SlowThreshold() // valid: config checked it
 	models, control, err := r.loadModels(ctx, resume)
 	if err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintln(out, "interrupted during the warm start: no checkpoint written")
-		interrupted = true
-		return nil
+		return &stopError{Reason: ErrInterrupted, Step: -1, Run: dir.Path()}
 	}
 	return r.train(ctx, models, control)
 }
@@ -116,7 +167,12 @@ type runner struct {
 
 	trainer   *Trainer
 	firstStep int64
+	resumed   bool    // the run continues from a checkpoint
 	tokens    float64 // cumulative prompt + completion tokens (train/num_tokens)
+	skipped   int     // consecutive skipped steps (train.max_skipped_steps)
+
+	evalStep     int64   // the last step evaluated (-1: none) and its greedy accuracy,
+	evalAccuracy float64 // recorded in that step's checkpoint
 
 	warmAccuracy float64 // greedy accuracy of the policy RL started from (NaN: not measured)
 	slow         slowSteps
@@ -147,7 +203,7 @@ func startLearnerNode(d *Deps) (*learnerNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := startNode(d.Cfg, true, messageBound(d, join), os.Stderr)
+	n, err := startNode(d.Cfg, true, messageBound(d, join), d.MeterProvider, os.Stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +212,8 @@ func startLearnerNode(d *Deps) (*learnerNode, error) {
 
 // loadModels builds the models the actors will own (startModels) and the
 // starting controller state: a fresh optimiser and controller, or the
-// resumed checkpoint's.
+// resumed checkpoint's (range-checked: checkControllerState), with the
+// weights its next batches are generated from.
 func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards.ControllerState, error) {
 	d := r.deps
 	control := rewards.NewControllerState(d.Cfg.MaxEnt.Tau, d.Cfg.MaxEnt.Beta, d.Meta)
@@ -180,9 +237,64 @@ func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards
 		if control, err = rewards.LoadControllerState(filepath.Join(resume, rewards.ControllerStateFile)); err != nil {
 			return Models{}, control, fmt.Errorf("resume: %w", err)
 		}
+		if err := checkControllerState(control, d.Cfg); err != nil {
+			return Models{}, control, fmt.Errorf("resume: %s: %w", filepath.Join(resume, rewards.ControllerStateFile), err)
+		}
+		behaviour, err := loadBehaviour(resume)
+		if err != nil {
+			return Models{}, control, fmt.Errorf("resume: %w", err)
+		}
 		fmt.Fprintf(r.out, "resumed from %s at step %d\n", resume, r.firstStep)
+		return Models{Learner: l, Reference: ref, Policy: policy, Step: r.firstStep, Behaviour: behaviour}, control, nil
 	}
 	return Models{Learner: l, Reference: ref, Policy: policy}, control, nil
+}
+
+// maxControllerValue bounds tau and beta read from a checkpoint: no
+// controller of a run that learns gets near it, and larger values overflow
+// the loss (the fault probe's beta 1e308 made every step NON_FINITE_LOSS).
+const maxControllerValue = 1e6
+
+// checkControllerState refuses a loaded controller state that no run can
+// have reached: tau or beta outside [0, maxControllerValue], or tau 0 for
+// the listwise objective, whose weights divide by it.
+func checkControllerState(s rewards.ControllerState, cfg *config.Config) error {
+	for _, v := range []struct {
+		name  string
+		value float64
+	}{{"tau", s.Tau}, {"beta", s.Beta}} {
+		if !(v.value >= 0 && v.value <= maxControllerValue) {
+			return fmt.Errorf("%s = %g: must be in [0, %g]: %w", v.name, v.value, maxControllerValue, runlog.ErrBadCheckpoint)
+		}
+	}
+	if cfg.MaxEnt.Objective == config.ObjectiveMaxEntListwise && s.Tau == 0 {
+		return fmt.Errorf("tau = 0: must be more than 0 for objective maxent_listwise: %w", runlog.ErrBadCheckpoint)
+	}
+	return nil
+}
+
+// loadBehaviour reads the behaviour/step-N models of checkpoint ckpt (none
+// in synchronous runs).
+func loadBehaviour(ckpt string) (map[int64]*gpu.Model, error) {
+	entries, err := os.ReadDir(filepath.Join(ckpt, BehaviourDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]*gpu.Model{}
+	for _, e := range entries {
+		num, ok := strings.CutPrefix(e.Name(), "step-")
+		step, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || !e.IsDir() {
+			return nil, fmt.Errorf("%s: unexpected %s: %w", filepath.Join(ckpt, BehaviourDir), e.Name(), runlog.ErrBadCheckpoint)
+		}
+		if out[step], err = gpu.LoadModel(filepath.Join(ckpt, BehaviourDir, e.Name())); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // startModels returns the RL start and the reference: those of the
@@ -192,7 +304,11 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 	d := r.deps
 	switch {
 	case resume != "":
-		if ref, err = gpu.LoadModel(filepath.Join(r.dir.Path(), ReferenceDir)); err != nil {
+		refDir := filepath.Join(r.dir.Path(), ReferenceDir)
+		if err := runlog.Verify(refDir); err != nil {
+			return nil, nil, fmt.Errorf("resume: reference: %w", err)
+		}
+		if ref, err = gpu.LoadModel(refDir); err != nil {
 			return nil, nil, fmt.Errorf("resume: %w", err)
 		}
 		if policy, err = gpu.LoadModel(resume); err != nil {
@@ -217,36 +333,63 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 			return nil, nil, err
 		}
 	}
-	return policy, policy, gpu.SaveCheckpoint(filepath.Join(r.dir.Path(), ReferenceDir), policy, d.Tokenizer)
+	refDir := filepath.Join(r.dir.Path(), ReferenceDir)
+	if err := gpu.SaveCheckpoint(refDir, policy, d.Tokenizer); err != nil {
+		return nil, nil, err
+	}
+	return policy, policy, runlog.Seal(refDir)
 }
 
 // train runs the RL steps through the actors, recording each, then writes
-// the final checkpoint and the report.
+// the final checkpoint and the report. A new run first checkpoints step 0
+// (the policy RL starts from), so a run killed at any later moment can be
+// resumed. An interrupt, or too many skipped steps in a row, checkpoint
+// the steps taken and return a *stopError.
 func (r *runner) train(ctx context.Context, m Models, control rewards.ControllerState) error {
 	d := r.deps
-	p, stop, err := r.startPipeline(m, control)
+	p, stopPipeline, err := r.startPipeline(m, control)
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer stopPipeline()
+	warmRegistry(p.sys)
 	r.trainer = p.Trainer
 	if err := r.recordStart(ctx); err != nil {
 		return err
+	}
+	if !r.resumed && d.Cfg.Train.Steps > 0 {
+		if err := r.checkpoint(ctx, 0); err != nil {
+			return err
+		}
 	}
 	if d.Cfg.Train.Guard != config.GuardOff {
 		r.guard = guard.New(guard.Settings{Vocab: d.Model.Vocab, Group: d.Cfg.Generation.NumGenerations, Objective: d.Prepare.Objective})
 	}
 	ahead := batchesAhead(d.Cfg.Train.MaxStaleness, d.Cfg.Train.SyncEvery)
 	last, err := drive(ctx, p.Trainer, r.firstStep, int64(d.Cfg.Train.Steps), ahead, r.record)
-	var stopped *StoppedError
-	if errors.As(err, &stopped) {
-		last = int64(stopped.Alert.Step)
-	} else if err != nil {
+	var stop *stopError
+	if errors.As(err, &stop) { // cannot progress: keep the state it stopped at, and the report
+		r.progress.Done()
+		if cerr := r.checkpoint(ctx, stop.Step); cerr != nil {
+			return cerr
+		}
+		if rerr := r.dir.WriteReport(); rerr != nil {
+			return rerr
+		}
+		if stop.Guard != "" {
+			fmt.Fprintf(r.out, "stopped at step %d by the %s guard (train.guard=%s): checkpoint and outputs in %s\n", stop.Step, stop.Guard, config.GuardStop, r.dir.Path())
+		}
+		return stop
+	}
+	if err != nil {
 		return err
 	}
 	r.progress.Done()
-	if err := r.checkpoint(context.WithoutCancel(ctx), last); err != nil {
+	if err := r.checkpoint(ctx, last); err != nil {
 		return err
+	}
+	if ctx.Err() != nil && last < int64(d.Cfg.Train.Steps) {
+		return &stopError{Reason: ErrInterrupted, Step: last, Run: r.dir.Path()}
 	}
 	if err := r.dir.WriteReport(); err != nil {
 		return err
@@ -258,26 +401,12 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 		}
 		fmt.Fprintf(r.out, "greedy accuracy %.1f%%%s on %d held-out problems\n", 100*acc, from, max(d.Cfg.Train.EvalPrompts, 1))
 	}
-	if stopped != nil {
-		fmt.Fprintf(r.out, "stopped at step %d by the %s guard (train.guard=%s): checkpoint and outputs in %s\n", last, stopped.Alert.Rule, config.GuardStop, r.dir.Path())
-		return stopped
-	}
 	missed := ""
 	if r.startName == "warm start" && r.warmAccuracy < warmStartTarget {
 		missed = fmt.Sprintf(" (the warm start missed its %.0f%% target: %.1f%% greedy accuracy)", 100*warmStartTarget, 100*r.warmAccuracy)
 	}
 	fmt.Fprintf(r.out, "done: %d steps, outputs in %s%s\n", last, r.dir.Path(), missed)
 	return nil
-}
-
-// StoppedError is the error of a run a guard stopped (train.guard=stop):
-// its checkpoint, report and final line were written.
-type StoppedError struct {
-	Alert guard.Alert
-}
-
-func (e *StoppedError) Error() string {
-	return fmt.Sprintf("stopped at step %d by the %s guard: %s", e.Alert.Step, e.Alert.Rule, e.Alert.Text)
 }
 
 // startPipeline starts the actors: all in this process (role all), or on
@@ -315,7 +444,7 @@ func (r *runner) startPipeline(m Models, control rewards.ControllerState) (*Pipe
 // of model.checkpoint when evaluations are on). A resumed run reads it
 // back instead, for its final line.
 func (r *runner) recordStart(ctx context.Context) error {
-	if r.firstStep > 0 {
+	if r.resumed {
 		if recs, err := runlog.ReadMetrics(r.dir.MetricsPath()); err == nil && len(recs) > 0 && recs[0].Step == 0 {
 			if acc, ok := recs[0].Values[runlog.KeyEvalGreedyAccuracy]; ok {
 				r.warmAccuracy = acc

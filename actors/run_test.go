@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
+	"github.com/mgrpo/mgrpo/rewards"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
 
@@ -173,18 +175,22 @@ func (c cancelOn) Write(p []byte) (int, error) {
 }
 
 // TestRunCancelCheckpoints: cancelling the run (SIGINT) at RL
-// step 10 ends it cleanly with a final complete checkpoint and the report.
+// step 10 ends it cleanly with a final complete checkpoint and the report,
+// and says where it stopped and how to resume (not "done").
 func TestRunCancelCheckpoints(t *testing.T) {
 	cfg := runConfig(t, func(c *config.Config) { c.Train.Steps = 50 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := Run(ctx, cfg, cancelOn{marker: "step 10/50", cancel: cancel}); err != nil {
-		t.Fatalf("cancelled run: %v", err)
-	}
+	err := Run(ctx, cfg, cancelOn{marker: "step 10/50", cancel: cancel})
 	run := filepath.Join(cfg.Output.Dir, "run")
-	dir, step, err := runlog.LatestComplete(filepath.Join(run, "checkpoints"))
-	if err != nil || step >= 50 {
-		t.Fatalf("latest checkpoint %q step %d, err %v; want one before step 50", dir, step, err)
+	dir, step, lerr := runlog.LatestComplete(filepath.Join(run, "checkpoints"))
+	if lerr != nil || step >= 50 {
+		t.Fatalf("latest checkpoint %q step %d, err %v; want one before step 50", dir, step, lerr)
+	}
+	var stop *stopError
+	want := fmt.Sprintf("stopped at step %d; resume with: mgrpo-node --resume %s", step, run)
+	if !errors.As(err, &stop) || !errors.Is(err, ErrInterrupted) || err.Error() != want {
+		t.Fatalf("cancelled run: err %v, want %q (ErrInterrupted)", err, want)
 	}
 	if _, err := os.Stat(filepath.Join(run, "report.html")); err != nil {
 		t.Errorf("no report after cancel: %v", err)
@@ -296,7 +302,7 @@ func TestRunNameTakenGetsSuffix(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(taken, "x"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir, _, _, err := openRun(cfg, name)
+	dir, _, _, err := openRun(cfg, name, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +448,7 @@ func TestRunRemovesDirectoryItCreatedOnEarlyFailure(t *testing.T) {
 		output string
 	}{
 		{"corrupt weights", context.Background(), func(c *config.Config) { c.Model.Checkpoint = corrupt }, "safetensors", "removed "},
-		{"interrupted warm start", cancelled, func(c *config.Config) { c.Train.WarmStartSteps = 50 }, "", "removed "},
+		{"interrupted warm start", cancelled, func(c *config.Config) { c.Train.WarmStartSteps = 50 }, "interrupted during the warm start: nothing saved", "removed "},
 		{"bad checkpoint config", context.Background(), func(c *config.Config) { c.Model.Checkpoint = badConfig }, "model.checkpoint: load checkpoint", ""},
 		{"prompt too long", context.Background(), func(c *config.Config) { c.Task.Dataset = long }, "problem 1: prompt of 82 tokens (BOS included) leaves no room", ""},
 		{"too large for memory", context.Background(), func(c *config.Config) { c.Train.PromptsPerStep = 1 << 30 }, "gpu: not enough memory: training", ""},
@@ -465,7 +471,8 @@ func TestRunRemovesDirectoryItCreatedOnEarlyFailure(t *testing.T) {
 }
 
 // TestRunKeepsDirectoryOnFailedResume: a resume that fails (here on a
-// trainer_state.json with a negative step) leaves the run as it was.
+// trainer_state.json edited to a negative step, which the checkpoint's
+// manifest catches first) leaves the run as it was.
 func TestRunKeepsDirectoryOnFailedResume(t *testing.T) {
 	cfg := runConfig(t, func(c *config.Config) { c.Train.Steps, c.Train.EvalEvery = 2, 0 })
 	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
@@ -478,8 +485,8 @@ func TestRunKeepsDirectoryOnFailedResume(t *testing.T) {
 	}
 	cfg.Train.Resume, cfg.Train.Steps = run, 4
 	err := Run(context.Background(), cfg, &bytes.Buffer{})
-	if !errors.Is(err, runlog.ErrBadCheckpoint) || !bytes.Contains([]byte(err.Error()), []byte("step = -5: must be ≥ 0")) {
-		t.Fatalf("resume: err = %v, want the bad step named", err)
+	if !errors.Is(err, runlog.ErrDamaged) || !bytes.Contains([]byte(err.Error()), []byte("trainer_state.json does not match its SHA-256")) {
+		t.Fatalf("resume: err = %v, want the edited file named", err)
 	}
 	for _, f := range []string{"config.yaml", "metrics.jsonl", "checkpoints/step-2/model.safetensors", "reference/model.safetensors"} {
 		if _, err := os.Stat(filepath.Join(run, f)); err != nil {
@@ -530,4 +537,113 @@ func rlRecords(path string) ([]runlog.Record, error) {
 		recs = recs[1:]
 	}
 	return recs, err
+}
+
+// TestResumeRangeChecksState: state that passes its checkpoint's manifest
+// (re-sealed after the edit, as a tool writing a bad state would) is still
+// range-checked on resume: NaN weights, a negative second moment and a
+// beta of 1e308 are refused naming the value.
+func TestResumeRangeChecksState(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, from, to, want string
+	}{
+		{"beta 1e308", rewards.ControllerStateFile, `"beta": 0`, `"beta": 1e308`, "beta = 1e+308: must be in [0, 1e+06]"},
+		{"negative tau", rewards.ControllerStateFile, `"tau": 0.5`, `"tau": -1`, "tau = -1: must be in [0, 1e+06]"},
+	} {
+		cfg := runConfig(t, func(c *config.Config) { c.Train.Steps, c.Train.EvalEvery, c.Train.CheckpointEvery = 2, 0, 0 })
+		if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		run := filepath.Join(cfg.Output.Dir, "run")
+		ckpt := filepath.Join(run, runlog.CheckpointsDir, "step-2")
+		path := filepath.Join(ckpt, tc.file)
+		data, err := os.ReadFile(path)
+		if err != nil || !bytes.Contains(data, []byte(tc.from)) {
+			t.Fatalf("%s: %s lacks %s (%v): %s", tc.name, tc.file, tc.from, err, data)
+		}
+		os.WriteFile(path, bytes.Replace(data, []byte(tc.from), []byte(tc.to), 1), 0o644)
+		if err := runlog.Seal(ckpt); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Train.Resume, cfg.Train.Steps = run, 4
+		err = Run(context.Background(), cfg, &bytes.Buffer{})
+		if !errors.Is(err, runlog.ErrBadCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: resume err %v, want ErrBadCheckpoint saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestResumeFromStepZero: a new run checkpoints step 0 (the policy RL
+// starts from) before its first step, so a run killed after its warm start
+// and before any other checkpoint resumes, and takes the steps the
+// uninterrupted run took.
+func TestResumeFromStepZero(t *testing.T) {
+	metrics := func(cfg *config.Config) []runlog.Record {
+		t.Helper()
+		recs, err := rlRecords(filepath.Join(cfg.Output.Dir, "run", runlog.MetricsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	quiet := func(c *config.Config) { c.Train.EvalEvery, c.Train.CheckpointEvery, c.Train.Steps = 0, 0, 3 }
+	straight := runConfig(t, quiet)
+	if err := Run(context.Background(), straight, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	killed := runConfig(t, quiet)
+	if err := Run(context.Background(), killed, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(killed.Output.Dir, "run")
+	steps, err := runlog.CompleteSteps(filepath.Join(run, runlog.CheckpointsDir))
+	if err != nil || fmt.Sprint(steps) != "[0 3]" {
+		t.Fatalf("checkpoints %v (%v), want [0 3]", steps, err)
+	}
+	os.RemoveAll(filepath.Join(run, runlog.CheckpointsDir, "step-3")) // killed before it
+	killed.Train.Resume = run
+	var out bytes.Buffer
+	if err := Run(context.Background(), killed, &out); err != nil {
+		t.Fatalf("resume from step 0: %v\n%s", err, out.String())
+	}
+	want, got := metrics(straight), metrics(killed)
+	if len(got) != 3 || len(want) != 3 {
+		t.Fatalf("%d and %d records, want 3", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Values["train/loss"] != want[i].Values["train/loss"] {
+			t.Errorf("step %d loss: resumed %v, straight %v", i+1, got[i].Values["train/loss"], want[i].Values["train/loss"])
+		}
+	}
+}
+
+// TestRunKeepsCheckpoints: output.keep_checkpoints keeps the newest N
+// checkpoints and the one with the best greedy accuracy.
+func TestRunKeepsCheckpoints(t *testing.T) {
+	cfg := runConfig(t, func(c *config.Config) {
+		c.Train.Steps, c.Train.CheckpointEvery, c.Train.EvalEvery, c.Output.KeepCheckpoints = 8, 1, 2, 2
+		c.Output.SampleEvery = 0
+	})
+	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(cfg.Output.Dir, "run")
+	steps, err := runlog.CompleteSteps(filepath.Join(run, runlog.CheckpointsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, acc := -1, -1.0
+	recs, _ := rlRecords(filepath.Join(run, runlog.MetricsFile))
+	for _, r := range recs {
+		if a, ok := r.Values[runlog.KeyEvalGreedyAccuracy]; ok && a >= acc {
+			best, acc = r.Step, a
+		}
+	}
+	want := []int{7, 8}
+	if best < 7 {
+		want = []int{best, 7, 8}
+	}
+	if fmt.Sprint(steps) != fmt.Sprint(want) {
+		t.Errorf("checkpoints kept %v, want %v (the newest 2 and the best, step %d at %v)", steps, want, best, acc)
+	}
 }

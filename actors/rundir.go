@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -25,17 +26,21 @@ func runName(cfg *config.Config) string {
 
 // openRun creates the run directory, or opens the one to resume and
 // returns its latest complete checkpoint ("" when starting fresh). A
-// generated name already taken (two runs in one second) gets a -2, -3, …
-// suffix; a name the user chose is never reused. For a directory it
-// created, discard undoes the creation (see createRun); it is nil for a
-// resumed run.
-func openRun(cfg *config.Config, name string) (dir *runlog.Dir, ckpt string, discard func() error, err error) {
+// generated name already taken or in use (two runs started in one second)
+// gets a -2, -3, … suffix; a name the user chose is never reused. For a
+// directory it created, discard undoes the creation (see createRun); it is
+// nil for a resumed run. What a resume does to the metrics goes to out.
+func openRun(cfg *config.Config, name string, out io.Writer) (dir *runlog.Dir, ckpt string, discard func() error, err error) {
 	if cfg.Train.Resume != "" {
-		dir, ckpt, err := resumeRun(cfg.Train.Resume)
+		dir, ckpt, err := resumeRun(cfg.Train.Resume, out)
+		if err == nil && cfg.Output.TensorBoard {
+			dir.WriteTensorBoard()
+		}
 		return dir, ckpt, nil, err
 	}
 	dir, discard, err = createRun(cfg.Output.Dir, name)
-	for n := 2; errors.Is(err, runlog.ErrRunExists) && cfg.Output.Name == "" && n <= 100; n++ {
+	taken := func(err error) bool { return errors.Is(err, runlog.ErrRunExists) || errors.Is(err, runlog.ErrInUse) }
+	for n := 2; taken(err) && cfg.Output.Name == "" && n <= maxNameSuffix; n++ {
 		dir, discard, err = createRun(cfg.Output.Dir, fmt.Sprintf("%s-%d", name, n))
 	}
 	if err != nil {
@@ -48,24 +53,39 @@ func openRun(cfg *config.Config, name string) (dir *runlog.Dir, ckpt string, dis
 			return nil, "", nil, err
 		}
 	}
+	if cfg.Output.TensorBoard {
+		dir.WriteTensorBoard()
+	}
 	return dir, "", discard, nil
 }
 
+// maxNameSuffix is the largest -N suffix a generated run name is given.
+const maxNameSuffix = 1000
+
 // resumeRun opens the run directory path and prepares it to continue
-// from its latest complete checkpoint.
-func resumeRun(path string) (*runlog.Dir, string, error) {
+// from its latest complete checkpoint, verified against its manifest.
+func resumeRun(path string, out io.Writer) (*runlog.Dir, string, error) {
 	dir, err := runlog.Open(path)
 	if err != nil {
 		return nil, "", fmt.Errorf("resume: %w", err)
 	}
 	ckpt, st, err := dir.LatestCheckpoint()
+	if errors.Is(err, runlog.ErrDamaged) {
+		dir.Close()
+		return nil, "", fmt.Errorf("resume %s: %w (move that checkpoint away to resume from the one before it)", path, err)
+	}
 	if err != nil {
 		dir.Close()
 		return nil, "", fmt.Errorf("resume %s: %w", path, err)
 	}
-	if err := dir.Resume(st.Step); err != nil {
+	aside, err := dir.Resume(st.Step)
+	if err != nil {
 		dir.Close()
 		return nil, "", fmt.Errorf("resume %s: %w", path, err)
+	}
+	if aside > 0 {
+		fmt.Fprintf(out, "%s: %d unreadable or out-of-order lines moved to %s; every other line kept\n",
+			dir.MetricsPath(), aside, runlog.MetricsAsideFile)
 	}
 	return dir, ckpt, nil
 }

@@ -77,6 +77,8 @@ func reasonOf(err error) messages.SkipReason {
 		return messages.SkipReason_SHAPE_MISMATCH
 	case errors.Is(err, gpu.ErrNonFinite):
 		return messages.SkipReason_NON_FINITE_LOSS
+	case errors.Is(err, gpu.ErrBadUpdate):
+		return messages.SkipReason_BAD_UPDATE
 	case errors.Is(err, ErrTimeout):
 		return messages.SkipReason_TIMEOUT
 	case errors.Is(err, ErrActorFailed):

@@ -26,6 +26,8 @@ const (
 	spanLearn     = "learn"
 	spanControl   = "control"
 	spanPublish   = "publish"
+	spanEvaluate  = "evaluate"   // the held-out evaluation of an eval step
+	spanSave      = "checkpoint" // a checkpoint written after the step
 )
 
 // Span attribute keys, spelled once.

@@ -8,7 +8,6 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/mgrpo/mgrpo/actors/trace"
-	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
 	"go.opentelemetry.io/otel/attribute"
@@ -20,13 +19,14 @@ import (
 // functions run on the actors, and in synchronous mode both give
 // bit-identical reports for the same seed (TestPipelineMatchesStep).
 func Step(ctx context.Context, t *Trainer, n int64) (*messages.StepReport, error) {
+	defer t.advance(n)               // learned or skipped, step n is over
 	ctx, root := t.startStep(ctx, n) // one trace per step
-	batch, err := t.produce(ctx, n)  // PromptBatch → Rollouts → Scored → RefScored
+	batch, err := t.produce(ctx, n)  // weights → PromptBatch → Rollouts → Scored → RefScored
 	if err != nil {
 		endSpan(root, err)
 		return nil, err
 	}
-	out, err := t.consume(ctx, batch) // PreparedBatch → StepReport → ControllerUpdate → weights
+	out, err := t.consume(ctx, batch) // PreparedBatch → StepReport → ControllerUpdate
 	endSpan(root, err)
 	if err != nil {
 		return nil, err
@@ -41,12 +41,17 @@ func (t *Trainer) startStep(ctx context.Context, n int64) (context.Context, otel
 		attrRun.String(t.deps.RunID), attrStep.Int64(n+1)))
 }
 
-// produce makes step n's batch: prompts, completions (incomplete groups
+// produce makes step n's batch: the weights it is generated from to the
+// generators (publishFor), prompts, completions (incomplete groups
 // re-sampled, as the original's prepare_generation_batch), rewards (zero-
 // variance groups dropped and refilled under dynamic sampling) and
 // reference log-probs.
 func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 	start := time.Now()
+	if err := t.publishFor(ctx, n); err != nil { // PolicyWeights to the generators
+		return nil, skip(messages.Stage_SYNC, err)
+	}
+	synced := time.Since(start)
 	ro, err := t.rollouts(ctx, n, 0, t.deps.Cfg.Train.PromptsPerStep)
 	if err != nil {
 		return nil, err
@@ -65,12 +70,13 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 	if err != nil {
 		return nil, skip(messages.Stage_REFERENCE, err)
 	}
-	return &produced{ref: ref, generate: generated, reference: time.Since(start) - generated}, nil
+	return &produced{ref: ref, sync: synced, generate: generated - synced, reference: time.Since(start) - generated}, nil
 }
 
 // consume trains on one produced batch: weights and advantages at the
-// current controller state, one optimiser step, one controller update,
-// and the new weights to the generators.
+// current controller state, one optimiser step and one controller update.
+// The new weights reach the generators when a batch that is generated
+// from them is produced (publishFor).
 func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	start := time.Now()
 	used := t.control
@@ -95,22 +101,19 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 		return nil, stateErr(messages.Stage_CONTROL, err)
 	}
 	t.control = up.GetState()
-	controlled := time.Since(start)
-	if err := t.sync(ctx, policy); err != nil { // PolicyWeights to the generators
-		return nil, skip(messages.Stage_SYNC, err)
-	}
 	return &Outcome{Report: report, Prepared: p, Scored: b.ref.GetScored(), Control: used, Update: up,
 		Timings: map[string]time.Duration{
 			"generate_reward": b.generate, "reference": b.reference, "learn": learned,
-			"control": controlled - learned, "weight_sync": time.Since(start) - controlled,
+			"control": time.Since(start) - learned, "weight_sync": b.sync,
 		}}, nil
 }
 
 // produced is a batch ready for the learner, with how long it took:
-// generate covers generation and rewards (refills included).
+// sync the weights' hand-over, generate generation and rewards (refills
+// included).
 type produced struct {
-	ref                 *messages.RefScored
-	generate, reference time.Duration
+	ref                       *messages.RefScored
+	sync, generate, reference time.Duration
 }
 
 // Outcome is one step's result: the learner's report, what rewards.Prepare
@@ -263,18 +266,4 @@ func first[T any](xs []T, err error) (T, error) {
 		return zero, fmt.Errorf("%d replies to one part: %w", len(xs), messages.ErrShape)
 	}
 	return xs[0], nil
-}
-
-// sync publishes new weights every train.sync_every steps (every step in
-// synchronous mode, which is on-policy).
-func (t *Trainer) sync(ctx context.Context, policy *gpu.Model) error {
-	every := int64(max(t.deps.Cfg.Train.SyncEvery, 1))
-	if t.deps.Cfg.Train.MaxStaleness > 0 && policy.Version()%every != 0 {
-		return nil
-	}
-	if err := t.stages.publish(ctx, policy); err != nil {
-		return err
-	}
-	t.version.Store(policy.Version())
-	return nil
 }

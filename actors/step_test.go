@@ -126,6 +126,7 @@ func runStep(t *testing.T, tr *Trainer, n int64) *Outcome {
 	if err != nil {
 		t.Fatalf("step %d: %v", n, err)
 	}
+	tr.advance(n)
 	return out
 }
 

@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mgrpo/mgrpo/gpu"
@@ -32,13 +34,19 @@ type stages interface {
 
 // Trainer drives a run's steps through its stages. Between steps it holds
 // only what the stages sent it: the controller state the next batch is
-// weighted with and the newest policy weights.
+// weighted with, the newest policy weights, and the weights of the few
+// earlier steps that batches still to be generated are defined to use
+// (sourceStep).
 type Trainer struct {
 	deps    *Deps
 	stages  stages
 	control *messages.ControllerState // as the controller sent it, whole
 	policy  *gpu.Model                // the learner's newest weights (read-only snapshot)
 	version atomic.Int64              // the version generators sample from; read by produce while consume publishes
+
+	mu      sync.Mutex
+	weights map[int64]*gpu.Model // read-only snapshots by step: the policy after that many steps
+	synced  int64                // the step whose weights the generators hold
 }
 
 // Models are a run's models after the warm start: the learner (owning the
@@ -48,6 +56,14 @@ type Models struct {
 	Learner   *gpu.Learner
 	Reference Scorer
 	Policy    Sampler
+	// Step is the step the learner's weights (and Policy) are after: 0 for
+	// a new run, the checkpoint's step on resume.
+	Step int64
+	// Behaviour holds, by step, the weights of steps before Step that the
+	// first batches after it are generated from in asynchronous mode
+	// (sourceStep): a checkpoint's, so a resumed run generates what the
+	// uninterrupted run generated.
+	Behaviour map[int64]*gpu.Model
 }
 
 // NewTrainer returns a trainer whose stages are plain calls in the
@@ -58,9 +74,89 @@ func NewTrainer(d *Deps, m Models, cs rewards.ControllerState) *Trainer {
 }
 
 func newTrainer(d *Deps, s stages, m Models, cs rewards.ControllerState) *Trainer {
-	t := &Trainer{deps: d, stages: s, control: controllerMessage(nil, cs), policy: m.Learner.Snapshot()}
+	t := &Trainer{deps: d, stages: s, control: controllerMessage(nil, cs), policy: m.Learner.Snapshot(),
+		weights: map[int64]*gpu.Model{}, synced: m.Step}
+	for step, w := range m.Behaviour {
+		t.weights[step] = w
+	}
+	t.weights[m.Step] = t.policy
 	t.version.Store(m.Policy.Version())
 	return t
+}
+
+// sourceStep is the step whose weights generate batch n: with
+// train.max_staleness s the batch after the learner's step n − ahead + 1
+// (ahead = batchesAhead), rounded down to a multiple of train.sync_every,
+// and at least 0; n itself in synchronous mode. Each batch's weights are
+// a function of its step, never of how fast generators and learner ran,
+// so asynchronous runs are reproducible and resume exactly; samples are at
+// most s steps old (batchesAhead).
+func (t *Trainer) sourceStep(n int64) int64 {
+	c := t.deps.Cfg.Train
+	if c.MaxStaleness == 0 {
+		return n
+	}
+	every := int64(max(c.SyncEvery, 1))
+	src := max(n-int64(batchesAhead(c.MaxStaleness, c.SyncEvery))+1, 0)
+	return src / every * every
+}
+
+// advance records that step n is over, learned or skipped: t.policy, the
+// weights after n+1 steps, is kept, and so are those of earlier steps that
+// a batch from n+1 on is generated from; the others are dropped.
+func (t *Trainer) advance(n int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.weights[n+1] = t.policy
+	oldest, every := t.sourceStep(n+1), int64(max(t.deps.Cfg.Train.SyncEvery, 1))
+	for step := range t.weights {
+		if step < oldest || (step <= n && t.deps.Cfg.Train.MaxStaleness > 0 && step%every != 0) {
+			delete(t.weights, step)
+		}
+	}
+}
+
+// Behaviour returns the weights of steps before step that batches from
+// step on are generated from (empty in synchronous mode): what a
+// checkpoint of step must hold besides the learner's own weights.
+func (t *Trainer) Behaviour(step int64) map[int64]*gpu.Model {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[int64]*gpu.Model{}
+	for s, w := range t.weights {
+		if s < step && s >= t.sourceStep(step) {
+			out[s] = w
+		}
+	}
+	return out
+}
+
+// publishFor hands the generators the weights batch n is generated from
+// (sourceStep), unless they hold them already (the same policy version). Batches are produced in
+// step order, each after the steps its weights come from are over
+// (drive's slots), so the weights are known.
+func (t *Trainer) publishFor(ctx context.Context, n int64) error {
+	src := t.sourceStep(n)
+	t.mu.Lock()
+	w, ok := t.weights[src]
+	synced := t.synced
+	t.mu.Unlock()
+	if src == synced {
+		return nil
+	}
+	if !ok {
+		return fmt.Errorf("step %d: the weights of step %d, which it is generated from, are unknown (steps run out of order)", n, src)
+	}
+	if w.Version() != t.version.Load() { // the same version is the same weights (the steps between were skipped)
+		if err := t.stages.publish(ctx, w); err != nil {
+			return err
+		}
+	}
+	t.mu.Lock()
+	t.synced = src
+	t.mu.Unlock()
+	t.version.Store(w.Version())
+	return nil
 }
 
 // Control returns the controller state the next step's weights use.

@@ -86,7 +86,8 @@ const (
 )
 
 // warmStart runs the supervised warm start from m (random weights when
-// nil), printing its progress and the greedy accuracy it reaches.
+// nil), printing its progress and the greedy accuracy it reaches; with
+// train.warm_start_steps 0 it returns m (or the random weights) as it is.
 func (r *runner) warmStart(ctx context.Context, m *gpu.Model) (*gpu.Model, error) {
 	d := r.deps
 	if m == nil {
@@ -96,6 +97,9 @@ func (r *runner) warmStart(ctx context.Context, m *gpu.Model) (*gpu.Model, error
 		}
 	}
 	n := d.Cfg.Train.WarmStartSteps
+	if n == 0 { // no warm start: RL starts from m as it is
+		return m, nil
+	}
 	start := time.Now()
 	steps, above := n, 0 // above: consecutive checks at or over the target
 	var logErr error     // the first failed write of warm_start.jsonl ends its log

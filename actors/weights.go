@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 )
@@ -67,8 +68,9 @@ var errNoWeights = errors.New("actors: no weights received yet")
 // weightReceiver assembles the PolicyWeights chunks one stage actor is
 // sent into models of cfg.
 type weightReceiver struct {
-	cfg gpu.Config
-	asm *messages.Assembler
+	cfg   gpu.Config
+	asm   *messages.Assembler
+	meter *meter.Instruments // counts the bytes received (nil: off)
 }
 
 // receive adds chunk m and returns the model once its version is
@@ -79,6 +81,7 @@ func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyW
 	if w.asm == nil {
 		w.asm = &messages.Assembler{MaxBytes: w.cfg.WeightBytes()} // no more than the model holds
 	}
+	w.meter.WeightsReceived(chunkBytes([]*messages.PolicyWeights{m}))
 	model, err := addWeightChunk(w.asm, w.cfg, m)
 	switch {
 	case err != nil:

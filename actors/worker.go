@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/messages"
@@ -38,12 +39,18 @@ var ErrRefused = errors.New("actors: refused by the learner")
 // node outlives runs and restarts of the learner.
 func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	w := &worker{cfg: cfg, out: out, id: newNodeID(strings.ReplaceAll(cfg.Cluster.Role, ",", "+"))}
-	n, err := startNode(cfg, false, cfg.Cluster.MaxMessageBytes, os.Stderr)
+	mp, err := newMetrics(ctx, cfg, w.id, cfg.Cluster.Roles(), out) // the node's own, across runs
+	if err != nil {
+		return err
+	}
+	defer mp.Shutdown(context.WithoutCancel(ctx))
+	n, err := startNode(cfg, false, cfg.Cluster.MaxMessageBytes, mp.MeterProvider(), os.Stderr)
 	if err != nil {
 		return err
 	}
 	defer n.Stop()
-	w.node = n
+	defer mp.Instruments().WatchSupervision(n.System())()
+	w.node, w.meter = n, mp.Instruments()
 	fmt.Fprintf(out, "node %s: %s, actors at %s, looking for the learner at %s\n", w.id, cfg.Cluster.Role, n.Address(), strings.Join(cfg.Cluster.Seeds, ", "))
 	for ctx.Err() == nil {
 		coord, err := w.findLearner(ctx)
@@ -67,9 +74,10 @@ type worker struct {
 	out     io.Writer
 	id      string
 	node    *node.Node
-	actors  []*actor.PID // the stage actors of the current run
-	tracing *nodeTracing // the current run's tracing (nil before one)
-	noticed time.Time    // when it last said it is waiting for the learner
+	actors  []*actor.PID       // the stage actors of the current run
+	tracing *nodeTracing       // the current run's tracing (nil before one)
+	meter   *meter.Instruments // the node's metrics (nil: off)
+	noticed time.Time          // when it last said it is waiting for the learner
 }
 
 // findLearner waits until a learner node is among the members and returns
@@ -177,7 +185,7 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 		return nil, err
 	}
 	w.tracing = tp
-	d.Tracer, d.NodeID = tp.Tracer(), w.id
+	d.Tracer, d.NodeID, d.Meter = tp.Tracer(), w.id, w.meter
 	reg := &messages.Register{NodeId: w.id, Address: w.node.Address()}
 	spawn := func(stage messages.Stage, name string, props *actor.Props) error {
 		pid, err := w.node.System().Root.SpawnNamed(props, name)

@@ -161,14 +161,14 @@ type MaxEnt struct {
 	Objective string `koanf:"objective" help:"grpo|grpo_entropy_bonus|maxent_entropy|maxent_listwise"`
 	// Tau is the listwise temperature τ (> 0 for maxent_listwise); the
 	// starting value when the tau controller is on.
-	Tau float64 `koanf:"tau" help:"listwise temperature tau"`
+	Tau float64 `koanf:"tau" help:"listwise temperature tau (0..1000)"`
 	// Beta is the KL coefficient β towards the reference policy, for every
 	// objective; the starting value when the beta controller is on.
-	Beta float64 `koanf:"beta" help:"KL coefficient beta (>= 0)"`
+	Beta float64 `koanf:"beta" help:"KL coefficient beta (0..1000)"`
 	// Alpha is the token-entropy coefficient of maxent_entropy.
-	Alpha float64 `koanf:"alpha" help:"maxent_entropy: entropy coefficient (>= 0)"`
+	Alpha float64 `koanf:"alpha" help:"maxent_entropy: entropy coefficient (0..1000)"`
 	// QTemperature is applied once, when q is formed from utilities.
-	QTemperature float64 `koanf:"q_temperature" help:"temperature of the q-distribution (> 0)"`
+	QTemperature float64 `koanf:"q_temperature" help:"temperature of the q-distribution (> 0, at most 1000)"`
 	// QEpsilon is the floor mixed into q before normalising.
 	QEpsilon float64 `koanf:"q_epsilon" help:"q floor (>= 0)"`
 	// LengthNormalizeRef divides reference log-probs by the token count.
@@ -183,12 +183,12 @@ type MaxEnt struct {
 	// ClipObjective adds the PPO-clipped advantage term to the listwise loss.
 	ClipObjective bool `koanf:"clip_objective" help:"listwise: add the clipped advantage objective"`
 	// ClipObjectiveCoef scales that term.
-	ClipObjectiveCoef float64 `koanf:"clip_objective_coef" help:"listwise: coefficient of the clip objective"`
+	ClipObjectiveCoef float64 `koanf:"clip_objective_coef" help:"listwise: coefficient of the clip objective (0..1000)"`
 	// ClipAdvBaseline is the baseline subtracted from weights to form clip
 	// advantages; 0 means 1/K.
 	ClipAdvBaseline float64 `koanf:"clip_adv_baseline" help:"listwise: clip advantage baseline (0 = 1/K)"`
 	// EntropyBonusCoef is c of grpo_entropy_bonus: u_i += c·σ_R·z(h_i) (spec §1.6).
-	EntropyBonusCoef float64 `koanf:"entropy_bonus_coef" help:"grpo_entropy_bonus: bonus coefficient (> 0 there, 0 otherwise)"`
+	EntropyBonusCoef float64 `koanf:"entropy_bonus_coef" help:"grpo_entropy_bonus: bonus coefficient (> 0 there, at most 1000; 0 otherwise)"`
 	// SeedGRPO scales advantages by semantic entropy (spec §1.5).
 	SeedGRPO SeedGRPO `koanf:"seed_grpo" help:"SEED-GRPO advantage scaling"`
 }
@@ -199,7 +199,7 @@ type SeedGRPO struct {
 	// Enabled turns the scaling on.
 	Enabled bool `koanf:"enabled" help:"enable SEED-GRPO (GRPO objectives only)"`
 	// Alpha is the strength α of scale = 1/(1 + α_eff·H).
-	Alpha float64 `koanf:"alpha" help:"strength alpha (>= 0)"`
+	Alpha float64 `koanf:"alpha" help:"strength alpha (0..1000)"`
 	// NormalizeByMaxEntropy uses α_eff = α / ln K.
 	NormalizeByMaxEntropy bool `koanf:"normalize_by_max_entropy" help:"divide alpha by ln K"`
 	// LengthNormalizeLogprobs divides each completion's log-prob by its length.
@@ -228,7 +228,7 @@ type TauController struct {
 	// Horizon is the schedule length in steps; 0 keeps TargetEntropy.
 	Horizon int `koanf:"horizon" help:"steps of the linear target schedule (0 = constant)"`
 	// LR is the log-space learning rate.
-	LR float64 `koanf:"lr" help:"log-space learning rate (> 0 when enabled)"`
+	LR float64 `koanf:"lr" help:"log-space learning rate (at most 1; > 0 when enabled)"`
 	// Min is the lower bound of τ.
 	Min float64 `koanf:"min" help:"lower bound of tau"`
 	// Max is the upper bound of τ; 0 means unbounded.
@@ -271,11 +271,11 @@ type MetaController struct {
 	// name is refused here; the original accepted it and made no update.
 	Method string `koanf:"method" help:"analytic|analytic_grad|potential|first_order|truncated|truncated_backprop|backprop"`
 	// LR is the shared learning rate.
-	LR float64 `koanf:"lr" help:"shared learning rate"`
+	LR float64 `koanf:"lr" help:"shared learning rate (0..1)"`
 	// TauLR overrides LR for τ when > 0.
-	TauLR float64 `koanf:"tau_lr" help:"learning rate for tau (0 = lr)"`
+	TauLR float64 `koanf:"tau_lr" help:"learning rate for tau (0 = lr; at most 1)"`
 	// BetaLR overrides LR for β when > 0.
-	BetaLR float64 `koanf:"beta_lr" help:"learning rate for beta (0 = lr)"`
+	BetaLR float64 `koanf:"beta_lr" help:"learning rate for beta (0 = lr; at most 1)"`
 	// BetaGradClip clips g_β; 0 means no clip.
 	BetaGradClip float64 `koanf:"beta_grad_clip" help:"clip of the beta gradient (0 = none)"`
 	// Interval runs the update every Interval optimiser steps.
@@ -320,10 +320,12 @@ const (
 
 // Optim configures AdamW for the RL phase and the supervised warm start.
 type Optim struct {
-	// LR is the RL learning rate.
-	LR float64 `koanf:"lr" help:"RL learning rate"`
-	// WarmStartLR is the supervised warm-start learning rate (10–20× LR).
-	WarmStartLR float64 `koanf:"warm_start_lr" help:"warm-start learning rate"`
+	// LR is the RL learning rate, in (0, maxLR]: AdamW moves every weight
+	// by about LR per step, so a larger rate cannot be meant.
+	LR float64 `koanf:"lr" help:"RL learning rate, in (0, 1]"`
+	// WarmStartLR is the supervised warm-start learning rate (10–20× LR),
+	// in (0, maxLR].
+	WarmStartLR float64 `koanf:"warm_start_lr" help:"warm-start learning rate, in (0, 1]"`
 	// Beta1 is Adam's first-moment decay.
 	Beta1 float64 `koanf:"beta1" help:"Adam beta1, in [0, 1)"`
 	// Beta2 is Adam's second-moment decay.
@@ -331,13 +333,18 @@ type Optim struct {
 	// Eps is Adam's denominator floor.
 	Eps float64 `koanf:"eps" help:"Adam epsilon (> 0)"`
 	// WeightDecay is decoupled (AdamW) weight decay.
-	WeightDecay float64 `koanf:"weight_decay" help:"AdamW weight decay (>= 0)"`
+	WeightDecay float64 `koanf:"weight_decay" help:"AdamW weight decay (>= 0; lr × weight_decay below 1)"`
 	// GradClip clips the global gradient norm; 0 means no clip.
 	GradClip float64 `koanf:"grad_clip" help:"max global gradient norm (0 = off)"`
 	// Schedule is constant, cosine or linear (decay to 0 at train.steps).
 	Schedule string `koanf:"schedule" help:"constant|cosine|linear"`
 	// WarmupSteps ramps the learning rate linearly from 0.
 	WarmupSteps int `koanf:"warmup_steps" help:"linear LR warmup steps"`
+	// MaxUpdateRatio rolls back an optimiser step that changed the weights
+	// by more than this multiple of their norm, and skips the step as
+	// NON_FINITE_UPDATE (a step leaving any weight non-finite always is);
+	// 0 turns the size check off.
+	MaxUpdateRatio float64 `koanf:"max_update_ratio" help:"roll back and skip a step whose update norm exceeds this multiple of the weights' norm (0 = off; non-finite updates are always rolled back)"`
 }
 
 // Train is the training loop: how many steps, how large, how asynchronous.
@@ -371,6 +378,11 @@ type Train struct {
 	DynamicSampling bool `koanf:"dynamic_sampling" help:"drop zero-variance groups and refill"`
 	// DynamicSamplingMaxRounds bounds the refill rounds per step.
 	DynamicSamplingMaxRounds int `koanf:"dynamic_sampling_max_rounds" help:"max refill rounds per step"`
+	// MaxSkippedSteps stops the run, with a checkpoint and exit code 4,
+	// after this many consecutive skipped steps: a run that skips every
+	// step (a learning rate that makes every update non-finite, a timeout
+	// no stage can meet) cannot make progress. 0 never stops.
+	MaxSkippedSteps int `koanf:"max_skipped_steps" help:"stop the run (checkpoint, exit 4) after this many consecutive skipped steps (0 = never)"`
 	// CheckpointEvery saves a checkpoint every N steps; 0 only at the end.
 	CheckpointEvery int `koanf:"checkpoint_every" help:"steps between checkpoints (0 = at the end)"`
 	// EvalEvery measures greedy accuracy every N steps; 0 never.
@@ -432,8 +444,9 @@ type Cluster struct {
 	MaxMessageBytes int `koanf:"max_message_bytes" help:"gRPC max message size in bytes (every node)"`
 	// WeightChunkBytes is the largest PolicyWeights chunk.
 	WeightChunkBytes int `koanf:"weight_chunk_bytes" help:"bytes per weight-sync chunk (< max_message_bytes)"`
-	// RequestTimeout bounds a request to a stage actor.
-	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of one request to a stage actor"`
+	// RequestTimeout bounds a request to a stage actor; at least
+	// minRequestTimeout.
+	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of one request to a stage actor (>= 10ms)"`
 	// TLS is the mutual TLS of every connection between nodes.
 	TLS TLS `koanf:"tls" help:"mutual TLS between nodes"`
 	// Insecure allows plaintext between nodes on a non-loopback host.
@@ -525,6 +538,20 @@ type Output struct {
 	SampleEvery int `koanf:"sample_every" help:"steps between sample tables (0 = off)"`
 	// SampleRows is the number of completions per sample table.
 	SampleRows int `koanf:"sample_rows" help:"rows per sample table"`
+	// KeepCheckpoints keeps the newest N checkpoints plus the one with the
+	// best greedy accuracy (eval), deleting older ones after each save;
+	// 0 keeps all.
+	KeepCheckpoints int `koanf:"keep_checkpoints" help:"keep the newest N checkpoints plus the best by greedy accuracy (0 = all)"`
+	// TensorBoard also writes every metrics line as a TensorBoard event
+	// (runs/<name>/tensorboard/).
+	TensorBoard bool `koanf:"tensorboard" help:"also write the metrics as TensorBoard event files (runs/<name>/tensorboard/)"`
+	// PrometheusPort serves this node's OpenTelemetry metrics for
+	// Prometheus at http://<cluster.host>:<port>/metrics; 0 is off. Each
+	// node of one machine needs its own.
+	PrometheusPort int `koanf:"prometheus_port" help:"serve this node's metrics at http://<cluster.host>:<port>/metrics (0 = off; one port per node)"`
+	// OTLPMetricsEndpoint is host:port of an OTLP collector that receives
+	// this node's metrics over trace.protocol; "" sends none.
+	OTLPMetricsEndpoint string `koanf:"otlp_metrics_endpoint" help:"OTLP collector host:port for this node's metrics, over trace.protocol (\"\" = none)"`
 	// Serve is HOST:PORT (or :PORT, on 127.0.0.1) where the run's page is
 	// served live while it trains; "" serves nothing.
 	Serve string `koanf:"serve" help:"serve the live run page on HOST:PORT or :PORT (127.0.0.1) while training (\"\" = off)"`

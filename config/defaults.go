@@ -80,13 +80,14 @@ func Default() *Config {
 			ISRatioMax: 2.0,
 		},
 		Optim: Optim{
-			LR:          1e-4, // policy-and-tasks §5: 3e-4 noisy, 1e-3 collapses
-			WarmStartLR: 2e-3,
-			Beta1:       0.9,
-			Beta2:       0.999,
-			Eps:         1e-8,
-			GradClip:    1.0,
-			Schedule:    ScheduleConstant,
+			LR:             1e-4, // policy-and-tasks §5: 3e-4 noisy, 1e-3 collapses
+			WarmStartLR:    2e-3,
+			Beta1:          0.9,
+			Beta2:          0.999,
+			Eps:            1e-8,
+			GradClip:       1.0,
+			Schedule:       ScheduleConstant,
+			MaxUpdateRatio: 1, // Adam moves each weight by ~lr: ratio ≈ lr·√n/‖w‖ ≈ 0.01–0.15 at lr 2e-3
 		},
 		Train: Train{
 			Steps:                    200,
@@ -96,6 +97,7 @@ func Default() *Config {
 			WarmStartBatch:           128,
 			SyncEvery:                1,
 			DynamicSamplingMaxRounds: 3,
+			MaxSkippedSteps:          10,
 			CheckpointEvery:          50,
 			EvalEvery:                25,
 			EvalPrompts:              256,
@@ -120,10 +122,11 @@ func Default() *Config {
 			QueryURL:    "http://127.0.0.1:16686",
 		},
 		Output: Output{
-			Dir:         "runs",
-			LogEvery:    1,
-			SampleEvery: 10,
-			SampleRows:  16,
+			Dir:             "runs",
+			LogEvery:        1,
+			SampleEvery:     10,
+			SampleRows:      16,
+			KeepCheckpoints: 5,
 		},
 	}
 }

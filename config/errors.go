@@ -2,7 +2,9 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors; every *Error wraps one of them.
@@ -32,23 +34,41 @@ type Error struct {
 	Err    error  // one of the sentinels
 }
 
-// Error renders the one-line message.
+// Error renders the one-line message. Each part is cut to at most
+// maxPartBytes (clip): a 45 MB value is named, not echoed.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("config: ")
-	b.WriteString(e.Key)
+	b.WriteString(clip(e.Key))
 	if e.Value != "" {
 		b.WriteString(" = ")
-		b.WriteString(e.Value)
+		b.WriteString(clip(e.Value))
 	}
 	b.WriteString(": ")
-	b.WriteString(e.Reason)
+	b.WriteString(clip(e.Reason))
 	if e.Source != "" {
 		b.WriteString(" (")
-		b.WriteString(e.Source)
+		b.WriteString(clip(e.Source))
 		b.WriteString(")")
 	}
 	return b.String()
+}
+
+// maxPartBytes is the longest key, value, reason or source an error line
+// shows.
+const maxPartBytes = 200
+
+// clip returns s, or its first maxPartBytes bytes (whole runes) followed
+// by "… (N bytes)" when it is longer.
+func clip(s string) string {
+	if len(s) <= maxPartBytes {
+		return s
+	}
+	cut := maxPartBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
 
 // Unwrap returns the sentinel.

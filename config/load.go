@@ -36,6 +36,12 @@ type Sources struct {
 	// Flags is a flag set prepared by AddFlags and already parsed; only
 	// flags the user set override. nil for none.
 	Flags *pflag.FlagSet
+	// RunConfig returns the saved configuration (YAML, as Config.YAML
+	// writes it) that a resume of the run directory dir continues with,
+	// and where it came from ("file PATH"); the trainer reads it from the
+	// run's newest verified checkpoint (runlog.SavedConfig). nil reads
+	// dir/config.yaml.
+	RunConfig func(dir string) (data []byte, source string, err error)
 }
 
 // Load layers defaults < file < env < flags, then validates. Every error

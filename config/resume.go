@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
 )
 
 // RunConfigFile is the file in a run directory that holds the run's
@@ -17,8 +20,10 @@ const RunConfigFile = "config.yaml"
 
 // resumeMayChange reports whether key may differ between a run's saved
 // configuration and the one resuming it: how long the run goes on and how
-// often it checkpoints, evaluates and logs, where it runs (model.device,
-// cluster.*) and how it is traced. model.checkpoint is the run's starting
+// often it checkpoints, evaluates and logs, which checkpoints it keeps,
+// its safety limits (skipped steps, update size), its metrics outputs
+// (output.tensorboard and the metrics endpoints), where it runs
+// (model.device, cluster.*) and how it is traced. model.checkpoint is the run's starting
 // point, replaced on resume by its own checkpoint (Validate refuses setting
 // it together with train.resume). Every other key changes what the
 // checkpoint means (model, task, rewards, objective, loss, generation,
@@ -26,7 +31,9 @@ const RunConfigFile = "config.yaml"
 func resumeMayChange(key string) bool {
 	switch key {
 	case "train.steps", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
-		"output.log_every", "output.sample_every", "output.sample_rows", "output.serve", "model.device", "model.checkpoint":
+		"train.max_skipped_steps", "optim.max_update_ratio", "output.keep_checkpoints",
+		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint",
+		"output.tensorboard", "output.prometheus_port", "output.otlp_metrics_endpoint", "output.serve":
 		return true
 	}
 	return strings.HasPrefix(key, "cluster.") || strings.HasPrefix(key, "trace.")
@@ -39,9 +46,11 @@ func resumeMayChange(key string) bool {
 // allowed. Allowed: train.steps (to extend the run; not with a cosine or
 // linear optim.schedule, whose decay is laid out over train.steps),
 // train.checkpoint_every, train.eval_every, train.eval_prompts,
-// output.log_every, output.sample_every, output.sample_rows, output.serve,
-// model.device, cluster.* and trace.* (and train.resume and model.checkpoint, which a
-// resume sets itself).
+// train.max_skipped_steps, optim.max_update_ratio, output.log_every,
+// output.sample_every, output.sample_rows, output.keep_checkpoints,
+// output.tensorboard, output.prometheus_port, output.otlp_metrics_endpoint,
+// output.serve, model.device, cluster.* and trace.* (and train.resume and
+// model.checkpoint, which a resume sets itself).
 func CheckResume(saved, effective *Config) error {
 	t := keys()
 	was, now := t.values(saved), t.values(effective)
@@ -74,21 +83,34 @@ func sameValue(a, b any) bool {
 }
 
 // loadResume loads the configuration that resumes run directory dir: the
-// run's config.yaml (over the defaults, for keys it lacks) as the base,
+// saved configuration (src.RunConfig: the newest checkpoint's; or the
+// run's config.yaml) over the defaults, for keys it lacks, as the base,
 // then env and flags, which may change only what CheckResume allows.
 // model.checkpoint is cleared: the run continues from its own checkpoint.
+// A saved configuration missing a whole section (a file cut short) is
+// refused, never filled in from the defaults.
 func loadResume(t *keyTable, src Sources, dir string) (*Config, error) {
-	file := filepath.Join(dir, RunConfigFile)
 	if src.File != "" {
 		return nil, &Error{Key: "config", Value: fmt.Sprintf("%q", src.File),
-			Reason: fmt.Sprintf("cannot be combined with train.resume (a resumed run takes its configuration from %s)", file), Err: ErrConflict}
+			Reason: "cannot be combined with train.resume (a resumed run takes its configuration from its checkpoint)", Err: ErrConflict}
 	}
-	if err := checkRunDir(dir, file); err != nil {
-		return nil, err
-	}
-	k, _, err := layer(t, t.values(Default()), Sources{File: file})
+	data, source, err := savedConfig(src, dir)
 	if err != nil {
 		return nil, err
+	}
+	flat, err := parseFile(t, yaml.Parser(), data, strconv.Quote(strings.TrimPrefix(source, "file ")), source)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.checkSections(flat, source); err != nil {
+		return nil, err
+	}
+	k, _, err := layer(t, t.values(Default()), Sources{})
+	if err != nil {
+		return nil, err
+	}
+	if err := k.Load(mapProvider(flat), nil); err != nil {
+		return nil, fmt.Errorf("config: merge: %w", err)
 	}
 	saved, err := decode(k)
 	if err != nil {
@@ -112,9 +134,49 @@ func loadResume(t *keyTable, src Sources, dir string) (*Config, error) {
 	return c, nil
 }
 
-// checkRunDir refuses a resume directory that is missing or has no saved
-// configuration, in one line.
-func checkRunDir(dir, file string) error {
+// savedConfig returns the saved configuration of the run directory dir
+// and its source, as one-line errors naming train.resume.
+func savedConfig(src Sources, dir string) ([]byte, string, error) {
+	file := filepath.Join(dir, RunConfigFile)
+	if err := checkRunDir(dir, file, src.RunConfig == nil); err != nil {
+		return nil, "", err
+	}
+	if src.RunConfig == nil {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, "", &Error{Key: "train.resume", Value: fmt.Sprintf("%q", dir), Reason: "cannot read " + RunConfigFile + ": " + oneLine(unwrapPath(err)), Err: ErrSource}
+		}
+		return data, "file " + file, nil
+	}
+	data, source, err := src.RunConfig(dir)
+	if err != nil {
+		return nil, "", &Error{Key: "train.resume", Value: fmt.Sprintf("%q", dir), Reason: oneLine(err.Error()), Err: ErrSource}
+	}
+	return data, source, nil
+}
+
+// checkSections refuses saved values that lack a whole top-level section:
+// Config.YAML writes every section, so such a file was cut short, and its
+// missing keys would silently take their defaults (a truncated config.yaml
+// once resumed a listwise run as GRPO at another learning rate).
+func (t *keyTable) checkSections(flat map[string]any, source string) error {
+	present := map[string]bool{}
+	for key := range flat {
+		section, _, _ := strings.Cut(key, ".")
+		present[section] = true
+	}
+	for _, l := range t.leaves {
+		section, _, _ := strings.Cut(l.key, ".")
+		if !present[section] {
+			return &Error{Key: section, Reason: "missing from the saved configuration (the file was cut short or damaged; nothing was resumed)", Source: source, Err: ErrSource}
+		}
+	}
+	return nil
+}
+
+// checkRunDir refuses a resume directory that is missing or (when
+// needFile) has no saved configuration, in one line.
+func checkRunDir(dir, file string, needFile bool) error {
 	fail := func(reason string) error {
 		return &Error{Key: "train.resume", Value: fmt.Sprintf("%q", dir), Reason: reason, Err: ErrSource}
 	}
@@ -126,6 +188,8 @@ func checkRunDir(dir, file string) error {
 		return fail("cannot read: " + oneLine(unwrapPath(err)))
 	case !st.IsDir():
 		return fail("is not a directory")
+	case !needFile:
+		return nil
 	}
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
 		return fail(fmt.Sprintf("has no %s (not a run directory)", RunConfigFile))

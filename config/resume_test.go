@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // TestCheckResume changes one key of the saved config per case and checks
@@ -136,7 +138,7 @@ func TestLoadResume(t *testing.T) {
 		{name: "objective changed by env", args: []string{"--resume", run}, env: []string{"MGRPO_MAXENT__OBJECTIVE=maxent_listwise", "MGRPO_CONTROLLER__TAU__ENABLED=true"},
 			wantErr: `config: maxent.objective = "maxent_listwise": cannot change on resume`},
 		{name: "with --config", args: []string{"--config", other, "--resume", run},
-			wantErr: `config: config = "` + other + `": cannot be combined with train.resume (a resumed run takes its configuration from ` + filepath.Join(run, RunConfigFile) + `)`},
+			wantErr: `config: config = "` + other + `": cannot be combined with train.resume (a resumed run takes its configuration from its checkpoint)`},
 		{name: "no config.yaml", args: []string{"--resume", empty},
 			wantErr: `config: train.resume = "` + empty + `": has no config.yaml (not a run directory)`},
 		{name: "no directory", args: []string{"--resume", filepath.Join(empty, "nope")},
@@ -205,5 +207,66 @@ func TestCheckResumeDecayingSchedule(t *testing.T) {
 		if err := CheckResume(saved, eff); err == nil || err.Error() != want {
 			t.Errorf("%s: CheckResume = %v, want %s", schedule, err, want)
 		}
+	}
+}
+
+// TestLoadResumeTruncatedConfig: a saved configuration cut short (here
+// before task:, the fault probe's case, which resumed a listwise run as
+// GRPO at another learning rate) is refused naming the first missing
+// section, never completed from the defaults.
+func TestLoadResumeTruncatedConfig(t *testing.T) {
+	run := savedRun(t, func(c *Config) {
+		c.MaxEnt.Objective, c.MaxEnt.Tau, c.Optim.LR = ObjectiveMaxEntListwise, 0.5, 3e-5
+	})
+	file := filepath.Join(run, RunConfigFile)
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := strings.Index(string(text), "\ntask:")
+	if err := os.WriteFile(file, text[:cut+1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = loadArgs([]string{"--resume", run}, nil)
+	want := "config: task: missing from the saved configuration (the file was cut short or damaged; nothing was resumed) (file " + file + ")"
+	if err == nil || err.Error() != want {
+		t.Fatalf("loadArgs = %v,\nwant %s", err, want)
+	}
+}
+
+// TestLoadResumeRunConfig: with Sources.RunConfig the saved configuration
+// comes from it (the trainer's verified checkpoint copy), not from the
+// run's config.yaml, and its error is one line naming train.resume.
+func TestLoadResumeRunConfig(t *testing.T) {
+	run := savedRun(t, func(c *Config) { c.Train.Steps = 60 })
+	ckpt := Default()
+	ckpt.Train.Steps = 90 // extended by a resume that then crashed
+	text, err := ckpt.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(rc func(string) ([]byte, string, error)) (*Config, error) {
+		fs := pflag.NewFlagSet("mgrpo-node", pflag.ContinueOnError)
+		AddFlags(fs)
+		if err := ParseFlags(fs, []string{"--resume", run}); err != nil {
+			return nil, err
+		}
+		return Load(Sources{Flags: fs, RunConfig: rc})
+	}
+	c, err := load(func(dir string) ([]byte, string, error) {
+		if dir != run {
+			t.Errorf("RunConfig(%q), want the run directory %q", dir, run)
+		}
+		return text, "file ckpt/config.yaml", nil
+	})
+	if err != nil || c.Train.Steps != 90 {
+		t.Fatalf("Load = %v, train.steps %v; want the checkpoint's 90", err, c)
+	}
+	_, err = load(func(string) ([]byte, string, error) {
+		return nil, "", errors.New("checkpoint x: model.safetensors does not match\nits SHA-256")
+	})
+	want := `config: train.resume = "` + run + `": checkpoint x: model.safetensors does not match its SHA-256`
+	if err == nil || err.Error() != want || !errors.Is(err, ErrSource) {
+		t.Fatalf("Load = %v, want %s", err, want)
 	}
 }

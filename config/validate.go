@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mgrpo/mgrpo/gpu"
 )
@@ -18,6 +19,25 @@ import (
 // every training step a NON_FINITE_LOSS skip. Sampling at 0.001 is already
 // greedy in all but exact ties.
 const MinTemperature = 1e-3
+
+// Limits of values that cannot be meant. A value past them is refused
+// with one line instead of training a model it destroys (the fault probe's
+// optim.lr 1e308 made every weight NaN at step 1).
+const (
+	// maxLR bounds every learning rate (optim.lr, optim.warm_start_lr and
+	// the controllers'): AdamW moves each weight by about the learning rate
+	// per step, and a log-space controller rate above 1 swings tau by more
+	// than e per step.
+	maxLR = 1.0
+	// maxCoefficient bounds the loss and weight coefficients (maxent.tau,
+	// beta, alpha, q_temperature, clip_objective_coef, entropy_bonus_coef,
+	// seed_grpo.alpha): past it one term swamps every other and the loss
+	// overflows.
+	maxCoefficient = 1000.0
+	// minRequestTimeout is the shortest cluster.request_timeout: no stage
+	// answers sooner, so a shorter one skips every step.
+	minRequestTimeout = 10 * time.Millisecond
+)
 
 // Validate checks every value's range and every combination; it returns
 // the first problem as an *Error (ErrRange or ErrConflict), in section
@@ -73,6 +93,21 @@ func (v *validator) nonNegative(key string, value float64) {
 
 func (v *validator) positive(key string, value float64) {
 	v.need(value > 0, key, value, "must be more than 0")
+}
+
+// atMost refuses value > hi, saying why such a value cannot be meant.
+func (v *validator) atMost(key string, value, hi float64, why string) {
+	v.need(value <= hi, key, value, fmt.Sprintf("must be at most %s (%s)", formatValue(hi), why))
+}
+
+// coefficient refuses a coefficient above maxCoefficient.
+func (v *validator) coefficient(key string, value float64) {
+	v.atMost(key, value, maxCoefficient, "a larger coefficient swamps every other term and overflows the loss")
+}
+
+// learningRate refuses a learning rate above maxLR.
+func (v *validator) learningRate(key string, value float64) {
+	v.atMost(key, value, maxLR, "a larger rate moves every weight further than its size in one step")
 }
 
 // finite refuses NaN and ±Inf in every float key.
@@ -184,6 +219,14 @@ func validateMaxEnt(v *validator, c *Config) {
 	v.need(m.ClipAdvBaseline >= 0 && m.ClipAdvBaseline <= 1, "maxent.clip_adv_baseline", m.ClipAdvBaseline, "must be in [0, 1]")
 	v.nonNegative("maxent.entropy_bonus_coef", m.EntropyBonusCoef)
 	v.nonNegative("maxent.seed_grpo.alpha", m.SeedGRPO.Alpha)
+	for _, f := range []struct {
+		key   string
+		value float64
+	}{{"maxent.tau", m.Tau}, {"maxent.beta", m.Beta}, {"maxent.alpha", m.Alpha}, {"maxent.q_temperature", m.QTemperature},
+		{"maxent.clip_objective_coef", m.ClipObjectiveCoef}, {"maxent.entropy_bonus_coef", m.EntropyBonusCoef},
+		{"maxent.seed_grpo.alpha", m.SeedGRPO.Alpha}} {
+		v.coefficient(f.key, f.value)
+	}
 
 	listwise := m.Objective == ObjectiveMaxEntListwise
 	v.conflict(!listwise || m.Tau > 0, "maxent.tau", m.Tau, "must be more than 0 for objective maxent_listwise")
@@ -217,6 +260,10 @@ func validateController(v *validator, c *Config) {
 	v.nonNegative("controller.meta.beta_lr", m.BetaLR)
 	v.nonNegative("controller.meta.beta_grad_clip", m.BetaGradClip)
 	v.atLeast("controller.meta.interval", m.Interval, 1)
+	v.learningRate("controller.tau.lr", t.LR)
+	v.learningRate("controller.meta.lr", m.LR)
+	v.learningRate("controller.meta.tau_lr", m.TauLR)
+	v.learningRate("controller.meta.beta_lr", m.BetaLR)
 
 	listwise := c.MaxEnt.Objective == ObjectiveMaxEntListwise
 	if t.Enabled {
@@ -260,6 +307,16 @@ func validateOptim(v *validator, c *Config) {
 	v.nonNegative("optim.grad_clip", o.GradClip)
 	v.oneOf("optim.schedule", o.Schedule, ScheduleConstant, ScheduleCosine, ScheduleLinear)
 	v.atLeast("optim.warmup_steps", o.WarmupSteps, 0)
+	v.nonNegative("optim.max_update_ratio", o.MaxUpdateRatio)
+	v.learningRate("optim.lr", o.LR)
+	v.learningRate("optim.warm_start_lr", o.WarmStartLR)
+	for _, lr := range []struct {
+		key   string
+		value float64
+	}{{"optim.lr", o.LR}, {"optim.warm_start_lr", o.WarmStartLR}} {
+		v.conflict(lr.value*o.WeightDecay < 1, "optim.weight_decay", o.WeightDecay,
+			fmt.Sprintf("times %s (%s) must be below 1 (AdamW multiplies every weight by 1 - lr × weight_decay each step)", lr.key, formatValue(lr.value)))
+	}
 }
 
 func validateTrain(v *validator, c *Config) {
@@ -272,6 +329,7 @@ func validateTrain(v *validator, c *Config) {
 	v.atLeast("train.max_staleness", t.MaxStaleness, 0)
 	v.atLeast("train.sync_every", t.SyncEvery, 1)
 	v.atLeast("train.dynamic_sampling_max_rounds", t.DynamicSamplingMaxRounds, 1)
+	v.atLeast("train.max_skipped_steps", t.MaxSkippedSteps, 0)
 	v.atLeast("train.checkpoint_every", t.CheckpointEvery, 0)
 	v.atLeast("train.eval_every", t.EvalEvery, 0)
 	v.atLeast("train.eval_prompts", t.EvalPrompts, 1)
@@ -315,7 +373,8 @@ func validateCluster(v *validator, c *Config) {
 	v.atLeast("cluster.max_message_bytes", cl.MaxMessageBytes, 4<<20)
 	v.atLeast("cluster.weight_chunk_bytes", cl.WeightChunkBytes, 1024)
 	v.conflict(cl.WeightChunkBytes < cl.MaxMessageBytes, "cluster.weight_chunk_bytes", cl.WeightChunkBytes, fmt.Sprintf("must be below cluster.max_message_bytes (%d)", cl.MaxMessageBytes))
-	v.need(cl.RequestTimeout > 0, "cluster.request_timeout", cl.RequestTimeout, "must be more than 0")
+	v.need(cl.RequestTimeout >= minRequestTimeout, "cluster.request_timeout", cl.RequestTimeout,
+		fmt.Sprintf("must be at least %s (no stage answers sooner: every step would be skipped)", minRequestTimeout))
 }
 
 // loopback reports whether host is a loopback address or name.
@@ -344,6 +403,11 @@ func validateOutput(v *validator, c *Config) {
 	v.atLeast("output.log_every", o.LogEvery, 1)
 	v.atLeast("output.sample_every", o.SampleEvery, 0)
 	v.atLeast("output.sample_rows", o.SampleRows, 0)
+	v.atLeast("output.keep_checkpoints", o.KeepCheckpoints, 0)
+	v.need(o.PrometheusPort >= 0 && o.PrometheusPort <= 65535, "output.prometheus_port", o.PrometheusPort, "must be a port, or 0 for none")
+	v.conflict(o.PrometheusPort == 0 || (o.PrometheusPort != c.Cluster.Port && o.PrometheusPort != c.Cluster.RemotePort), "output.prometheus_port", o.PrometheusPort,
+		"must differ from cluster.port and cluster.remote_port")
+	v.need(o.OTLPMetricsEndpoint == "" || validHostPort(o.OTLPMetricsEndpoint), "output.otlp_metrics_endpoint", o.OTLPMetricsEndpoint, "must be host:port or empty")
 	v.need(o.Serve == "" || validServeAddr(o.Serve), "output.serve", o.Serve, "must be HOST:PORT, :PORT (127.0.0.1) or empty")
 }
 

@@ -2,9 +2,13 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 )
 
 // TestValidate breaks one rule per case, starting from the defaults, and
@@ -178,6 +182,25 @@ func TestValidate(t *testing.T) {
 		{"log every", func(c *Config) { c.Output.LogEvery = 0 }, "output.log_every", ErrRange},
 		{"sample every", func(c *Config) { c.Output.SampleEvery = -1 }, "output.sample_every", ErrRange},
 		{"sample rows", func(c *Config) { c.Output.SampleRows = -1 }, "output.sample_rows", ErrRange},
+		{"keep checkpoints", func(c *Config) { c.Output.KeepCheckpoints = -1 }, "output.keep_checkpoints", ErrRange},
+		// values that cannot be meant (the fault probe's)
+		{"lr 1e308", func(c *Config) { c.Optim.LR = 1e308 }, "optim.lr", ErrRange},
+		{"lr above 1", func(c *Config) { c.Optim.LR = 1.5 }, "optim.lr", ErrRange},
+		{"warm start lr above 1", func(c *Config) { c.Optim.WarmStartLR = 2 }, "optim.warm_start_lr", ErrRange},
+		{"weight decay flips weights", func(c *Config) { c.Optim.WeightDecay = 1000 }, "optim.weight_decay", ErrConflict},
+		{"max update ratio", func(c *Config) { c.Optim.MaxUpdateRatio = -1 }, "optim.max_update_ratio", ErrRange},
+		{"beta 1e308", func(c *Config) { c.MaxEnt.Beta = 1e308 }, "maxent.beta", ErrRange},
+		{"tau above the cap", func(c *Config) { c.MaxEnt.Tau = 1e4 }, "maxent.tau", ErrRange},
+		{"alpha above the cap", func(c *Config) { c.MaxEnt.Alpha = 1e4 }, "maxent.alpha", ErrRange},
+		{"q temperature above the cap", func(c *Config) { c.MaxEnt.QTemperature = 1e9 }, "maxent.q_temperature", ErrRange},
+		{"tau lr above 1", func(c *Config) { c.Controller.Tau.LR = 5 }, "controller.tau.lr", ErrRange},
+		{"meta lr above 1", func(c *Config) { c.Controller.Meta.LR = 5 }, "controller.meta.lr", ErrRange},
+		{"request timeout 1ns", func(c *Config) { c.Cluster.RequestTimeout = time.Nanosecond }, "cluster.request_timeout", ErrRange},
+		{"max skipped steps", func(c *Config) { c.Train.MaxSkippedSteps = -1 }, "train.max_skipped_steps", ErrRange},
+		{"prometheus port", func(c *Config) { c.Output.PrometheusPort = 70000 }, "output.prometheus_port", ErrRange},
+		{"prometheus port on the membership port", func(c *Config) { c.Output.PrometheusPort, c.Cluster.Port = 7000, 7000 }, "output.prometheus_port", ErrConflict},
+		{"prometheus port on the remote port", func(c *Config) { c.Output.PrometheusPort, c.Cluster.RemotePort = 7000, 7000 }, "output.prometheus_port", ErrConflict},
+		{"otlp metrics endpoint", func(c *Config) { c.Output.OTLPMetricsEndpoint = "collector" }, "output.otlp_metrics_endpoint", ErrRange},
 		{"serve without a port", func(c *Config) { c.Output.Serve = "8080" }, "output.serve", ErrRange},
 		{"serve port range", func(c *Config) { c.Output.Serve = ":70000" }, "output.serve", ErrRange},
 	}
@@ -233,6 +256,10 @@ func TestValidateAccepts(t *testing.T) {
 		{"no reward weights", func(c *Config) { c.Rewards.Weights = nil }},
 		{"temperature at the floor", func(c *Config) { c.Generation.Temperature = MinTemperature }},
 		{"two reward funcs, default weights", func(c *Config) { c.Rewards.Funcs = []string{"accuracy", "format"} }},
+		{"the largest learning rates", func(c *Config) { c.Optim.LR, c.Optim.WarmStartLR, c.Controller.Tau.LR = maxLR, maxLR, maxLR }},
+		{"the largest coefficients", func(c *Config) { c.MaxEnt.Beta, c.MaxEnt.Alpha = maxCoefficient, maxCoefficient }},
+		{"the shortest request timeout", func(c *Config) { c.Cluster.RequestTimeout = minRequestTimeout }},
+		{"no stop on skips, keep every checkpoint", func(c *Config) { c.Train.MaxSkippedSteps, c.Output.KeepCheckpoints = 0, 0 }},
 	}
 	for _, tc := range cases {
 		c := Default()
@@ -251,4 +278,21 @@ func listwise(c *Config) {
 func betaOn(c *Config) {
 	c.MaxEnt.Beta = 0.04
 	c.Controller.Beta.Enabled = true
+}
+
+// TestErrorLineIsShort: an error never echoes a huge value whole (a 45 MB
+// value once made a 45 MB error line); it shows its start and its size.
+func TestErrorLineIsShort(t *testing.T) {
+	huge := strings.Repeat("é/", 1<<20)
+	_, err := loadArgs([]string{"--output.name", huge}, nil)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	if len(msg) > 600 || !strings.HasPrefix(msg, "config: output.name = \"é/") || !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(strconv.Quote(huge)))) {
+		t.Errorf("error line of %d bytes: %.300s", len(msg), msg)
+	}
+	if !utf8.ValidString(msg) {
+		t.Errorf("error line is not valid UTF-8")
+	}
 }

@@ -11,7 +11,8 @@ seed=127.0.0.1:6330
 "$bin" --role generator --cluster.seeds $seed >"$work/gen.log" 2>&1 &
 "$bin" --role reward,reference --cluster.seeds $seed >"$work/rr.log" 2>&1 &
 "$bin" --role learner --model.preset tiny --train.warm_start_steps 0 --train.steps 60 \
-  --output.dir "$work" --output.name demo --trace.otlp_endpoint 127.0.0.1:4317
+  --output.dir "$work" --output.name demo --trace.otlp_endpoint 127.0.0.1:4317 \
+  --train.guard warn  # an untrained tiny policy earns no reward: warn, do not stop the demo
 kill -INT $(jobs -p | tail -2) && sleep 2
 "$bin" traces --slow --run demo --limit 3 --html trace-demo.html
 echo "waterfall of the slowest steps: trace-demo.html (Jaeger stops with the demo; start it yourself to keep it)"

@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,7 +117,7 @@ func LoadTokenizer(dir string, cfg Config) (tokenizer.Tokenizer, error) {
 }
 
 // LoadModel reads config.json and model.safetensors of a checkpoint. A
-// missing tensor, a shape mismatch, a tensor config.json does not describe
+// missing tensor, a shape mismatch, a NaN or infinite weight, a tensor config.json does not describe
 // (say a third layer when num_hidden_layers is 2), a corrupt file, or a
 // model larger than the memory available gives one error naming it.
 func LoadModel(dir string) (*Model, error) {
@@ -151,6 +152,11 @@ func LoadModel(dir string) (*Model, error) {
 		v, _, err := f.Float32(s.Name)
 		if err != nil {
 			return nil, wrap(err)
+		}
+		for i, x := range v { // a NaN weight makes every output NaN: refuse it here, by name
+			if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, wrap(fmt.Errorf("%w: tensor %q holds %v at index %d", ErrCheckpoint, s.Name, x, i))
+			}
 		}
 		copy(w[s.Offset:], v)
 	}

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -100,6 +101,26 @@ func TestLoadCheckpointErrors(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, WeightsFileName), []byte("not a safetensors file"), 0o644)
 		}},
 		{"no config", "config.json", func(dir string) { os.Remove(filepath.Join(dir, "config.json")) }},
+		{"NaN weight", `"model.layers.0.mlp.up_proj.weight" holds NaN at index 3`, func(dir string) {
+			rewrite(t, dir, func(ts []safetensors.Tensor) []safetensors.Tensor {
+				for i := range ts {
+					if ts[i].Name == "model.layers.0.mlp.up_proj.weight" {
+						ts[i].F64[3] = math.NaN()
+					}
+				}
+				return ts
+			})
+		}},
+		{"infinite weight", `"model.norm.weight" holds -Inf at index 0`, func(dir string) {
+			rewrite(t, dir, func(ts []safetensors.Tensor) []safetensors.Tensor {
+				for i := range ts {
+					if ts[i].Name == "model.norm.weight" {
+						ts[i].F64[0] = math.Inf(-1)
+					}
+				}
+				return ts
+			})
+		}},
 	} {
 		dir := fresh()
 		tc.edit(dir)

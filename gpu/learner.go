@@ -15,6 +15,13 @@ import (
 // infinite; the learner then leaves the weights unchanged (skip the batch).
 var ErrNonFinite = errors.New("gpu: non-finite loss or gradient")
 
+// ErrBadUpdate is returned (wrapped) when an optimiser step left a weight
+// or an optimiser moment non-finite, or changed the weights by more than
+// LearnerConfig.MaxUpdateRatio times their norm. The learner has then
+// rolled the step back: weights, moments, step count and version are as
+// before it (skip the batch).
+var ErrBadUpdate = errors.New("gpu: non-finite or exploding update")
+
 // Batch is a padded batch for the learner. Per-token slices handed to the
 // loss function have Width slots per sequence: completion token t of
 // sequence i is at index i·Width + t (gpu/loss's layout), and slots past a
@@ -72,15 +79,19 @@ type LearnerConfig struct {
 	Schedule                           optim.Schedule
 	// MaxGradNorm clips the global gradient norm (0 = no clipping).
 	MaxGradNorm float64
+	// MaxUpdateRatio rolls back a step whose update norm ‖Δw‖ exceeds this
+	// multiple of the weights' norm ‖w‖ before it (0 = no limit). A step
+	// that leaves any weight or moment non-finite is always rolled back.
+	MaxUpdateRatio float64
 	// Device runs the learner's weight products (nil: the CPU). The
 	// learner does not close it.
 	Device Device
 }
 
 // DefaultLearnerConfig is AdamW(1e-3, 0.9, 0.999, 1e-8, weight decay 0.01),
-// constant rate, clipping at norm 1.
+// constant rate, clipping at norm 1, updates of at most the weights' norm.
 func DefaultLearnerConfig() LearnerConfig {
-	return LearnerConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1}
+	return LearnerConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, MaxGradNorm: 1, MaxUpdateRatio: 1}
 }
 
 // StepStats reports one learner step.
@@ -111,6 +122,7 @@ type Learner struct {
 	opt     *optim.AdamW
 	ws      map[[2]int]*acts[float32]
 	version int64
+	before  []float32 // the weights before the last update, for a rollback
 }
 
 // NewLearner returns a learner starting from m's weights (copied) at
@@ -126,7 +138,12 @@ func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 	if lc.MaxGradNorm < 0 || math.IsNaN(lc.MaxGradNorm) {
 		return nil, fmt.Errorf("new learner: max grad norm %g must be ≥ 0", lc.MaxGradNorm)
 	}
-	if err := CheckMemory("the learner (weights, gradients and AdamW state)", toBytes(16*m.cfg.params())); err != nil {
+	if !(lc.MaxUpdateRatio >= 0) {
+		return nil, fmt.Errorf("new learner: max update ratio %g must be ≥ 0", lc.MaxUpdateRatio)
+	}
+	// Weights, gradients, AdamW moments, and a copy of weights and moments
+	// to roll a bad update back: 7 float32 per parameter.
+	if err := CheckMemory("the learner (weights, gradients, AdamW state and its rollback copy)", toBytes(28*m.cfg.params())); err != nil {
 		return nil, fmt.Errorf("new learner: %w", err)
 	}
 	w, g := m.Weights(), make([]float32, m.NumParams())
@@ -249,11 +266,63 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	// The schedule counts this optimiser's steps (restored by LoadOptimizer),
 	// not the policy version, which may include a warm start's steps.
 	st.Loss, st.LR, st.LossStats = g.Loss, l.lc.Schedule.LR(l.opt.StepCount()), g.Stats
-	l.opt.Step(l.params, st.LR)
+	if err := l.update(st.LR); err != nil {
+		return StepStats{}, fmt.Errorf("learner step: %w", err)
+	}
 	l.version++
 	st.Version = l.version
 	st.Forward, st.Backward, st.Optimizer = forwardEnd.Sub(start), backwardEnd.Sub(forwardEnd), time.Since(backwardEnd)
 	return st, nil
+}
+
+// update takes one AdamW step at lr and checks what it did: a weight or
+// moment that is not finite, or an update norm above MaxUpdateRatio times
+// the weights' norm, rolls weights and optimiser state back to before the
+// step and returns an error wrapping ErrBadUpdate.
+func (l *Learner) update(lr float64) error {
+	w := l.net.w.flat
+	l.before = append(l.before[:0], w...)
+	l.opt.Mark()
+	l.opt.Step(l.params, lr)
+	err := l.checkUpdate()
+	if err == nil {
+		err = l.opt.CheckState()
+	}
+	if err != nil {
+		copy(w, l.before)
+		l.opt.Undo()
+		return fmt.Errorf("lr %g: %w (rolled back): %w", lr, ErrBadUpdate, err)
+	}
+	return nil
+}
+
+// checkUpdate compares the weights after an update with l.before: every
+// weight finite, and ‖Δw‖ ≤ MaxUpdateRatio·‖w‖ when the ratio is set.
+func (l *Learner) checkUpdate() error {
+	var delta, norm float64
+	for i, x := range l.net.w.flat {
+		v, b := float64(x), float64(l.before[i])
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("weight %s is %v", l.weightName(i), v)
+		}
+		delta += (v - b) * (v - b)
+		norm += b * b
+	}
+	delta, norm = math.Sqrt(delta), math.Sqrt(norm)
+	if r := l.lc.MaxUpdateRatio; r > 0 && delta > r*norm {
+		return fmt.Errorf("update norm %.4g is %.3g× the weights' norm %.4g (limit %g×)", delta, delta/norm, norm, r)
+	}
+	return nil
+}
+
+// weightName names flat weight index i as tensor[offset].
+func (l *Learner) weightName(i int) string {
+	for _, p := range newLayout(l.cfg).specs {
+		if i >= p.Offset && i < p.Offset+p.Size() {
+			return fmt.Sprintf("%s[%d]", p.Name, i-p.Offset)
+		}
+	}
+	return fmt.Sprintf("[%d]", i)
 }
 
 // SupervisedStep trains on gold completions (e.g. the solution plus EOS)
@@ -327,7 +396,9 @@ func (l *Learner) SaveOptimizer(dir string) error {
 	return l.opt.SaveState(filepath.Join(dir, optim.StateFileName))
 }
 
-// LoadOptimizer restores the AdamW state saved by SaveOptimizer.
+// LoadOptimizer restores the AdamW state saved by SaveOptimizer; a moment
+// that is not finite, or a negative second moment, is refused (optim's
+// LoadState names it).
 func (l *Learner) LoadOptimizer(dir string) error {
 	return l.opt.LoadState(filepath.Join(dir, optim.StateFileName), l.params)
 }

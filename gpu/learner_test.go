@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu/loss"
@@ -342,5 +343,58 @@ func TestLearnerResume(t *testing.T) {
 	}
 	if !reflect.DeepEqual(a.Snapshot().Weights(), b.Snapshot().Weights()) || b.Version() != 5 {
 		t.Errorf("resumed learner diverged (version %d)", b.Version())
+	}
+}
+
+// TestLearnerRollsBackBadUpdates: an update that leaves weights non-finite
+// (lr 1e308: every weight becomes ±Inf or NaN, the fault probe's case) or
+// moves them by more than MaxUpdateRatio times their norm is rolled back:
+// the step returns ErrBadUpdate, and weights, version and optimiser step
+// count are as before, so a later good step is the same as on a learner
+// that never saw the bad one.
+func TestLearnerRollsBackBadUpdates(t *testing.T) {
+	seqs := randomSeqs(rand.New(rand.NewPCG(7, 8)), 4, 3, 4, 98)
+	for _, tc := range []struct {
+		name  string
+		lr    float64
+		ratio float64
+		want  string
+	}{
+		{"non-finite", 1e308, 0, "is NaN"},
+		{"non-finite with a ratio", 1e308, 1, "is NaN"},
+		{"exploding", 10, 1, "the weights' norm"},
+	} {
+		m, _ := Preset("tiny")
+		model, _ := NewModel(m, 1)
+		lc := DefaultLearnerConfig()
+		lc.LR, lc.MaxUpdateRatio = tc.lr, tc.ratio
+		l, err := NewLearner(model, lc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w0 := model.Weights()
+		_, err = l.SupervisedStep(seqs)
+		if !errors.Is(err, ErrBadUpdate) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want ErrBadUpdate mentioning %q", tc.name, err, tc.want)
+		}
+		if l.Version() != 0 || l.opt.StepCount() != 0 {
+			t.Errorf("%s: version %d, optimiser steps %d after a rolled-back step", tc.name, l.Version(), l.opt.StepCount())
+		}
+		if !reflect.DeepEqual(l.Snapshot().Weights(), w0) {
+			t.Errorf("%s: weights changed by a rolled-back step", tc.name)
+		}
+	}
+	// A rollback leaves the learner as it was: the next step equals a fresh one's.
+	_, good := newTinyLearner(t, 1e-3)
+	_, rolled := newTinyLearner(t, 1e-3)
+	rolled.lc.Schedule.Base = 1e308
+	if _, err := rolled.SupervisedStep(seqs); !errors.Is(err, ErrBadUpdate) {
+		t.Fatalf("lr 1e308: %v", err)
+	}
+	rolled.lc.Schedule.Base = 1e-3
+	a, errA := good.SupervisedStep(seqs)
+	b, errB := rolled.SupervisedStep(seqs)
+	if errA != nil || errB != nil || a.Loss != b.Loss || !reflect.DeepEqual(good.Snapshot().Weights(), rolled.Snapshot().Weights()) {
+		t.Errorf("step after a rollback differs from a fresh learner's (%v, %v)", errA, errB)
 	}
 }

@@ -158,6 +158,7 @@ const (
 	SkipReason_TIMEOUT           SkipReason = 8  // no answer within cluster.request_timeout, retries included
 	SkipReason_ACTOR_FAILED      SkipReason = 9  // the actor stopped (crashed too often) or its node died
 	SkipReason_INTERNAL          SkipReason = 10 // any other stage error
+	SkipReason_BAD_UPDATE        SkipReason = 11 // the optimiser step left a weight or moment non-finite, or moved the weights by more than optim.max_update_ratio times their norm: rolled back
 )
 
 // Enum value maps for SkipReason.
@@ -172,6 +173,7 @@ var (
 		8:  "TIMEOUT",
 		9:  "ACTOR_FAILED",
 		10: "INTERNAL",
+		11: "BAD_UPDATE",
 	}
 	SkipReason_value = map[string]int32{
 		"SKIP_UNSPECIFIED":  0,
@@ -183,6 +185,7 @@ var (
 		"TIMEOUT":           8,
 		"ACTOR_FAILED":      9,
 		"INTERNAL":          10,
+		"BAD_UPDATE":        11,
 	}
 )
 
@@ -2003,7 +2006,7 @@ const file_messages_step_proto_rawDesc = "" +
 	"\aPREPARE\x10\x04\x12\t\n" +
 	"\x05LEARN\x10\x05\x12\v\n" +
 	"\aCONTROL\x10\x06\x12\b\n" +
-	"\x04SYNC\x10\a*\xc2\x01\n" +
+	"\x04SYNC\x10\a*\xd2\x01\n" +
 	"\n" +
 	"SkipReason\x12\x14\n" +
 	"\x10SKIP_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -2015,7 +2018,9 @@ const file_messages_step_proto_rawDesc = "" +
 	"\aTIMEOUT\x10\b\x12\x10\n" +
 	"\fACTOR_FAILED\x10\t\x12\f\n" +
 	"\bINTERNAL\x10\n" +
-	"\"\x04\b\x05\x10\x05\"\x04\b\a\x10\aB!Z\x1fgithub.com/mgrpo/mgrpo/messagesb\x06proto3"
+	"\x12\x0e\n" +
+	"\n" +
+	"BAD_UPDATE\x10\v\"\x04\b\x05\x10\x05\"\x04\b\a\x10\aB!Z\x1fgithub.com/mgrpo/mgrpo/messagesb\x06proto3"
 
 var (
 	file_messages_step_proto_rawDescOnce sync.Once

@@ -173,7 +173,10 @@ func runFlags(dir, name string, steps int) []string {
 		"--train.prompts_per_step", "8", "--train.prompts_per_part", "2", "--generation.num_generations", "4",
 		"--train.eval_every", "5", "--train.eval_prompts", "32", "--train.checkpoint_every", "0",
 		"--output.sample_every", "1", "--output.sample_rows", "1000", "--output.dir", dir, "--output.name", name,
-		"--cluster.request_timeout", "2m"}
+		"--cluster.request_timeout", "2m",
+		// A tiny policy that never trained earns no reward: the guards would
+		// rightly stop it at step 50; these runs test the machinery.
+		"--train.guard", "warn"}
 }
 
 // metricLines reads a run's metrics.jsonl without the keys that measure

@@ -18,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/labstack/echo"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -73,6 +74,9 @@ type Options struct {
 	// Log receives the actor system's own log lines at WARN and above
 	// (nil discards them); routine membership polling errors are dropped.
 	Log io.Writer
+	// MeterProvider, when set, turns on proto.actor's own actor metrics
+	// (actor.WithMetricProviders; see actors/meter).
+	MeterProvider metric.MeterProvider
 }
 
 // TLSConfigs are the server and client sides of mutual TLS.
@@ -103,7 +107,8 @@ func Start(o Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{sys: actor.NewActorSystem(actor.WithLoggerFactory(loggerFactory(o.Log))), remotePort: remotePort, tls: o.TLS}
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(loggerFactory(o.Log)), actor.WithMetricProviders(o.MeterProvider))
+	n := &Node{sys: sys, remotePort: remotePort, tls: o.TLS}
 	var health *echo.Echo
 	hosts := slices.Clone(o.Seeds)
 	if o.Learner {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -40,6 +41,10 @@ type TrainerState struct {
 	// Tokens is the number of completion tokens trained on so far
 	// (train/num_tokens); 0 in checkpoints written before it was kept.
 	Tokens float64 `json:"num_tokens,omitempty"`
+	// GreedyAccuracy is the greedy accuracy measured at this step, when
+	// one was (eval/greedy_accuracy); Prune keeps the checkpoint with the
+	// highest.
+	GreedyAccuracy *float64 `json:"eval_greedy_accuracy,omitempty"`
 }
 
 // Part is one piece of a checkpoint written by its owner: Write receives
@@ -63,10 +68,14 @@ func CheckpointName(step int) string { return "step-" + strconv.Itoa(step) }
 // SaveCheckpoint writes a checkpoint of st.Step into the run's checkpoints
 // directory (see the package function SaveCheckpoint), naming the run in st
 // when st.Run is empty, and then rewrites report.html, so the report is
-// current at every checkpoint.
+// current at every checkpoint. metrics.jsonl is fsynced first: a
+// checkpoint never covers metrics lines a crash can still lose.
 func (d *Dir) SaveCheckpoint(st TrainerState, keep int, parts ...Part) (string, error) {
 	if st.Run == "" {
 		st.Run = d.Name()
+	}
+	if err := d.syncMetrics(); err != nil {
+		return "", fmt.Errorf("save checkpoint %s: %w", CheckpointName(st.Step), err)
 	}
 	path, err := SaveCheckpoint(d.CheckpointsPath(), st, keep, parts...)
 	if err != nil {
@@ -80,10 +89,12 @@ func (d *Dir) SaveCheckpoint(st TrainerState, keep int, parts ...Part) (string, 
 
 // SaveCheckpoint writes checkpoints/step-N (N = st.Step) atomically and
 // returns its path. The parts and then trainer_state.json are written into
-// checkpoints/.tmp-step-N, every file is fsynced, the COMPLETE marker is
-// written last, the directory is fsynced and renamed to step-N, and the
-// parent is fsynced. An existing step-N is replaced. Afterwards only the
-// newest keep complete checkpoints are kept (keep = 0 keeps all).
+// checkpoints/.tmp-step-N and sealed (Seal: every file fsynced, then
+// MANIFEST.sha256 with each file's SHA-256, then the COMPLETE marker),
+// the directory is renamed to step-N, and the parent is fsynced. An
+// existing step-N is replaced. Afterwards Prune keeps the newest keep
+// complete checkpoints and the best by greedy accuracy (keep = 0 keeps
+// all).
 // Only one goroutine or process may save into a checkpoints directory.
 func SaveCheckpoint(checkpointsDir string, st TrainerState, keep int, parts ...Part) (string, error) {
 	name := CheckpointName(st.Step)
@@ -126,7 +137,7 @@ func checkParts(parts []Part) error {
 		switch {
 		case p.Name == "" || p.Write == nil:
 			return fmt.Errorf("part %q without name or writer: %w", p.Name, ErrBadCheckpoint)
-		case p.Name == TrainerStateFile || p.Name == CompleteFile:
+		case p.Name == TrainerStateFile || p.Name == CompleteFile || p.Name == ManifestFile:
 			return fmt.Errorf("part name %q is reserved: %w", p.Name, ErrBadCheckpoint)
 		case seen[p.Name]:
 			return fmt.Errorf("duplicate part %q: %w", p.Name, ErrBadCheckpoint)
@@ -136,8 +147,7 @@ func checkParts(parts []Part) error {
 	return nil
 }
 
-// assemble writes the parts, trainer_state.json and COMPLETE into tmp,
-// fsyncing every file and directory.
+// assemble writes the parts and trainer_state.json into tmp and seals it.
 func assemble(tmp string, st TrainerState, parts []Part) error {
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return err
@@ -154,13 +164,7 @@ func assemble(tmp string, st TrainerState, parts []Part) error {
 	if err := atomicfile.WriteBytes(filepath.Join(tmp, TrainerStateFile), append(state, '\n')); err != nil {
 		return err
 	}
-	if err := syncTree(tmp); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteBytes(filepath.Join(tmp, CompleteFile), []byte("complete\n")); err != nil {
-		return err
-	}
-	return atomicfile.SyncDir(tmp)
+	return Seal(tmp)
 }
 
 // syncTree fsyncs every regular file and directory under root.
@@ -245,13 +249,15 @@ func LatestComplete(checkpointsDir string) (string, int, error) {
 	return filepath.Join(checkpointsDir, CheckpointName(last)), last, nil
 }
 
-// Resolve turns what a user passes as a checkpoint or run into a complete
-// checkpoint directory: a checkpoint directory with its COMPLETE marker is
-// returned as is; a run directory or a checkpoints directory gives its
-// newest complete checkpoint. Otherwise it returns ErrNoCheckpoint.
+// Resolve turns what a user passes as a checkpoint or run into a complete,
+// verified checkpoint directory: a checkpoint directory with its COMPLETE
+// marker is returned as is; a run directory or a checkpoints directory
+// gives its newest complete checkpoint. Otherwise it returns
+// ErrNoCheckpoint; a checkpoint whose files do not match its manifest
+// gives an error wrapping ErrDamaged that names the file.
 func Resolve(path string) (string, error) {
 	if _, err := os.Stat(filepath.Join(path, CompleteFile)); err == nil {
-		return path, nil
+		return path, Verify(path)
 	}
 	if _, err := os.Stat(filepath.Join(path, TrainerStateFile)); err == nil {
 		return "", fmt.Errorf("%s: no %s marker: %w", path, CompleteFile, ErrNoCheckpoint)
@@ -261,7 +267,10 @@ func Resolve(path string) (string, error) {
 		dir = filepath.Join(path, CheckpointsDir)
 	}
 	p, _, err := LatestComplete(dir)
-	return p, err
+	if err != nil {
+		return "", err
+	}
+	return p, Verify(p)
 }
 
 // LoadTrainerState reads and validates trainer_state.json of the
@@ -297,6 +306,8 @@ func (st TrainerState) check(dirName string) error {
 		return fmt.Errorf("policy_version = %d: must be ≥ 0: %w", st.PolicyVersion, ErrBadCheckpoint)
 	case !(st.Tokens >= 0):
 		return fmt.Errorf("num_tokens = %g: must be ≥ 0: %w", st.Tokens, ErrBadCheckpoint)
+	case st.GreedyAccuracy != nil && !(*st.GreedyAccuracy >= 0 && *st.GreedyAccuracy <= 1):
+		return fmt.Errorf("eval_greedy_accuracy = %g: must be in [0, 1]: %w", *st.GreedyAccuracy, ErrBadCheckpoint)
 	}
 	if n, ok := parseCheckpointName(dirName); ok && n != st.Step {
 		return fmt.Errorf("step = %d but the checkpoint directory is %s: %w", st.Step, dirName, ErrBadCheckpoint)
@@ -305,8 +316,9 @@ func (st TrainerState) check(dirName string) error {
 }
 
 // Prune removes all but the newest keep complete checkpoints of
-// checkpointsDir (keep = 0 keeps all), and the .tmp-* and .old-*
-// leftovers of interrupted saves.
+// checkpointsDir and the one with the highest greedy accuracy in its
+// trainer state (the newest of those tied; keep = 0 keeps all), and the
+// .tmp-* and .old-* leftovers of interrupted saves.
 func Prune(checkpointsDir string, keep int) error {
 	entries, err := os.ReadDir(checkpointsDir)
 	if err != nil {
@@ -323,7 +335,11 @@ func Prune(checkpointsDir string, keep int) error {
 	if err != nil || keep == 0 || len(steps) <= keep {
 		return err
 	}
+	best := bestStep(checkpointsDir, steps)
 	for _, s := range steps[:len(steps)-keep] {
+		if s == best {
+			continue
+		}
 		if err := os.RemoveAll(filepath.Join(checkpointsDir, CheckpointName(s))); err != nil {
 			return fmt.Errorf("prune %s: %w", checkpointsDir, err)
 		}
@@ -331,14 +347,36 @@ func Prune(checkpointsDir string, keep int) error {
 	return atomicfile.SyncDir(checkpointsDir)
 }
 
-// LatestCheckpoint returns the run's newest complete checkpoint and its
-// trainer state, or an error wrapping ErrNoCheckpoint. Resuming a run is
+// bestStep returns the step of the checkpoint with the highest greedy
+// accuracy recorded in its trainer state (the newest on ties), or -1 when
+// none has one. Checkpoints whose state cannot be read do not compete.
+func bestStep(checkpointsDir string, steps []int) int {
+	best, acc := -1, math.Inf(-1)
+	for _, s := range steps {
+		st, err := LoadTrainerState(filepath.Join(checkpointsDir, CheckpointName(s)))
+		if err != nil || st.GreedyAccuracy == nil {
+			continue
+		}
+		if a := *st.GreedyAccuracy; a >= acc {
+			best, acc = s, a
+		}
+	}
+	return best
+}
+
+// LatestCheckpoint returns the run's newest complete checkpoint, verified
+// against its manifest, and its trainer state, or an error wrapping
+// ErrNoCheckpoint (none) or ErrDamaged (a file that does not match, named).
+// Resuming a run is
 //
 //	ck, st, err := d.LatestCheckpoint()
-//	err = d.Resume(st.Step) // drop metrics and samples written after it
+//	_, err = d.Resume(st.Step) // drop metrics and samples written after it
 func (d *Dir) LatestCheckpoint() (string, TrainerState, error) {
 	path, _, err := LatestComplete(d.CheckpointsPath())
 	if err != nil {
+		return "", TrainerState{}, err
+	}
+	if err := Verify(path); err != nil {
 		return "", TrainerState{}, err
 	}
 	st, err := LoadTrainerState(path)
@@ -346,4 +384,38 @@ func (d *Dir) LatestCheckpoint() (string, TrainerState, error) {
 		return "", TrainerState{}, err
 	}
 	return path, st, nil
+}
+
+// SavedConfig returns the configuration a resume of the run at runDir
+// continues with and where it came from: the config.yaml of the run's
+// newest complete checkpoint, checked against the checkpoint's manifest,
+// which holds the configuration that checkpoint was trained with
+// (train.steps extended included); for a checkpoint written before
+// checkpoints held one, the run's own config.yaml. A run without a
+// complete checkpoint gives an error wrapping ErrNoCheckpoint that says
+// what to do instead.
+func SavedConfig(runDir string) (data []byte, source string, err error) {
+	ckpt, _, err := LatestComplete(filepath.Join(runDir, CheckpointsDir))
+	if errors.Is(err, ErrNoCheckpoint) {
+		hint := "the run stopped before its first checkpoint: start it again under a new name"
+		if sealed(filepath.Join(runDir, ReferenceDir)) {
+			hint = fmt.Sprintf("its warm start is saved: start a new run from it with --model.checkpoint %s",
+				filepath.Join(runDir, ReferenceDir))
+		}
+		return nil, "", fmt.Errorf("no complete checkpoint to resume (%s): %w", hint, ErrNoCheckpoint)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	path := filepath.Join(ckpt, ConfigFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		path = filepath.Join(runDir, ConfigFile)
+	} else if err := verifyFile(ckpt, ConfigFile); err != nil {
+		return nil, "", fmt.Errorf("%w (move that checkpoint away to resume from the one before it)", err)
+	}
+	data, err = os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	return data, "file " + path, nil
 }

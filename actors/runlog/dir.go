@@ -3,12 +3,15 @@ package runlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/mgrpo/mgrpo/actors/runlog/tensorboard"
 	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
@@ -20,6 +23,10 @@ const (
 	WarmStartFile  = "warm_start.jsonl"
 	SamplesDir     = "samples"
 	CheckpointsDir = "checkpoints"
+	// ReferenceDir holds the run's frozen reference model (the warm
+	// start), sealed like a checkpoint.
+	ReferenceDir   = "reference"
+	TensorBoardDir = "tensorboard"
 )
 
 // Dir is one run directory, runs/<name>/, opened for writing. Its methods
@@ -30,9 +37,14 @@ type Dir struct {
 	mu       sync.Mutex
 	metrics  *os.File // opened O_APPEND; nil after Close
 	lastStep int      // step of the last metrics line, -1 when none
+	page     *pageLog // metrics.jsonl as report.html draws it
 	warm     *os.File // warm_start.jsonl, opened by the first WriteWarmStart
 	warmStep int      // step of the last warm_start.jsonl line
+	warmPage *pageLog // warm_start.jsonl as report.html draws it
 	created  bool     // Create made the directory (see Created)
+
+	tensorboard bool                // metrics lines are also TensorBoard events (WriteTensorBoard)
+	events      *tensorboard.Writer // this process's event file, from the first line on; nil before
 }
 
 // Create makes the run directory root/name for a new run, with its
@@ -147,9 +159,9 @@ func deadStartEntry(path string, e fs.DirEntry) bool {
 func (d *Dir) Created() bool { return d.created }
 
 // Open opens an existing run directory for appending, for example to
-// resume it. A metrics line cut short by a crash, and anything after an
-// unreadable line, is removed. Call Resume with the step of the checkpoint
-// being resumed to drop the metrics and sample tables written after it.
+// resume it. A metrics line cut short by a crash is removed; nothing else
+// is. Call Resume with the step of the checkpoint being resumed to drop the
+// metrics and sample tables written after it.
 func Open(path string) (*Dir, error) {
 	if _, err := os.Stat(filepath.Join(path, MetricsFile)); err != nil {
 		if _, err2 := os.Stat(filepath.Join(path, CheckpointsDir)); err2 != nil {
@@ -164,8 +176,9 @@ func Open(path string) (*Dir, error) {
 	return open(path)
 }
 
-// open opens (creating if needed) metrics.jsonl under path and reads the
-// last complete step from it.
+// open opens (creating if needed) metrics.jsonl under path, finishes a
+// rewrite that a crash interrupted (see resumeMetrics), cuts a last line a
+// crash left without its newline, and reads the last step from it.
 func open(path string) (*Dir, error) {
 	f, err := os.OpenFile(filepath.Join(path, MetricsFile), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -175,12 +188,42 @@ func open(path string) (*Dir, error) {
 		f.Close()
 		return nil, fmt.Errorf("open run %s: %w", path, err)
 	}
-	last, err := truncateMetrics(f, -1)
+	last, err := openMetrics(path, f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open run %s: %w", path, err)
 	}
-	return &Dir{path: path, metrics: f, lastStep: last}, nil
+	page, err := scanPageLog(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open run %s: %w", path, err)
+	}
+	warm, err := readPageLog(filepath.Join(path, WarmStartFile))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open run %s: %w", path, err)
+	}
+	return &Dir{path: path, metrics: f, lastStep: last, page: page, warmPage: warm}, nil
+}
+
+// openMetrics recovers a journal, cuts an unterminated last line and
+// returns the step of the last readable line in order (-1 when none).
+func openMetrics(path string, f *os.File) (int, error) {
+	if err := recoverJournal(path, f); err != nil {
+		return -1, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return -1, err
+	}
+	var end int64
+	last, _, _, err := scanMetrics(f, -1, func(line []byte, _ fate) error {
+		end += int64(len(line))
+		return nil
+	})
+	if err != nil {
+		return -1, err
+	}
+	return last, cutTo(f, end)
 }
 
 // checkName accepts a run name that is a single, ordinary path element.
@@ -218,25 +261,69 @@ func (d *Dir) WriteConfig(text []byte) error {
 
 // Resume prepares the run to continue after step: metrics lines with a
 // larger step and sample tables of later steps are removed, so the
-// continued run writes no duplicate steps.
-func (d *Dir) Resume(step int) error {
+// continued run writes no duplicate steps. A metrics line that cannot be
+// read, or is out of step order, is moved to metrics.jsonl.unreadable
+// (MetricsAsideFile) and every readable line around it is kept; Resume
+// returns how many lines it moved.
+func (d *Dir) Resume(step int) (aside int, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.metrics == nil {
-		return ErrClosed
+		return 0, ErrClosed
 	}
-	last, err := truncateMetrics(d.metrics, step)
+	last, aside, err := resumeMetrics(d.path, d.metrics, step)
 	if err != nil {
-		return fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
+		return 0, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
+	}
+	if d.page, err = scanPageLog(d.metrics); err != nil {
+		return 0, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
 	d.lastStep = last
 	if err := removeSamplesAfter(filepath.Join(d.path, SamplesDir), step); err != nil {
-		return fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
+		return aside, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
-	return nil
+	if err := tensorboard.Prune(d.TensorBoardPath(), int64(step)); err != nil {
+		return aside, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
+	}
+	return aside, nil
 }
 
-// Close closes metrics.jsonl. Further writes return ErrClosed.
+// TensorBoardPath is the directory of the run's TensorBoard event files.
+func (d *Dir) TensorBoardPath() string { return filepath.Join(d.path, TensorBoardDir) }
+
+// WriteTensorBoard makes every later metrics line also a TensorBoard
+// event: the same step, keys and values (as float32; the trace id is no
+// number and is left out), in a new event file under tensorboard/ that
+// the first such line creates and every line flushes. Each process that
+// writes the run (a resume) adds its own file; Resume cuts the events of
+// later steps from the earlier ones, as it cuts metrics.jsonl.
+func (d *Dir) WriteTensorBoard() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.tensorboard = true
+}
+
+// writeEvent writes step's metrics as a TensorBoard event when that is
+// on. d.mu is held.
+func (d *Dir) writeEvent(step int, m map[string]float64) error {
+	if !d.tensorboard {
+		return nil
+	}
+	if d.events == nil {
+		w, err := tensorboard.Create(d.TensorBoardPath())
+		if err != nil {
+			return err
+		}
+		d.events = w
+	}
+	if err := d.events.WriteScalars(int64(step), time.Now(), m); err != nil {
+		return err
+	}
+	return d.events.Flush()
+}
+
+// Close closes metrics.jsonl and the TensorBoard event file. Further
+// writes return ErrClosed.
 func (d *Dir) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -246,13 +333,19 @@ func (d *Dir) Close() error {
 	err := d.metrics.Close()
 	d.metrics = nil
 	if err != nil {
-		return fmt.Errorf("close %s: %w", d.MetricsPath(), err)
+		err = fmt.Errorf("close %s: %w", d.MetricsPath(), err)
 	}
 	if d.warm != nil {
-		err, d.warm = d.warm.Close(), nil
-		if err != nil {
-			return fmt.Errorf("close %s: %w", filepath.Join(d.path, WarmStartFile), err)
+		if cerr := d.warm.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close %s: %w", filepath.Join(d.path, WarmStartFile), cerr)
 		}
+		d.warm = nil
 	}
-	return nil
+	if d.events != nil {
+		if cerr := d.events.Close(); err == nil {
+			err = cerr
+		}
+		d.events = nil
+	}
+	return err
 }

@@ -2,41 +2,61 @@
 //
 // A run lives in one directory, runs/<name>/ (DESIGN §5):
 //
-//	config.yaml                     the effective configuration, as given
+//	config.yaml                     the configuration the run started with
 //	metrics.jsonl                   one JSON object per step: {"step": N, "train/...": v, ...}
+//	metrics.jsonl.unreadable        lines a resume could not read, kept aside
 //	samples/step_NNNNNN.json        sample tables {"columns": [...], "data": [[...], ...]}
 //	checkpoints/step-N/             model, optimiser, controller_state.json,
-//	                                trainer_state.json and a COMPLETE marker
+//	                                config.yaml (the configuration it was trained
+//	                                with), trainer_state.json, MANIFEST.sha256 and
+//	                                a COMPLETE marker
+//	reference/                      the frozen reference model, sealed likewise
 //	report.html                     self-contained curves of the metrics
+//	tensorboard/events.out.tfevents.*
+//	                                the metrics as TensorBoard events (output.tensorboard),
+//	                                one file per process that wrote the run
 //
 // It provides Dir (Create, Open, Resume, WriteConfig, WriteMetrics,
-// WriteSamples, SaveCheckpoint, LatestCheckpoint, WriteReport), the
-// checkpoint helpers SaveCheckpoint, LatestComplete, Resolve, Prune and
-// LoadTrainerState, ReadMetrics, RenderReport, and Progress, the terminal
-// progress line.
+// WriteTensorBoard, WriteSamples, SaveCheckpoint, LatestCheckpoint,
+// WriteReport), the checkpoint helpers SaveCheckpoint, Seal, Verify,
+// LatestComplete, Resolve, Prune, LoadTrainerState and SavedConfig,
+// ReadMetrics, and Progress, the terminal progress line. report.html is
+// rendered from series the Dir keeps as it writes metrics, thinned to a
+// bounded size.
 //
 // Resuming a run:
 //
 //	d, err := runlog.Open("runs/addition-small")
-//	ck, st, err := d.LatestCheckpoint() // newest step-N with COMPLETE
-//	err = d.Resume(st.Step)             // drop metrics and samples after it
+//	ck, st, err := d.LatestCheckpoint() // newest step-N with COMPLETE, verified
+//	aside, err := d.Resume(st.Step)     // drop metrics and samples after it
 //
 // # Invariants
 //
 //   - metrics.jsonl holds at most one line per step, in increasing step
 //     order; keys inside a line are sorted; NaN and ±Inf are written as null,
-//     so every line is valid JSON. Dir.Resume truncates lines after the
-//     resumed step.
+//     so every line is valid JSON. Dir.Resume drops lines after the
+//     resumed step and moves a line it cannot read to
+//     metrics.jsonl.unreadable, keeping every other line, and cuts
+//     TensorBoard events after the resumed step; metrics.jsonl is
+//     fsynced before each checkpoint that covers it.
+//   - TensorBoard event files are appended to, like metrics.jsonl, and
+//     hold the steps and values of its lines.
 //   - Every other file is written atomically (temporary file, fsync, rename,
 //     fsync of the directory): a reader sees the old file or the new one.
 //   - A checkpoint directory checkpoints/step-N exists only once complete:
 //     it is assembled in checkpoints/.tmp-step-N, its COMPLETE marker is
 //     written last, and it is renamed into place. LatestComplete ignores
 //     anything without the marker.
+//   - Every file of a checkpoint is listed with its SHA-256 in
+//     MANIFEST.sha256 (sha256sum's format), whose own SHA-256 is in
+//     COMPLETE; LatestCheckpoint, Resolve and SavedConfig verify them and
+//     name a file that does not match (ErrDamaged).
 //
-// It imports only the standard library: model and optimiser files are
-// written by callbacks (Part) that the caller supplies, so runlog never
-// imports gpu, rewards, actors or messages.
+// Besides the standard library it imports only internal/atomicfile and its
+// sub-package tensorboard (the event file format, written with protowire):
+// model and optimiser files are written by callbacks (Part) that the
+// caller supplies, so runlog never imports gpu, rewards, actors or
+// messages.
 //
 // Example:
 //

@@ -18,6 +18,9 @@ var (
 	ErrNoCheckpoint = errors.New("runlog: no complete checkpoint")
 	// ErrBadCheckpoint reports an unreadable or incompatible checkpoint.
 	ErrBadCheckpoint = errors.New("runlog: invalid checkpoint")
+	// ErrDamaged reports a checkpoint file that is missing or does not
+	// match the SHA-256 its manifest records.
+	ErrDamaged = errors.New("runlog: checkpoint damaged")
 	// ErrBadTable reports a sample table whose rows do not match its columns.
 	ErrBadTable = errors.New("runlog: invalid sample table")
 	// ErrBadMetrics reports an unreadable metrics.jsonl line.

@@ -4,12 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
 // StepKey is the key of the step number in every metrics.jsonl line.
@@ -28,8 +33,9 @@ type Record struct {
 }
 
 // WriteMetrics appends one line for step to metrics.jsonl and hands it to
-// the operating system before returning. Steps must increase from call to
-// call. The key "step" is reserved.
+// the operating system before returning (and the same values to the
+// TensorBoard event file, after WriteTensorBoard). Steps must increase
+// from call to call. The key "step" is reserved.
 func (d *Dir) WriteMetrics(step int, m map[string]float64) error {
 	return d.WriteTracedMetrics(step, m, "")
 }
@@ -54,6 +60,10 @@ func (d *Dir) WriteTracedMetrics(step int, m map[string]float64, traceID string)
 		return fmt.Errorf("write metrics step %d: %w", step, err)
 	}
 	d.lastStep = step
+	d.page.add(Record{Step: step, Values: m, TraceID: traceID}, len(line))
+	if err := d.writeEvent(step, m); err != nil {
+		return fmt.Errorf("write metrics step %d: %w", step, err)
+	}
 	return nil
 }
 
@@ -181,45 +191,194 @@ func completeLines(data []byte) [][]byte {
 	}
 }
 
-// truncateMetrics cuts the metrics file f after the last complete,
-// parseable line whose step is at most after (after < 0: no limit), fsyncs
-// it, and returns that line's step (-1 when no line is kept).
-func truncateMetrics(f *os.File, after int) (int, error) {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return -1, err
-	}
-	r := bufio.NewReader(f)
-	var keep int64
-	last := -1
+// Files a resume writes next to metrics.jsonl: the lines it could not
+// read (kept aside, never deleted), and the journal of a rewrite.
+const (
+	MetricsAsideFile   = MetricsFile + ".unreadable"
+	metricsJournalFile = "." + MetricsFile + ".rewrite"
+)
+
+// fate is what a resume does with one metrics line.
+type fate int
+
+const (
+	keepLine  fate = iota // a readable line of a step not after the resumed one
+	dropLine              // a readable line of a later step: the resumed run writes it again
+	asideLine             // unreadable, or out of step order: kept aside
+)
+
+// scanMetrics calls visit with every newline-terminated line of r (newline
+// included) and its fate when resuming after step (after < 0: no limit).
+// It returns the step of the last kept line (-1 when none), the bytes up
+// to the end of the last line that is kept with every line before it
+// (when nothing else is kept or set aside, the file can be cut there) and
+// whether anything else is kept or set aside. An unterminated last piece,
+// a write cut short, is not visited.
+func scanMetrics(r io.Reader, after int, visit func(line []byte, f fate) error) (last int, prefix int64, scattered bool, err error) {
+	br := bufio.NewReader(r)
+	last = -1
+	inPrefix := true
+	var off int64
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := br.ReadBytes('\n')
 		if err == io.EOF {
-			break // an unterminated last piece is dropped
+			return last, prefix, scattered, nil
 		}
 		if err != nil {
-			return -1, err
+			return -1, 0, false, err
 		}
+		off += int64(len(line))
+		f := keepLine
 		rec, derr := DecodeMetrics(line)
-		if derr != nil || rec.Step <= last || (after >= 0 && rec.Step > after) {
-			break
+		switch {
+		case derr != nil || rec.Step <= last:
+			f = asideLine
+		case after >= 0 && rec.Step > after:
+			f = dropLine
 		}
-		keep += int64(len(line))
-		last = rec.Step
+		if f == keepLine {
+			last = rec.Step
+			if inPrefix {
+				prefix = off
+			} else {
+				scattered = true
+			}
+		} else {
+			scattered = scattered || f == asideLine
+			inPrefix = false
+		}
+		if visit != nil {
+			if err := visit(line, f); err != nil {
+				return -1, 0, false, err
+			}
+		}
 	}
+}
+
+// cutTo truncates f to size when it is longer, fsyncs it, and leaves the
+// offset at the end.
+func cutTo(f *os.File, size int64) error {
 	st, err := f.Stat()
 	if err != nil {
-		return -1, err
+		return err
 	}
-	if st.Size() != keep {
-		if err := f.Truncate(keep); err != nil {
-			return -1, err
+	if st.Size() != size {
+		if err := f.Truncate(size); err != nil {
+			return err
 		}
 		if err := f.Sync(); err != nil {
-			return -1, err
+			return err
 		}
 	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		return -1, err
+	_, err = f.Seek(0, io.SeekEnd)
+	return err
+}
+
+// resumeMetrics prepares the metrics file f of the run at dir to continue
+// after step: lines of later steps are dropped, and lines that cannot be
+// read (or break the step order) are appended to metrics.jsonl.unreadable
+// rather than deleted, with every readable line around them kept. It
+// returns the step of the last kept line and how many lines went aside.
+// When something is set aside the file is rewritten through a journal
+// (recoverJournal finishes a rewrite a crash interrupted).
+func resumeMetrics(dir string, f *os.File, after int) (last, aside int, err error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return -1, 0, err
 	}
-	return last, nil
+	last, prefix, scattered, err := scanMetrics(f, after, nil)
+	if err != nil {
+		return -1, 0, err
+	}
+	if !scattered {
+		return last, 0, cutTo(f, prefix)
+	}
+	var kept, bad bytes.Buffer
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return -1, 0, err
+	}
+	if _, _, _, err := scanMetrics(f, after, func(line []byte, fl fate) error {
+		switch fl {
+		case keepLine:
+			kept.Write(line)
+		case asideLine:
+			bad.Write(line)
+			aside++
+		}
+		return nil
+	}); err != nil {
+		return -1, 0, err
+	}
+	if err := appendSynced(filepath.Join(dir, MetricsAsideFile), bad.Bytes()); err != nil {
+		return -1, 0, err
+	}
+	if err := atomicfile.WriteBytes(filepath.Join(dir, metricsJournalFile), kept.Bytes()); err != nil {
+		return -1, 0, err
+	}
+	if err := recoverJournal(dir, f); err != nil {
+		return -1, 0, err
+	}
+	return last, aside, nil
+}
+
+// recoverJournal copies a rewrite journal, if there is one, over the
+// metrics file f (in place: f holds the run's lock) and removes it.
+func recoverJournal(dir string, f *os.File) error {
+	journal := filepath.Join(dir, metricsJournalFile)
+	data, err := os.ReadFile(journal)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil { // O_APPEND: writes at the (new) end
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := os.Remove(journal); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(dir)
+}
+
+// appendSynced appends data to the file at path (created if needed) and
+// fsyncs it; nothing is done for empty data.
+func appendSynced(path string, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncMetrics fsyncs metrics.jsonl.
+func (d *Dir) syncMetrics() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.metrics == nil {
+		return ErrClosed
+	}
+	if err := d.metrics.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", d.MetricsPath(), err)
+	}
+	return nil
 }

@@ -127,7 +127,7 @@ func TestMetricsResumeTruncates(t *testing.T) {
 	if got := readSteps(t, d); !equalInts(got, []int{1, 2, 3, 4, 5}) || d.LastStep() != 5 {
 		t.Errorf("after Open: steps %v, last %d; want 1..5, 5", got, d.LastStep())
 	}
-	if err := d.Resume(3); err != nil {
+	if _, err := d.Resume(3); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.WriteMetrics(4, map[string]float64{"train/reward": 40}); err != nil {
@@ -274,6 +274,80 @@ func TestCreateConcurrent(t *testing.T) {
 	}
 }
 
+// TestResumeKeepsLinesAroundABadOne: a resume drops the lines after the
+// checkpoint and moves an unreadable or out-of-order line to
+// metrics.jsonl.unreadable, keeping every readable line around it (one bad
+// line used to delete every good line after it).
+func TestResumeKeepsLinesAroundABadOne(t *testing.T) {
+	root := t.TempDir()
+	d, err := Create(root, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := 1; s <= 6; s++ {
+		if err := d.WriteMetrics(s, map[string]float64{"train/reward": float64(s)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	path := filepath.Join(root, "run", MetricsFile)
+	data, _ := os.ReadFile(path)
+	lines := strings.SplitAfter(string(data), "\n")
+	damaged := lines[0] + lines[1] + "{\"step\":3,\"train/rew\x00\n" + lines[3] + lines[1] + lines[4] + lines[5] + `{"step":7`
+	if err := os.WriteFile(path, []byte(damaged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(filepath.Join(root, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	aside, err := d.Resume(5)
+	if err != nil || aside != 2 {
+		t.Fatalf("Resume = %d, %v; want 2 lines aside", aside, err)
+	}
+	if got := readSteps(t, d); !equalInts(got, []int{1, 2, 4, 5}) || d.LastStep() != 5 {
+		t.Errorf("steps %v, last %d; want 1 2 4 5, 5", got, d.LastStep())
+	}
+	bad, err := os.ReadFile(filepath.Join(root, "run", MetricsAsideFile))
+	if want := "{\"step\":3,\"train/rew\x00\n" + lines[1]; err != nil || string(bad) != want {
+		t.Errorf("%s = %q (%v), want %q", MetricsAsideFile, bad, err, want)
+	}
+	if err := d.WriteMetrics(6, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readSteps(t, d); !equalInts(got, []int{1, 2, 4, 5, 6}) {
+		t.Errorf("after writing step 6: steps %v", got)
+	}
+}
+
+// TestOpenFinishesAnInterruptedRewrite: a crash while Resume copied the
+// rewritten metrics over metrics.jsonl left its journal; the next Open
+// finishes the copy.
+func TestOpenFinishesAnInterruptedRewrite(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "run")
+	d, err := Create(root, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	good := "{\"step\":1}\n{\"step\":2}\n"
+	os.WriteFile(filepath.Join(run, metricsJournalFile), []byte(good), 0o644)
+	os.WriteFile(filepath.Join(run, MetricsFile), []byte("{\"step\":1}\n{\"st"), 0o644) // the copy, cut short
+	d, err = Open(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if data, _ := os.ReadFile(filepath.Join(run, MetricsFile)); string(data) != good || d.LastStep() != 2 {
+		t.Errorf("metrics %q, last step %d; want the journal's", data, d.LastStep())
+	}
+	if _, err := os.Stat(filepath.Join(run, metricsJournalFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("journal left: %v", err)
+	}
+}
+
 // TestTraceIDInLine: a traced step's line names its trace, and reading
 // the line back skips the string.
 func TestTraceIDInLine(t *testing.T) {
@@ -287,5 +361,87 @@ func TestTraceIDInLine(t *testing.T) {
 	}
 	if _, err := encodeLine(1, map[string]float64{TraceIDKey: 1}, ""); !errors.Is(err, ErrBadMetrics) {
 		t.Errorf("trace_id as a metric key: %v, want ErrBadMetrics", err)
+	}
+}
+
+// eventFiles lists the TensorBoard event files of run directory d.
+func eventFiles(t *testing.T, d *Dir) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(d.TensorBoardPath(), "events.out.tfevents.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestTensorBoardFiles: without WriteTensorBoard a run has no event files;
+// with it, its first metrics line makes one file, which later lines grow;
+// a directory that is opened again and resumed cuts its files (a file
+// without a step left is removed) and adds a file of its own. The events'
+// contents are read back independently in actors' TestRunTensorBoard and
+// tensorboard's tests.
+func TestTensorBoardFiles(t *testing.T) {
+	root := t.TempDir()
+	d, err := Create(root, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteMetrics(1, map[string]float64{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if f := eventFiles(t, d); len(f) != 0 {
+		t.Fatalf("event files %v without WriteTensorBoard", f)
+	}
+	d.WriteTensorBoard()
+	if f := eventFiles(t, d); len(f) != 0 {
+		t.Fatalf("event files %v before a metrics line", f)
+	}
+	var sizes []int64
+	for step := 2; step <= 4; step++ {
+		if err := d.WriteMetrics(step, map[string]float64{"a": float64(step)}); err != nil {
+			t.Fatal(err)
+		}
+		f := eventFiles(t, d)
+		st, err := os.Stat(f[0])
+		if len(f) != 1 || err != nil {
+			t.Fatalf("after step %d: event files %v (%v)", step, f, err)
+		}
+		sizes = append(sizes, st.Size()) // flushed: the file grows with every line
+	}
+	if !(sizes[0] < sizes[1] && sizes[1] < sizes[2]) {
+		t.Errorf("event file sizes %v do not grow line by line", sizes)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	first := eventFiles(t, d)[0]
+	for _, tc := range []struct {
+		resume int
+		size   int64 // of the first file after Resume; 0: removed
+	}{{3, sizes[1]}, {1, 0}} {
+		d, err = Open(d.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Resume(tc.resume); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(first)
+		switch {
+		case tc.size == 0 && !errors.Is(err, fs.ErrNotExist):
+			t.Errorf("resume at %d: the file of steps 2..3 is still there (%v)", tc.resume, err)
+		case tc.size > 0 && (err != nil || st.Size() != tc.size):
+			t.Errorf("resume at %d: file %v (%v), want %d bytes", tc.resume, st, err, tc.size)
+		}
+		d.WriteTensorBoard()
+		if err := d.WriteMetrics(tc.resume+1, map[string]float64{"a": 0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := eventFiles(t, d); len(f) != 1 {
+		t.Errorf("event files %v, want only the last resumed run's (the resume at step 1 emptied the others)", f)
 	}
 }

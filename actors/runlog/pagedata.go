@@ -10,8 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -21,16 +19,14 @@ import (
 const maxPageSamples = 120
 
 // pageRun is one run as its page shows it: the files of its directory as
-// they were when read, and how many bytes of each log were read (the
+// they were when read; its logs know how many bytes they hold (the
 // complete lines), from where a live page goes on reading.
 type pageRun struct {
-	name       string
-	config     map[string]any // config.yaml; nil when absent
-	metrics    []Record
-	metricsOff int64
-	warm       []Record // warm_start.jsonl
-	warmOff    int64
-	samples    []pageSamples
+	name    string
+	config  map[string]any // config.yaml; nil when absent
+	metrics *pageLog
+	warm    *pageLog // warm_start.jsonl
+	samples []pageSamples
 }
 
 // pageSamples is one sample table: its step and its file's JSON.
@@ -41,43 +37,36 @@ type pageSamples struct {
 
 // loadRun reads the run directory dir for its page.
 func loadRun(dir string) (*pageRun, error) {
-	r := &pageRun{name: filepath.Base(filepath.Clean(dir))}
-	var err error
-	if r.metrics, r.metricsOff, err = readLog(filepath.Join(dir, MetricsFile), 0); err != nil {
-		return nil, err
-	}
-	if r.warm, r.warmOff, err = readLog(filepath.Join(dir, WarmStartFile), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	if r.config, err = readConfig(filepath.Join(dir, ConfigFile)); err != nil {
-		return nil, err
-	}
-	steps, err := sampleSteps(dir, -1)
+	f, err := os.Open(filepath.Join(dir, MetricsFile))
 	if err != nil {
 		return nil, err
 	}
-	if r.samples, err = readSamples(dir, thinSteps(steps, maxPageSamples)); err != nil {
+	defer f.Close()
+	r := &pageRun{name: filepath.Base(filepath.Clean(dir))}
+	if r.metrics, err = scanPageLog(f); err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	if r.warm, err = readPageLog(filepath.Join(dir, WarmStartFile)); err != nil {
+		return nil, err
+	}
+	if err := r.readFiles(dir); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// readLog reads the complete lines of a metrics.jsonl-format file from
-// byte offset off and returns them with the offset after the last one.
-func readLog(path string, off int64) ([]Record, int64, error) {
-	data, err := readFrom(path, off)
+// readFiles reads the run's config.yaml and sample tables.
+func (r *pageRun) readFiles(dir string) error {
+	var err error
+	if r.config, err = readConfig(filepath.Join(dir, ConfigFile)); err != nil {
+		return err
+	}
+	steps, err := sampleSteps(dir, -1)
 	if err != nil {
-		return nil, off, fmt.Errorf("read %s: %w", path, err)
+		return err
 	}
-	var recs []Record
-	for n, line := range completeLines(data) {
-		r, err := DecodeMetrics(line)
-		if err != nil {
-			return nil, off, fmt.Errorf("read %s line %d: %w", path, n+1, err)
-		}
-		recs = append(recs, r)
-	}
-	return recs, off + int64(bytes.LastIndexByte(data, '\n')+1), nil
+	r.samples, err = readSamples(dir, thinSteps(steps, maxPageSamples))
+	return err
 }
 
 // readFrom reads path from byte offset off to its end.
@@ -170,109 +159,6 @@ func readSamples(dir string, steps []int) ([]pageSamples, error) {
 		out = append(out, pageSamples{step: s, table: data})
 	}
 	return out, nil
-}
-
-// exactKey reports whether the page carries key's values at full
-// precision: those its headline shows (so that it equals metrics.jsonl)
-// and the guard levels. Every other value gets 6 significant digits,
-// plenty for a curve, and less than half the bytes.
-func exactKey(key string) bool {
-	return strings.HasPrefix(key, "eval/") || strings.HasPrefix(key, "guard/") || strings.HasPrefix(key, "warm_start/") ||
-		key == KeyStepTime || key == KeyTokensPerSec || key == "train/skipped"
-}
-
-// appendLog appends recs as the JSON object
-//
-//	{"steps":[...],"cols":{"<key>":[v,...] or v,...},"trace":{"<step>":"<id>",...}}
-//
-// with one value per step in each column (null where a line lacks the key
-// or its value is null), a single number for a column that holds it on
-// every step, and the trace ids of the traced steps.
-func appendLog(b *bytes.Buffer, recs []Record) {
-	b.WriteString(`{"steps":[`)
-	keys := map[string]bool{}
-	for i, r := range recs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(r.Step))
-		for k := range r.Values {
-			keys[k] = true
-		}
-	}
-	b.WriteString(`],"cols":{`)
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	for i, k := range sorted {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		appendJSON(b, k)
-		b.WriteByte(':')
-		appendColumn(b, recs, k)
-	}
-	b.WriteString(`},"trace":{`)
-	first := true
-	for _, r := range recs {
-		if r.TraceID == "" {
-			continue
-		}
-		if !first {
-			b.WriteByte(',')
-		}
-		first = false
-		appendJSON(b, strconv.Itoa(r.Step))
-		b.WriteByte(':')
-		appendJSON(b, r.TraceID)
-	}
-	b.WriteString("}}")
-}
-
-// appendColumn appends key's values over recs (see appendLog).
-func appendColumn(b *bytes.Buffer, recs []Record, key string) {
-	prec := 6
-	if exactKey(key) {
-		prec = -1
-	}
-	if v, ok := constant(recs, key); ok {
-		b.Write(strconv.AppendFloat(nil, v, 'g', prec, 64))
-		return
-	}
-	var num [32]byte
-	b.WriteByte('[')
-	for i, r := range recs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		v, ok := r.Values[key]
-		if !ok || !isFinite(v) {
-			b.WriteString("null")
-			continue
-		}
-		b.Write(strconv.AppendFloat(num[:0], v, 'g', prec, 64))
-	}
-	b.WriteByte(']')
-}
-
-// constant returns key's value when every record holds the same finite
-// one.
-func constant(recs []Record, key string) (float64, bool) {
-	if len(recs) < 2 {
-		return 0, false
-	}
-	c, ok := recs[0].Values[key]
-	if !ok || !isFinite(c) {
-		return 0, false
-	}
-	for _, r := range recs[1:] {
-		if v, ok := r.Values[key]; !ok || v != c {
-			return 0, false
-		}
-	}
-	return c, true
 }
 
 // appendJSON appends v as JSON with <, > and & escaped, so that the text

@@ -24,16 +24,25 @@ var (
 // livePollMillis is how often a live page asks for new lines.
 const livePollMillis = 2000
 
-// WriteReport renders the run's page, report.html, from its files,
-// atomically. Call it at each checkpoint and at the end of the run.
+// WriteReport renders the run's page, report.html, atomically, from the
+// logs the Dir keeps in memory (read once when it was opened, then fed by
+// WriteMetrics and WriteWarmStart, each thinned to at most maxPageRows
+// ordinary lines) and the run's config.yaml and sample tables: its memory
+// is bounded however long the run, and no log is read again. Call it at
+// each checkpoint and at the end of the run.
 func (d *Dir) WriteReport() error {
-	return WriteReport(d.path)
-}
-
-// WriteReport renders runDir/report.html from the files of the run
-// directory runDir, atomically (see WritePage).
-func WriteReport(runDir string) error {
-	return WritePage(filepath.Join(runDir, ReportFile), runDir)
+	r := &pageRun{name: d.Name()}
+	if err := r.readFiles(d.path); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	d.mu.Lock()
+	r.metrics, r.warm = d.page, d.warmPage
+	page := renderPage([]*pageRun{r}, false)
+	d.mu.Unlock()
+	if err := atomicfile.WriteBytes(filepath.Join(d.path, ReportFile), page); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
 }
 
 // WritePage renders the page of the runs in runDirs to path, atomically:
@@ -95,7 +104,7 @@ func renderPage(runs []*pageRun, live bool) []byte {
 //	 "base", "metrics", "metrics_offset", "warm", "warm_offset",
 //	 "samples": [{"step", "table"}]}]}
 //
-// where metrics and warm are appendLog objects, config is config.yaml's
+// where metrics and warm are pageLog.appendJSON objects, config is config.yaml's
 // tree and base is the live server's path of the run.
 func appendPageData(b *bytes.Buffer, title string, runs []*pageRun, live bool) {
 	b.WriteString(`{"title":`)
@@ -112,10 +121,10 @@ func appendPageData(b *bytes.Buffer, title string, runs []*pageRun, live bool) {
 		b.WriteString(`,"base":`)
 		appendJSON(b, "run/"+strconv.Itoa(i)+"/")
 		b.WriteString(`,"metrics":`)
-		appendLog(b, r.metrics)
-		fmt.Fprintf(b, `,"metrics_offset":%d,"warm":`, r.metricsOff)
-		appendLog(b, r.warm)
-		fmt.Fprintf(b, `,"warm_offset":%d,"samples":`, r.warmOff)
+		r.metrics.appendJSON(b)
+		fmt.Fprintf(b, `,"metrics_offset":%d,"warm":`, r.metrics.off)
+		r.warm.appendJSON(b)
+		fmt.Fprintf(b, `,"warm_offset":%d,"samples":`, r.warm.off)
 		appendSamples(b, r.samples)
 		b.WriteByte('}')
 	}

@@ -92,14 +92,16 @@
   }
 
   // ---- data
-  // decodeLog turns a page log ({steps, cols, trace}) into arrays, NaN for null.
+  // decodeLog turns a page log ({steps, cols, trace, sums}) into arrays, NaN
+  // for null. Long runs' columns are thinned; sums ([sum, count] of each
+  // key's values on every line) are not.
   function decodeLog(raw) {
     const n = raw.steps.length, cols = new Map();
     for (const [k, v] of Object.entries(raw.cols)) {
       cols.set(k, Array.isArray(v) ? v.map((x) => (x === null ? NaN : x)) : new Array(n).fill(v));
     }
     const trace = new Map(Object.entries(raw.trace).map(([s, id]) => [+s, id]));
-    return { steps: raw.steps.slice(), cols, trace };
+    return { steps: raw.steps.slice(), cols, trace, sums: new Map(Object.entries(raw.sums)) };
   }
   // appendLines adds metrics.jsonl lines to log and returns how many.
   function appendLines(log, text) {
@@ -117,6 +119,7 @@
         let c = log.cols.get(k);
         if (!c) { c = new Array(n).fill(NaN); log.cols.set(k, c); }
         c.push(v === null ? NaN : v);
+        if (v !== null) { const s = log.sums.get(k) || [0, 0]; s[0] += v; s[1]++; log.sums.set(k, s); }
       }
       for (const c of log.cols.values()) if (c.length === n) c.push(NaN);
       added++;
@@ -188,7 +191,7 @@
     }
     // summary is what the headline shows, from metrics.jsonl and the warm-start log.
     summary() {
-      const m = this.m, col = (k) => m.cols.get(k) || [];
+      const m = this.m, col = (k) => m.cols.get(k) || [], sum = (k) => m.sums.get(k) || [0, 0];
       let last = 0;
       for (const s of m.steps) last = Math.max(last, s);
       const ev = col(EVAL);
@@ -198,20 +201,17 @@
         if (m.steps[i] === 0) warm = ev[i];
         else if (m.steps[i] > nowStep) { now = ev[i]; nowStep = m.steps[i]; }
       }
-      let rl = 0;
-      for (const v of col(STEP_TIME)) if (finite(v)) rl += v;
+      const rl = sum(STEP_TIME)[0];
       const we = this.series("warm_start/elapsed_s");
       const warmTime = we.y.length ? we.y[we.y.length - 1] : 0;
-      let tsum = 0, tn = 0;
-      for (const v of col(TPS)) if (finite(v)) { tsum += v; tn++; }
+      const [tsum, tn] = sum(TPS);
       const alerts = [];
       for (const [k, c] of m.cols) {
         if (!k.startsWith("guard/")) continue;
         for (let i = 0; i < c.length; i++) if (c[i] >= 1) alerts.push({ rule: k.slice(6), level: c[i], step: m.steps[i] });
       }
       alerts.sort((a, b) => a.step - b.step || b.level - a.level);
-      let skipped = 0;
-      for (const v of col("train/skipped")) if (v === 1) skipped++;
+      const skipped = sum("train/skipped")[0];
       const total = +this.get("train.steps");
       const stopped = alerts.find((a) => a.level >= 2 && this.get("train.guard") === "stop");
       let status = "at step " + last + (finite(total) ? " of " + total : ""), cls = "";
@@ -311,7 +311,7 @@
     if (n >= 100) { lo = vals[Math.floor(trim * (n - 1))]; hi = vals[Math.ceil((1 - trim) * (n - 1))]; }
     for (const l of lines) if (l.sm) for (const v of l.sm) { if (v < lo) lo = v; if (v > hi) hi = v; }
     if (unit && lo >= 0 && hi <= 1) return [0, 1];
-    if (hi === lo) { const d = Math.abs(lo) * 0.1 || 0.5; lo -= d; hi += d; }
+    if (hi - lo <= 1e-9 * Math.max(Math.abs(lo), Math.abs(hi))) { const d = Math.abs(lo) * 0.1 || 0.5; lo -= d; hi += d; }
     const pad = (hi - lo) * 0.05, nonneg = lo >= 0;
     lo -= pad; hi += pad;
     if (nonneg && lo < 0) lo = 0;
@@ -349,7 +349,7 @@
   function drawAxes(svg, x0, x1, y0, y1, asPct) {
     const g = sv("g", { class: "grid" });
     const ys = niceStep(y1 - y0, 5);
-    for (let v = Math.ceil(y0 / ys) * ys; v <= y1 + ys * 1e-9; v += ys) {
+    for (let k = Math.ceil(y0 / ys), v = k * ys; v <= y1 + ys * 1e-9; v = ++k * ys) {
       const y = MT + (y1 - v) / (y1 - y0) * PH;
       g.append(sv("line", { x1: ML, x2: W - MR, y1: y.toFixed(1), y2: y.toFixed(1) }));
       const t = sv("text", { x: ML - 5, y: (y + 3).toFixed(1), "text-anchor": "end" });
@@ -357,7 +357,7 @@
       g.append(t);
     }
     const xs = Math.max(1, niceStep(x1 - x0, 6));
-    for (let v = Math.ceil(x0 / xs) * xs; v <= x1 + xs * 1e-9; v += xs) {
+    for (let k = Math.ceil(x0 / xs), v = k * xs; v <= x1 + xs * 1e-9; v = ++k * xs) {
       const x = ML + (v - x0) / (x1 - x0) * PW;
       g.append(sv("line", { x1: x.toFixed(1), x2: x.toFixed(1), y1: MT, y2: MT + PH }));
       const t = sv("text", { x: x.toFixed(1), y: H - 8, "text-anchor": "middle" });

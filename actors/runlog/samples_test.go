@@ -83,7 +83,7 @@ func TestWriteSamplesAndResume(t *testing.T) {
 	if SamplesFileName(20) != "step_000020.json" {
 		t.Errorf("SamplesFileName(20) = %q", SamplesFileName(20))
 	}
-	if err := d.Resume(20); err != nil {
+	if _, err := d.Resume(20); err != nil {
 		t.Fatal(err)
 	}
 	for step, want := range map[int]bool{10: true, 20: true, 30: false} {

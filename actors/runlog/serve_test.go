@@ -140,7 +140,7 @@ func BenchmarkServeTail(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	recs, _, err := readLog(d.MetricsPath(), 0)
+	recs, err := ReadMetrics(d.MetricsPath())
 	if err != nil {
 		b.Fatal(err)
 	}

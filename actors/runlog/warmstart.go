@@ -36,7 +36,7 @@ func (d *Dir) WriteWarmStart(step int, m map[string]float64) error {
 		if err != nil {
 			return fmt.Errorf("write warm start step %d: %w", step, err)
 		}
-		d.warm, d.warmStep = f, -1
+		d.warm, d.warmStep, d.warmPage = f, -1, newPageLog()
 	}
 	if step <= d.warmStep {
 		return fmt.Errorf("write warm start step %d after step %d: %w", step, d.warmStep, ErrBadMetrics)
@@ -45,5 +45,6 @@ func (d *Dir) WriteWarmStart(step int, m map[string]float64) error {
 		return fmt.Errorf("write warm start step %d: %w", step, err)
 	}
 	d.warmStep = step
+	d.warmPage.add(Record{Step: step, Values: m}, len(line))
 	return nil
 }

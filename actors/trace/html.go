@@ -20,6 +20,8 @@ func WriteHTML(w io.Writer, traces []StepTrace, jaegerURL string) error {
 		Color      string
 		Critical   bool
 		LabelX     float64
+		Took       string
+		TookX      float64
 	}
 	type chart struct {
 		Title, Link string
@@ -27,7 +29,17 @@ func WriteHTML(w io.Writer, traces []StepTrace, jaegerURL string) error {
 		Bars        []bar
 		Legend      []struct{ Node, Color string }
 	}
-	const width, row, labelW = 1100.0, 18.0, 300.0
+	// Labels are monospace at about charW pixels a character: the label
+	// column fits the longest, and the bars get barsW pixels after it.
+	const row, charW, barsW = 18.0, 6.7, 800.0
+	labelW := 0.0
+	for _, t := range traces {
+		for _, s := range treeOrder(t) {
+			labelW = max(labelW, 4+10*float64(s.depth)+charW*float64(len(spanLabel(s.span))))
+		}
+	}
+	labelW += 12
+	width := labelW + barsW + 60 // room for the time after a bar that ends the step
 	palette := []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"}
 	var charts []chart
 	for _, t := range traces {
@@ -48,24 +60,21 @@ func WriteHTML(w io.Writer, traces []StepTrace, jaegerURL string) error {
 				colors[s.span.Node] = col
 				c.Legend = append(c.Legend, struct{ Node, Color string }{s.span.Node, col})
 			}
-			x := labelW + (width-labelW)*float64(s.span.Start.Sub(t.Root.Start))/total
-			wd := max((width-labelW)*float64(s.span.Duration)/total, 1)
-			label := s.span.Name
-			if s.span.Actor != "" {
-				label += " " + s.span.Actor
-			}
+			x := labelW + barsW*float64(s.span.Start.Sub(t.Root.Start))/total
+			wd := max(barsW*float64(s.span.Duration)/total, 1)
+			label := spanLabel(s.span)
 			c.Bars = append(c.Bars, bar{X: x, Y: float64(i) * row, W: wd, Color: col, Critical: onPath[s.span.ID],
-				Label: label, LabelX: 4 + 10*float64(s.depth),
+				Label: label, LabelX: 4 + 10*float64(s.depth), Took: round(s.span.Duration), TookX: x + wd + 4,
 				Tip: fmt.Sprintf("%s on %s: %s (%.0f%% of the step)", label, s.span.Node, round(s.span.Duration), 100*float64(s.span.Duration)/total)})
 		}
 		c.Height = float64(len(c.Bars))*row + 4
 		charts = append(charts, c)
 	}
 	return page.Execute(w, struct {
-		Width   float64
-		Charts  []chart
-		Created string
-	}{width, charts, time.Now().UTC().Format(time.RFC3339)})
+		Width, LabelW float64
+		Charts        []chart
+		Created       string
+	}{width, labelW, charts, time.Now().UTC().Format(time.RFC3339)})
 }
 
 // treeSpan is a span with its depth in the trace tree.
@@ -102,6 +111,14 @@ func round(d time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
+// spanLabel is a span's name and, when it names one, its actor.
+func spanLabel(s Span) string {
+	if s.Actor != "" {
+		return s.Name + " " + s.Actor
+	}
+	return s.Name
+}
+
 var page = template.Must(template.New("traces").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>mgrpo: slowest steps</title>
 <style>
@@ -109,6 +126,7 @@ body { font: 13px system-ui, sans-serif; margin: 16px; color: #222 }
 h1 { font-size: 18px } h2 { font-size: 14px; margin: 24px 0 4px }
 svg text { font: 11px ui-monospace, monospace; fill: #222 }
 .crit { stroke: #000; stroke-width: 1.5 }
+svg text.took { fill: #777 }
 .legend span { display: inline-block; margin-right: 14px }
 .legend i { display: inline-block; width: 10px; height: 10px; margin-right: 4px }
 </style></head><body>
@@ -119,9 +137,11 @@ node; outlined bars are on the step's critical path. Hover a bar for its time. W
 <h2>{{if .Link}}<a href="{{.Link}}">{{.Title}}</a>{{else}}{{.Title}}{{end}}</h2>
 <div class="legend">{{range .Legend}}<span><i style="background:{{.Color}}"></i>{{.Node}}</span>{{end}}</div>
 <svg width="{{$.Width}}" height="{{.Height}}" role="img">
+<line x1="{{$.LabelW}}" x2="{{$.LabelW}}" y1="0" y2="{{.Height}}" stroke="#ccc"></line>
 {{range .Bars}}<g><title>{{.Tip}}</title>
 <rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="14" fill="{{.Color}}"{{if .Critical}} class="crit"{{end}}></rect>
-<text x="{{.LabelX}}" y="{{.Y}}" dy="11">{{.Label}}</text></g>
+<text x="{{.LabelX}}" y="{{.Y}}" dy="11">{{.Label}}</text>
+<text x="{{.TookX}}" y="{{.Y}}" dy="11" class="took">{{.Took}}</text></g>
 {{end}}</svg>
 {{end}}
 </body></html>

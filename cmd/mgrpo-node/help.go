@@ -51,7 +51,19 @@ Configuration, lowest layer first (later layers override earlier ones):
        --train.max_staleness=2
   Lists are comma-separated in env and flags (--rewards.funcs=accuracy,format).
   Unknown keys, wrong types, out-of-range values and impossible combinations
-  stop the program with one line naming the key and exit code 2.
+  stop the program with one line naming the key and exit code 2. Values that
+  cannot be meant are out of range: learning rates above 1, coefficients
+  (tau, beta, alpha, ...) above 1000, cluster.request_timeout below 10ms.
+
+Exit codes:
+  0    done
+  1    failed (one line on stderr says why)
+  2    bad flags or configuration
+  3    interrupted (SIGINT, SIGTERM or SIGHUP): stopped after the step in
+       flight with a checkpoint; the last line says how to resume
+  4    train.max_skipped_steps steps in a row skipped: stopped with a
+       checkpoint of the last good state
+  130  interrupted twice: exited at once, without a checkpoint
 
 Recipes (--config recipe:NAME):
 `

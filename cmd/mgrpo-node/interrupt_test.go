@@ -162,3 +162,25 @@ func waitForLine(r io.Reader, prefix string) bool {
 		}
 	}
 }
+
+// TestInterruptibleHangup: SIGHUP (the terminal closed) cancels the
+// context like SIGINT and SIGTERM instead of killing the process, so the
+// run checkpoints the step in flight.
+func TestInterruptibleHangup(t *testing.T) {
+	exits := make(chan int, 1)
+	ctx, stop := interruptible(io.Discard, func(code int) { exits <- code })
+	defer stop()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("SIGHUP did not cancel the context")
+	}
+	select {
+	case code := <-exits:
+		t.Fatalf("SIGHUP exited with %d", code)
+	default:
+	}
+}

@@ -13,17 +13,20 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode/utf8"
 
+	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/spf13/pflag"
 )
 
 // Exit codes.
 const (
-	exitOK     = 0
-	exitFailed = 1 // the run or subcommand failed
-	exitUsage  = 2 // bad flags or configuration
-	exitGuard  = 3 // a guard stopped the run (train.guard=stop); its checkpoint is written
+	exitOK         = 0
+	exitFailed     = 1 // the run or subcommand failed
+	exitUsage      = 2 // bad flags or configuration
+	exitStopped    = 3 // interrupted: stopped after the step in flight, with a checkpoint to resume
+	exitNoProgress = 4 // stopped with a checkpoint: train.max_skipped_steps steps in a row skipped, or a guard (train.guard=stop)
 
 	exitInterrupted = 130 // a second interrupt: 128 + SIGINT, as shells report it
 )
@@ -77,7 +80,7 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 	}
 	fs := nodeFlags()
 	if err := config.ParseFlags(fs, args); err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, errorLine(err))
 		return exitUsage
 	}
 	if help, _ := fs.GetBool("help"); help {
@@ -89,9 +92,9 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	file, _ := fs.GetString("config")
-	cfg, err := config.Load(config.Sources{File: file, Env: env, Flags: fs})
+	cfg, err := config.Load(config.Sources{File: file, Env: env, Flags: fs, RunConfig: runlog.SavedConfig})
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, errorLine(err))
 		return exitUsage
 	}
 	ctx, stop := interruptible(stderr, os.Exit)
@@ -99,15 +102,16 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 	return runRole(ctx, cfg, stdout, stderr)
 }
 
-// interruptible returns a context that the first SIGINT or SIGTERM
-// cancels: the run finishes the step in flight, writes a checkpoint and
-// exits as usual. The next one, for a run stuck in a long step or
-// allocation, prints one line and calls exit(exitInterrupted) at once,
-// without a checkpoint. stop releases the signals.
+// interruptible returns a context that the first SIGINT, SIGTERM or
+// SIGHUP (a closed terminal) cancels: the run finishes the step in
+// flight, writes a checkpoint and exits with exitStopped. The next one,
+// for a run stuck in a long step or allocation, prints one line and calls
+// exit(exitInterrupted) at once, without a checkpoint. stop releases the
+// signals.
 func interruptible(stderr io.Writer, exit func(code int)) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -132,6 +136,25 @@ func interruptible(stderr io.Writer, exit func(code int)) (ctx context.Context, 
 			cancel()
 		})
 	}
+}
+
+// maxErrorLine is the longest error line mgrpo-node prints: an error that
+// quotes its input (a config value, a file's content) is cut, so a 45 MB
+// value never becomes a 45 MB line.
+const maxErrorLine = 1 << 10
+
+// errorLine is err's message on one line, at most maxErrorLine bytes
+// (whole runes), marked "…" when cut.
+func errorLine(err error) string {
+	s := strings.ReplaceAll(err.Error(), "\n", " ")
+	if len(s) <= maxErrorLine {
+		return s
+	}
+	cut := maxErrorLine
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // nodeFlags is the flag set of a node: --help plus every config flag.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -134,5 +135,18 @@ func TestLongBuiltBinary(t *testing.T) {
 			t.Errorf("%s: err %v, want exit status %d", bc.name, err, exitUsage)
 		}
 		assertOneLine(t, stderr.String(), bc.key)
+	}
+}
+
+// TestErrorLineIsCut: an error line quoting a huge input is cut to
+// maxErrorLine bytes, on one line, whole runes.
+func TestErrorLineIsCut(t *testing.T) {
+	long := errors.New("bad value \"" + strings.Repeat("é\n", 1<<20) + "\"")
+	got := errorLine(long)
+	if len(got) > maxErrorLine+len("…") || strings.Contains(got, "\n") || !strings.HasSuffix(got, "…") || !utf8.ValidString(got) {
+		t.Errorf("errorLine = %d bytes, %.80q…", len(got), got)
+	}
+	if short := errorLine(errors.New("disk full")); short != "disk full" {
+		t.Errorf("errorLine(short) = %q", short)
 	}
 }

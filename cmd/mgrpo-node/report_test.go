@@ -131,7 +131,8 @@ func dataValue(t *testing.T, n *html.Node, key string) float64 {
 }
 
 // pageRunConfig is a short real run: a 4-step warm start (evaluated at steps
-// 1-3), then steps RL steps evaluated every 2, sample tables every 2.
+// 1-3), then steps RL steps evaluated every 2, sample tables every 2; the
+// guards warn.
 func pageRunConfig(t *testing.T, root, name, objective string, steps int) *config.Config {
 	t.Helper()
 	cfg := config.Default()
@@ -141,6 +142,7 @@ func pageRunConfig(t *testing.T, root, name, objective string, steps int) *confi
 	cfg.Train.Steps, cfg.Train.PromptsPerStep, cfg.Generation.NumGenerations = steps, 2, 4
 	cfg.Train.EvalEvery, cfg.Train.EvalPrompts, cfg.Train.CheckpointEvery = 2, 4, 0
 	cfg.Output.Dir, cfg.Output.Name, cfg.Output.SampleEvery, cfg.Output.SampleRows = root, name, 2, 8
+	cfg.Train.Guard = "warn" // a tiny policy that never trained is rightly stopped at step 50
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +263,7 @@ func TestReportPages(t *testing.T) {
 			t.Errorf("eval chart: %d points, want %d (warm start and RL), one line and the warm-start band", n, h.evalPoints)
 		}
 		d := func(doc *html.Node, class string) string {
-			return attrOf(one(t, chart(t, doc, "train/reward"), "path", "class="+class), "d")
+			return attrOf(one(t, chart(t, doc, "train/policy_entropy"), "path", "class="+class), "d")
 		}
 		if d(raw, "smooth") == "" || d(raw, "smooth") != d(raw, "raw") {
 			t.Errorf("smoothing 0 draws %q over the raw %q: want the same path", d(raw, "smooth"), d(raw, "raw"))
@@ -372,8 +374,8 @@ func TestReportLive(t *testing.T) {
 		t.Errorf("poll from the page's offset starts %.40q, want the next step's line %s...", body, next)
 	}
 	cancel()
-	if code := <-done; code != exitOK {
-		t.Errorf("interrupted run exit %d: %s", code, stderr.String())
+	if code := <-done; code != exitStopped {
+		t.Errorf("interrupted run exit %d, want %d: %s", code, exitStopped, stderr.String())
 	}
 	if _, err := http.Get(url); err == nil {
 		t.Error("the run page is still served after the run ended")

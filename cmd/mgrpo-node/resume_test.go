@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mgrpo/mgrpo/actors"
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 )
@@ -64,5 +67,46 @@ func TestResumeUsesTheRunsConfig(t *testing.T) {
 	}
 	if now, _ := os.ReadFile(filepath.Join(run, runlog.ConfigFile)); !bytes.Equal(now, saved) {
 		t.Errorf("extend rewrote the run's config.yaml")
+	}
+}
+
+// TestResumeWithoutCheckpointSaysWhatToDo: a run that has its warm start
+// saved (reference/) but no checkpoint (killed between the two) cannot be
+// resumed; the one line says to start a new run from the warm start.
+func TestResumeWithoutCheckpointSaysWhatToDo(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := runEnv(quickRun(out, "r", "1"), nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("start: exit %d, stderr %q", code, stderr.String())
+	}
+	run := filepath.Join(out, "r")
+	if err := os.RemoveAll(filepath.Join(run, runlog.CheckpointsDir)); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := runEnv([]string{"--resume", run}, nil, &stdout, &stderr)
+	want := "--model.checkpoint " + filepath.Join(run, runlog.ReferenceDir)
+	if code != exitUsage || !strings.Contains(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("resume without a checkpoint: exit %d, stderr %q; want %d and one line with %q", code, stderr.String(), exitUsage, want)
+	}
+}
+
+// TestRunExitCodes: an interrupted run exits 3, one stopped for skipped
+// steps 4, any other failure 1, each with its one line on stderr.
+func TestRunExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{nil, exitOK},
+		{fmt.Errorf("stopped at step 3: %w", actors.ErrInterrupted), exitStopped},
+		{fmt.Errorf("stopped at step 3: 10 steps skipped: %w", actors.ErrNoProgress), exitNoProgress},
+		{errors.New("disk full"), exitFailed},
+	} {
+		var stderr bytes.Buffer
+		if code := runExit(tc.err, &stderr); code != tc.code || (tc.err != nil && stderr.String() != "mgrpo-node: "+tc.err.Error()+"\n") {
+			t.Errorf("%v: exit %d, stderr %q; want %d and the error's line", tc.err, code, stderr.String(), tc.code)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/mgrpo/mgrpo/actors"
+	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/config"
 )
@@ -21,24 +22,31 @@ func runRole(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) 
 	if !cl.HasRole(config.RoleAll) && cl.Insecure {
 		fmt.Fprintf(stderr, "mgrpo-node: warning: --cluster.insecure: nodes talk in plaintext on %s; anyone who reaches it can join\n", cl.Host)
 	}
-	var err error
 	if cl.HasRole(config.RoleLearner) || cl.HasRole(config.RoleAll) {
-		err = actors.Run(ctx, cfg, stdout)
-	} else {
-		err = actors.Serve(ctx, cfg, stdout)
+		return runExit(actors.Run(ctx, cfg, stdout), stderr)
 	}
+	return runExit(actors.Serve(ctx, cfg, stdout), stderr)
+}
+
+// runExit prints a run's error as one line and returns its exit code:
+// exitUsage for bad configuration, an address that cannot be bound or bad
+// TLS files, exitStopped for an interrupted run, exitNoProgress for one
+// stopped by skipped steps or a guard, exitFailed for any other error.
+func runExit(err error, stderr io.Writer) int {
 	var cfgErr *config.Error
-	var stopped *actors.StoppedError
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &stopped):
-		fmt.Fprintf(stderr, "mgrpo-node: %v\n", err)
-		return exitGuard
-	case errors.As(err, &cfgErr), errors.Is(err, node.ErrBind), errors.Is(err, node.ErrTLS):
-		fmt.Fprintln(stderr, err)
+	case errors.As(err, &cfgErr), errors.Is(err, node.ErrBind), errors.Is(err, meter.ErrBind), errors.Is(err, node.ErrTLS):
+		fmt.Fprintln(stderr, errorLine(err))
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "mgrpo-node: %v\n", err)
+	fmt.Fprintf(stderr, "mgrpo-node: %s\n", errorLine(err))
+	switch {
+	case errors.Is(err, actors.ErrInterrupted):
+		return exitStopped
+	case errors.Is(err, actors.ErrNoProgress):
+		return exitNoProgress
+	}
 	return exitFailed
 }

@@ -47,6 +47,13 @@ type AdamW struct {
 
 	step  int
 	state []moments // parallel to the params of every Step
+	mark  *mark     // the state at the last Mark (nil: none yet)
+}
+
+// mark is a copy of the step count and moments, for Undo.
+type mark struct {
+	step int
+	m, v [][]float32
 }
 
 // moments is the Adam state of one parameter.
@@ -110,6 +117,70 @@ func (o *AdamW) Step(params []Param, lr float64) {
 		st := &o.state[i]
 		adamwKernel(p.W, p.G, st.m, st.v, decay, k)
 	}
+}
+
+// Mark remembers the current step count and moments so that Undo can
+// restore them, say after a Step whose result the caller rejects. Its
+// buffers are allocated on the first call that has state to copy and
+// reused after.
+func (o *AdamW) Mark() {
+	if o.mark == nil || len(o.mark.m) != len(o.state) {
+		o.mark = &mark{m: make([][]float32, len(o.state)), v: make([][]float32, len(o.state))}
+	}
+	o.mark.step = o.step
+	for i, st := range o.state {
+		o.mark.m[i] = append(o.mark.m[i][:0], st.m...)
+		o.mark.v[i] = append(o.mark.v[i][:0], st.v...)
+	}
+}
+
+// Undo restores the step count and moments of the last Mark. State that
+// did not exist at the Mark (the first Step allocates it) is zeroed, which
+// is what a fresh optimiser holds. Undo without a Mark panics (a
+// programming error).
+func (o *AdamW) Undo() {
+	if o.mark == nil {
+		panic("optim: Undo without Mark")
+	}
+	o.step = o.mark.step
+	for i := range o.state {
+		if i < len(o.mark.m) && len(o.mark.m[i]) == len(o.state[i].m) {
+			copy(o.state[i].m, o.mark.m[i])
+			copy(o.state[i].v, o.mark.v[i])
+			continue
+		}
+		clear(o.state[i].m)
+		clear(o.state[i].v)
+	}
+}
+
+// CheckState returns an error naming the first moment tensor that holds a
+// non-finite value or, for exp_avg_sq, a negative one: a state no AdamW
+// step can produce from finite gradients, and one that makes every later
+// weight NaN.
+func (o *AdamW) CheckState() error {
+	for _, st := range o.state {
+		if i, ok := firstNonFinite(st.m); !ok {
+			return fmt.Errorf("%w: %s%s[%d] = %v: not finite", ErrState, st.name, suffixExpAvg, i, st.m[i])
+		}
+		for i, x := range st.v {
+			if !(x >= 0) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("%w: %s%s[%d] = %v: must be finite and >= 0", ErrState, st.name, suffixExpAvgSq, i, x)
+			}
+		}
+	}
+	return nil
+}
+
+// firstNonFinite returns the index of the first NaN or ±Inf in x, and
+// false; or 0 and true when every value is finite.
+func firstNonFinite(x []float32) (int, bool) {
+	for i, v := range x {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return i, false
+		}
+	}
+	return 0, true
 }
 
 // coeffs are the per-step float32 constants of the kernel.

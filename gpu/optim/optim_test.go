@@ -324,3 +324,93 @@ func BenchmarkClipGlobalNorm(b *testing.B) {
 		ClipGlobalNorm(ps, 1e9)
 	}
 }
+
+// TestMarkUndo: Undo after a Step gives back the marked state, so the
+// steps that follow are bit-identical to those of an optimiser that never
+// took the undone step; also for the first Step, whose state did not exist.
+func TestMarkUndo(t *testing.T) {
+	for _, before := range []int{0, 3} {
+		a, b := newParams(1), newParams(1)
+		ga, gb := rand.New(rand.NewPCG(5, 5)), rand.New(rand.NewPCG(5, 5))
+		optA, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
+		optB, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
+		for range before {
+			fillGrads(a, ga)
+			optA.Step(a, 1e-2)
+			fillGrads(b, gb)
+			optB.Step(b, 1e-2)
+		}
+		saved := [][]float32{append([]float32(nil), b[0].W...), append([]float32(nil), b[1].W...)}
+		optB.Mark()
+		fillGrads(b, rand.New(rand.NewPCG(9, 9)))
+		optB.Step(b, 1e3) // a step the caller rejects
+		optB.Undo()
+		copy(b[0].W, saved[0])
+		copy(b[1].W, saved[1])
+		if optB.StepCount() != before {
+			t.Fatalf("after %d steps: StepCount after Undo = %d", before, optB.StepCount())
+		}
+		for range 3 {
+			fillGrads(a, ga)
+			optA.Step(a, 1e-2)
+			fillGrads(b, gb)
+			optB.Step(b, 1e-2)
+		}
+		for i := range a {
+			for j := range a[i].W {
+				if a[i].W[j] != b[i].W[j] {
+					t.Fatalf("after %d steps: %s[%d] = %v after Undo, %v without the undone step", before, a[i].Name, j, b[i].W[j], a[i].W[j])
+				}
+			}
+		}
+	}
+}
+
+// TestLoadStateRefusesBadMoments: a NaN or infinite moment, or a negative
+// second moment, in optimizer.safetensors is refused naming the tensor,
+// and the optimiser is left unchanged.
+func TestLoadStateRefusesBadMoments(t *testing.T) {
+	ps := newParams(1)
+	o, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0)
+	fillGrads(ps, rand.New(rand.NewPCG(1, 1)))
+	o.Step(ps, 1e-2)
+	for _, tc := range []struct {
+		name, tensor string
+		value        float32
+		want         string
+	}{
+		{"NaN exp_avg", "layers.0.w.exp_avg", float32(math.NaN()), "layers.0.w.exp_avg[2] = NaN: not finite"},
+		{"Inf exp_avg", "norm.weight.exp_avg", float32(math.Inf(1)), "norm.weight.exp_avg[2] = +Inf: not finite"},
+		{"negative exp_avg_sq", "layers.0.w.exp_avg_sq", -1, "layers.0.w.exp_avg_sq[2] = -1: must be finite and >= 0"},
+		{"NaN exp_avg_sq", "norm.weight.exp_avg_sq", float32(math.NaN()), "norm.weight.exp_avg_sq[2] = NaN"},
+	} {
+		path := filepath.Join(t.TempDir(), StateFileName)
+		if err := o.SaveState(path); err != nil {
+			t.Fatal(err)
+		}
+		f, err := safetensors.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []safetensors.Tensor
+		for _, name := range f.Tensors() {
+			v, shape, _ := f.Float32(name)
+			v = append([]float32(nil), v...)
+			if name == tc.tensor {
+				v[2] = tc.value
+			}
+			ts = append(ts, safetensors.Tensor{Name: name, Shape: shape, F32: v})
+		}
+		if err := safetensors.Write(path, ts, f.Metadata()); err != nil {
+			t.Fatal(err)
+		}
+		fresh, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0)
+		err = fresh.LoadState(path, ps)
+		if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: LoadState error = %v, want ErrState containing %q", tc.name, err, tc.want)
+		}
+		if fresh.StepCount() != 0 {
+			t.Errorf("%s: a refused state changed the optimiser", tc.name)
+		}
+	}
+}

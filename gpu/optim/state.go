@@ -47,7 +47,9 @@ func (o *AdamW) SaveState(path string) error {
 // LoadState restores the step count and moments saved by SaveState for
 // exactly these params (same names and sizes; order may differ). The
 // receiver's hyper-parameters are kept: the configuration in force wins
-// over the file's metadata. On error the receiver is unchanged.
+// over the file's metadata. Moments are range-checked as CheckState does:
+// a NaN, an infinity or a negative exp_avg_sq is refused, naming the
+// tensor. On error the receiver is unchanged.
 func (o *AdamW) LoadState(path string, params []Param) error {
 	f, err := safetensors.Read(path)
 	if err != nil {
@@ -90,6 +92,10 @@ func (o *AdamW) LoadState(path string, params []Param) error {
 		if !want[name] {
 			return fmt.Errorf("load optimizer state %s: tensor %q belongs to no parameter: %w", path, name, ErrState)
 		}
+	}
+	loaded := AdamW{step: step, state: state}
+	if err := loaded.CheckState(); err != nil {
+		return fmt.Errorf("load optimizer state %s: %w", path, err)
 	}
 	o.step, o.state = step, state
 	return nil

@@ -25,8 +25,10 @@ package tensorboard
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -65,9 +67,9 @@ type Writer struct {
 }
 
 // Create makes dir (if needed) and a new event file in it, named
-// events.out.tfevents.<unix seconds>.<host>.<pid> so that a resumed run
-// adds a file instead of overwriting one, and writes the file_version
-// event.
+// events.out.tfevents.<unix seconds>.<host>.<pid> (with a ".N" suffix for
+// a later file of the same process and second) so that a resumed run adds
+// a file instead of overwriting one, and writes the file_version event.
 func Create(dir string) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
@@ -77,8 +79,13 @@ func Create(dir string) (*Writer, error) {
 		host = "localhost"
 	}
 	now := time.Now()
-	path := filepath.Join(dir, fmt.Sprintf("%s%d.%s.%d", FilePrefix, now.Unix(), host, os.Getpid()))
+	base := filepath.Join(dir, fmt.Sprintf("%s%d.%s.%d", FilePrefix, now.Unix(), host, os.Getpid()))
+	path := base
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	for n := 2; errors.Is(err, fs.ErrExist) && n <= 100; n++ { // a second file of this process within one second
+		path = fmt.Sprintf("%s.%d", base, n)
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
 	}

@@ -1,0 +1,228 @@
+// Package meter sets up OpenTelemetry metrics for one node and records
+// mgrpo's own.
+//
+// A node's Provider exports its metrics to an OTLP collector
+// (output.otlp_metrics_endpoint, over trace.protocol), serves them for
+// Prometheus at http://<cluster.host>:<output.prometheus_port>/metrics,
+// both, or neither: then it is off, its Instruments are nil (whose
+// methods do nothing) and proto.actor's own metrics stay off too. The
+// resource names the service (trace.service_name), the node
+// (service.instance.id), the build (service.version) and the node's roles
+// (mgrpo.roles), as trace's does for spans.
+//
+// Besides mgrpo's instruments (Instruments; docs/METRICS.md lists them)
+// the endpoint carries proto.actor's actor metrics (protoactor_*: mailbox
+// lengths, message durations, spawns, restarts, dead letters, futures)
+// when the node's actor system is given MeterProvider, and the Prometheus
+// endpoint the Go runtime's and the process's (go_*, process_*).
+// proto.actor takes its meters from OpenTelemetry's global meter
+// provider, so New makes a Provider that exports anything the global one
+// and Shutdown undoes that: the one piece of global state, which the
+// library forces. Two Providers in one process therefore share
+// proto.actor's metrics (the last one made gets them).
+//
+// It imports OpenTelemetry, the Prometheus client and proto.actor's actor
+// package; nothing of actors.
+//
+//	p, err := meter.New(ctx, meter.Options{ServiceName: "mgrpo", InstanceID: id, Host: "127.0.0.1", PrometheusPort: 9464})
+//	sys := actor.NewActorSystem(actor.WithMetricProviders(p.MeterProvider()))
+//	p.Instruments().Step(12, false, map[string]float64{"train/reward": 0.5})
+//	err = p.Shutdown(ctx)
+package meter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+)
+
+// scopeName is the instrumentation scope of mgrpo's own instruments.
+const scopeName = "github.com/mgrpo/mgrpo"
+
+// metricsPath is the path of the Prometheus endpoint.
+const metricsPath = "/metrics"
+
+// ErrBind: the Prometheus port cannot be bound.
+var ErrBind = errors.New("cannot bind")
+
+// Options configure a node's metrics (config output.* and trace.* plus
+// who the node is).
+type Options struct {
+	// ServiceName is the service.name of every metric.
+	ServiceName string
+	// InstanceID names the node (service.instance.id); Version its build.
+	InstanceID, Version string
+	// Roles are the node's roles (the mgrpo.roles resource attribute).
+	Roles []string
+	// Host and PrometheusPort are where the Prometheus endpoint listens
+	// (cluster.host, output.prometheus_port); port 0 serves none.
+	Host           string
+	PrometheusPort int
+	// OTLPEndpoint is host:port of an OTLP collector ("" for none) and
+	// Protocol grpc or http. Metrics are pushed every 60 s (the SDK's
+	// default; OTEL_METRIC_EXPORT_INTERVAL, in milliseconds, changes it)
+	// and once more on Shutdown.
+	OTLPEndpoint, Protocol string
+}
+
+// Provider is a node's meter provider and its endpoints.
+type Provider struct {
+	sdk    *sdkmetric.MeterProvider // nil when off
+	server *http.Server             // the Prometheus endpoint (nil: none)
+	addr   string
+	inst   *Instruments
+}
+
+// New returns the node's provider: exporting over OTLP and/or serving
+// Prometheus as o asks, or one that is off. A Prometheus port that cannot
+// be bound is an ErrBind naming output.prometheus_port.
+func New(ctx context.Context, o Options) (*Provider, error) {
+	if o.OTLPEndpoint == "" && o.PrometheusPort == 0 {
+		return &Provider{}, nil
+	}
+	res, err := resource.New(ctx, resource.WithAttributes(
+		attribute.String("service.name", o.ServiceName),
+		attribute.String("service.instance.id", o.InstanceID),
+		attribute.String("service.version", o.Version),
+		attribute.String("mgrpo.roles", strings.Join(o.Roles, ",")),
+	))
+	if err != nil {
+		return nil, fmt.Errorf("metrics: resource: %w", err)
+	}
+	p := &Provider{}
+	opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	if o.PrometheusPort != 0 {
+		reader, err := p.serve(o.Host, o.PrometheusPort)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, sdkmetric.WithReader(reader))
+	}
+	if o.OTLPEndpoint != "" {
+		exp, err := otlpExporter(ctx, o)
+		if err != nil {
+			p.closeServer()
+			return nil, err
+		}
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+	}
+	p.sdk = sdkmetric.NewMeterProvider(opts...)
+	otel.SetMeterProvider(p.sdk) // proto.actor's meters come from the global provider
+	p.inst, err = newInstruments(p.sdk.Meter(scopeName))
+	if err != nil {
+		p.Shutdown(ctx)
+		return nil, err
+	}
+	return p, nil
+}
+
+// serve starts the Prometheus endpoint on host:port with a registry of
+// its own (the OTel exporter's, the Go runtime's and the process's
+// collectors) and returns the exporter's reader.
+func (p *Provider) serve(host string, port int) (sdkmetric.Reader, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, fmt.Errorf("metrics: prometheus exporter: %w", err)
+	}
+	lis, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("output.prometheus_port %d: %w: %w", port, ErrBind, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	p.addr = lis.Addr().String()
+	go p.server.Serve(lis) // ends with ErrServerClosed on Shutdown
+	return exp, nil
+}
+
+// otlpExporter is the OTLP exporter of o.Protocol. Connections are lazy:
+// an unreachable collector costs dropped metrics, never a failed run.
+func otlpExporter(ctx context.Context, o Options) (sdkmetric.Exporter, error) {
+	var exp sdkmetric.Exporter
+	var err error
+	switch o.Protocol {
+	case "http":
+		exp, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(o.OTLPEndpoint), otlpmetrichttp.WithInsecure())
+	default:
+		exp, err = otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpoint(o.OTLPEndpoint), otlpmetricgrpc.WithInsecure())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("output.otlp_metrics_endpoint %s: %w", o.OTLPEndpoint, err)
+	}
+	return exp, nil
+}
+
+// MeterProvider is the provider proto.actor's actor system takes
+// (actor.WithMetricProviders), nil when metrics are off.
+func (p *Provider) MeterProvider() metric.MeterProvider {
+	if p.sdk == nil {
+		return nil
+	}
+	return p.sdk
+}
+
+// PrometheusURL is the URL of the Prometheus endpoint, "" when there is
+// none.
+func (p *Provider) PrometheusURL() string {
+	if p.server == nil {
+		return ""
+	}
+	return "http://" + p.addr + metricsPath
+}
+
+// Instruments are the node's instruments, nil when metrics are off.
+func (p *Provider) Instruments() *Instruments { return p.inst }
+
+// Shutdown stops the Prometheus endpoint, exports what OTLP has not sent
+// yet (waiting at most until ctx ends, and 10 s) and gives the global
+// meter provider back to a no-op one.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if p.sdk == nil {
+		p.closeServer()
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := p.closeServer()
+	if serr := p.sdk.Shutdown(ctx); err == nil {
+		err = serr
+	}
+	if otel.GetMeterProvider() == metric.MeterProvider(p.sdk) {
+		otel.SetMeterProvider(noop.NewMeterProvider())
+	}
+	return err
+}
+
+// closeServer closes the Prometheus endpoint, if any.
+func (p *Provider) closeServer() error {
+	if p.server == nil {
+		return nil
+	}
+	return p.server.Close()
+}
