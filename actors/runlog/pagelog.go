@@ -16,7 +16,7 @@ import (
 // every line on its page; a longer run's is thinned to every 2nd, 4th, ...
 // line and its last, as TensorBoard samples long series. A Dir keeps its
 // run's page log in memory, so this bounds the memory however long the run
-// (about 4 KB a key).
+// (32 KB a key).
 const maxPageRows = 4096
 
 // pageLog is a metrics.jsonl-format log as the run page draws it: its
