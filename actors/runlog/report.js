@@ -367,6 +367,17 @@
     svg.append(g);
   }
 
+  // showTip shows html in tip, a box inside fig, beside the mouse.
+  function showTip(fig, tip, html, e) {
+    tip.innerHTML = html;
+    tip.style.display = "block";
+    const fr = fig.getBoundingClientRect(), tw = tip.offsetWidth;
+    let left = e.clientX - fr.left + 14;
+    if (left + tw > fr.width) left = e.clientX - fr.left - tw - 14;
+    tip.style.left = Math.max(0, left) + "px";
+    tip.style.top = (e.clientY - fr.top + 12) + "px";
+  }
+
   let clipSeq = 0;
   // Chart is one panel: key(s) over steps for every run, raw (faint) and
   // smoothed, or for eval keys the measured points of the warm start and RL.
@@ -442,7 +453,7 @@
     caption() {
       const last = this.lines.map((l) => {
         const v = l.sm ? l.sm[l.sm.length - 1] : l.y[l.y.length - 1];
-        return (multi ? "" : "") + (this.asPct ? pct(v) : num(v));
+        return this.asPct ? pct(v) : num(v);
       });
       const keys = this.spec.keys.length > 1 ? this.spec.keys.join(", ") : this.spec.keys[0];
       this.cap.innerHTML = `<span>${esc(this.spec.title)} <span class="key">${esc(keys)}</span></span><span class="last">${esc(last.slice(0, 3).join(" / "))}</span>`;
@@ -473,13 +484,7 @@
         const who = (multi ? l.run.name + " " : "") + (this.spec.keys.length > 1 ? l.key + " " : "");
         html += `<div><i style="background:${l.run.color}"></i>${esc(who)}${fmt(l.y[i])}${l.sm ? ` <span class="muted">smoothed ${fmt(l.sm[i])}</span>` : ""}</div>`;
       }
-      this.tip.innerHTML = html;
-      this.tip.style.display = "block";
-      const fr = this.fig.getBoundingClientRect(), tw = this.tip.offsetWidth;
-      let left = e.clientX - fr.left + 14;
-      if (left + tw > fr.width) left = e.clientX - fr.left - tw - 14;
-      this.tip.style.left = Math.max(0, left) + "px";
-      this.tip.style.top = (e.clientY - fr.top + 12) + "px";
+      showTip(this.fig, this.tip, html, e);
     }
     unhover() {
       this.tip.style.display = "none";
@@ -552,7 +557,7 @@
       const r = runs[this.ri], svg = this.svg, { names, rows } = stages(r);
       svg.replaceChildren();
       this.rows = rows;
-      this.cap.innerHTML = `<span>Stage times per step${multi ? " of " + esc(r.name) : ""} <span class="key">time/*</span></span><span class="last">click a step for its trace</span>`;
+      this.cap.innerHTML = `<span>Stage times per step, s${multi ? ", " + esc(r.name) : ""} <span class="key">time/*</span></span><span class="last">click a step for its trace</span>`;
       if (!rows.length) { this.legend.textContent = "no time/* keys yet"; return; }
       let x0 = rows[0].step, x1 = rows[rows.length - 1].step;
       if (x1 === x0) { x0 -= 1; x1 += 1; }
@@ -606,13 +611,7 @@
       this.cursor.setAttribute("x1", this.sx(row.step));
       this.cursor.setAttribute("x2", this.sx(row.step));
       const r = runs[this.ri];
-      this.tip.innerHTML = stepTable(r, row.step, false);
-      this.tip.style.display = "block";
-      const fr = this.fig.getBoundingClientRect(), tw = this.tip.offsetWidth;
-      let left = e.clientX - fr.left + 14;
-      if (left + tw > fr.width) left = e.clientX - fr.left - tw - 14;
-      this.tip.style.left = Math.max(0, left) + "px";
-      this.tip.style.top = (e.clientY - fr.top + 12) + "px";
+      showTip(this.fig, this.tip, stepTable(r, row.step, false), e);
       if (pin) showStep(r, row.step);
     }
   }
