@@ -16,7 +16,7 @@ import (
 // every line on its page; a longer run's is thinned to every 2nd, 4th, ...
 // line and its last, as TensorBoard samples long series. A Dir keeps its
 // run's page log in memory, so this bounds the memory however long the run
-// (32 KB a key).
+// (about 40 KB a key).
 const maxPageRows = 4096
 
 // pageLog is a metrics.jsonl-format log as the run page draws it: its
@@ -25,10 +25,10 @@ const maxPageRows = 4096
 // headline's totals and means are exact however thin the columns.
 type pageLog struct {
 	steps  []int
-	cols   map[string][]float64 // one value per kept line, NaN where a line lacks the key
-	trace  map[int]string       // trace ids of the kept lines, by step
-	sticky []bool               // the kept line holds an evaluation or an alert: never thinned
-	plain  int                  // kept lines that are not sticky
+	cols   map[string]*column // one value per kept line, null where a line lacks the key
+	trace  map[int]string     // trace ids of the kept lines, by step
+	sticky []bool             // the kept line holds an evaluation or an alert: never thinned
+	plain  int                // kept lines that are not sticky
 	sums   map[string][2]float64
 
 	stride int   // an ordinary line is kept when seen%stride == 0
@@ -38,7 +38,7 @@ type pageLog struct {
 }
 
 func newPageLog() *pageLog {
-	return &pageLog{cols: map[string][]float64{}, trace: map[int]string{}, sums: map[string][2]float64{}, stride: 1}
+	return &pageLog{cols: map[string]*column{}, trace: map[int]string{}, sums: map[string][2]float64{}, stride: 1}
 }
 
 // readPageLog reads the complete lines of the log at path (none when the
@@ -104,15 +104,16 @@ func (l *pageLog) add(rec Record, size int) {
 		if !ok {
 			v = math.NaN()
 		}
-		l.cols[k] = append(c, v)
+		c.push(v)
 	}
 	for k, v := range rec.Values {
 		if _, ok := l.cols[k]; !ok {
-			c := make([]float64, n, n+1)
-			for i := range c {
-				c[i] = math.NaN()
+			c := &column{exact: exactKey(k)}
+			for range n {
+				c.push(math.NaN())
 			}
-			l.cols[k] = append(c, v)
+			c.push(v)
+			l.cols[k] = c
 		}
 	}
 	if rec.TraceID != "" {
@@ -147,8 +148,8 @@ func (l *pageLog) dropLast() {
 		l.plain--
 	}
 	l.steps, l.sticky = l.steps[:n], l.sticky[:n]
-	for k, c := range l.cols {
-		l.cols[k] = c[:n]
+	for _, c := range l.cols {
+		c.truncate(n)
 	}
 	l.tail = false
 }
@@ -173,11 +174,8 @@ func (l *pageLog) halve() {
 		l.steps[j], l.sticky[j] = l.steps[i], l.sticky[i]
 	}
 	l.steps, l.sticky = l.steps[:len(keep)], l.sticky[:len(keep)]
-	for k, c := range l.cols {
-		for j, i := range keep {
-			c[j] = c[i]
-		}
-		l.cols[k] = c[:len(keep)]
+	for _, c := range l.cols {
+		c.keep(keep)
 	}
 	l.stride *= 2
 }
@@ -220,7 +218,7 @@ func (l *pageLog) appendJSON(b *bytes.Buffer) {
 		}
 		appendJSON(b, k)
 		b.WriteByte(':')
-		appendColumn(b, l.cols[k], exactKey(k))
+		l.cols[k].appendJSON(b)
 	}
 	b.WriteString(`},"trace":{`)
 	first := true
@@ -251,35 +249,82 @@ func (l *pageLog) appendJSON(b *bytes.Buffer) {
 	b.WriteString("}}")
 }
 
-// appendColumn appends a column's values (see appendJSON).
-func appendColumn(b *bytes.Buffer, col []float64, exact bool) {
+// column is one key's values over a page log's kept lines, held as the
+// page's JSON numbers (null for none; 6 significant digits unless exact):
+// each page copies them instead of formatting every number again.
+type column struct {
+	enc   []byte  // the values, each followed by a comma
+	ends  []int32 // where each value's comma ends in enc
+	exact bool    // full precision (exactKey)
+}
+
+// push appends v.
+func (c *column) push(v float64) {
 	prec := 6
-	if exact {
+	if c.exact {
 		prec = -1
 	}
-	var num [32]byte
-	if len(col) > 1 && isFinite(col[0]) && constant(col) {
-		b.Write(strconv.AppendFloat(num[:0], col[0], 'g', prec, 64))
+	if isFinite(v) {
+		c.enc = strconv.AppendFloat(c.enc, v, 'g', prec, 64)
+	} else {
+		c.enc = append(c.enc, "null"...)
+	}
+	c.enc = append(c.enc, ',')
+	c.ends = append(c.ends, int32(len(c.enc)))
+}
+
+// value is the JSON of value i.
+func (c *column) value(i int) []byte {
+	start := int32(0)
+	if i > 0 {
+		start = c.ends[i-1]
+	}
+	return c.enc[start : c.ends[i]-1]
+}
+
+// truncate keeps the first n values.
+func (c *column) truncate(n int) {
+	c.ends = c.ends[:n]
+	c.enc = c.enc[:0]
+	if n > 0 {
+		c.enc = c.enc[:c.ends[n-1]]
+	}
+}
+
+// keep keeps the values at the increasing indices idx.
+func (c *column) keep(idx []int) {
+	w := int32(0)
+	for j, i := range idx {
+		w += int32(copy(c.enc[w:], c.value(i))) // moves left: the source is not yet overwritten
+		c.enc[w] = ','
+		w++
+		c.ends[j] = w
+	}
+	c.enc, c.ends = c.enc[:w], c.ends[:len(idx)]
+}
+
+// appendJSON appends the column as a JSON array, or as one number when
+// it holds the same number on every line (see pageLog.appendJSON).
+func (c *column) appendJSON(b *bytes.Buffer) {
+	if n := len(c.ends); n > 1 && c.constant() {
+		b.Write(c.value(0))
 		return
 	}
 	b.WriteByte('[')
-	for i, v := range col {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if !isFinite(v) {
-			b.WriteString("null")
-			continue
-		}
-		b.Write(strconv.AppendFloat(num[:0], v, 'g', prec, 64))
+	if len(c.enc) > 0 {
+		b.Write(c.enc[:len(c.enc)-1])
 	}
 	b.WriteByte(']')
 }
 
-// constant reports whether every value of col equals the first.
-func constant(col []float64) bool {
-	for _, v := range col[1:] {
-		if v != col[0] {
+// constant reports whether every value is the first, a number.
+func (c *column) constant() bool {
+	first := c.value(0)
+	if string(first) == "null" {
+		return false
+	}
+	for i := 1; i < len(c.ends); i++ {
+		if !bytes.Equal(c.value(i), first) {
 			return false
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,9 +45,9 @@ type pageData struct {
 	} `json:"runs"`
 }
 
-// column returns col's values over n steps, NaN for null, expanding a
-// constant.
-func column(t *testing.T, raw json.RawMessage, n int) []float64 {
+// decodeColumn returns a column's values over n steps, NaN for null,
+// expanding a constant.
+func decodeColumn(t *testing.T, raw json.RawMessage, n int) []float64 {
 	t.Helper()
 	var c float64
 	if json.Unmarshal(raw, &c) == nil {
@@ -161,7 +162,7 @@ func TestPageLogJSON(t *testing.T) {
 		{KeyStepTime, []float64{math.NaN(), 0.087530323, 0.1}},
 		{"x", []float64{math.NaN(), math.NaN(), math.NaN()}},
 	} {
-		c := column(t, got.Cols[tc.key], len(recs))
+		c := decodeColumn(t, got.Cols[tc.key], len(recs))
 		if fmt.Sprint(c) != fmt.Sprint(tc.want) {
 			t.Errorf("%s = %v, want %v", tc.key, c, tc.want)
 		}
@@ -197,10 +198,13 @@ func TestPageLogBounded(t *testing.T) {
 	}
 	evals, alert := 0, false
 	for i, s := range l.steps {
-		evals += map[bool]int{true: 1}[isFinite(l.cols[KeyEvalGreedyAccuracy][i])]
+		evals += map[bool]int{true: 1}[string(l.cols[KeyEvalGreedyAccuracy].value(i)) != "null"]
 		alert = alert || s == 77777
 		if i > 0 && s <= l.steps[i-1] {
 			t.Fatalf("steps out of order at %d: %d after %d", i, s, l.steps[i-1])
+		}
+		if got, want := string(l.cols[KeyStepTime].value(i)), strconv.Itoa(s%13); got != want {
+			t.Fatalf("line %d (step %d): %s %s, want %s", i, s, KeyStepTime, got, want)
 		}
 	}
 	if len(l.steps) > maxPageRows+n/1000+2 || len(l.steps) < maxPageRows/2 || evals != n/1000 || !alert {
@@ -211,8 +215,8 @@ func TestPageLogBounded(t *testing.T) {
 		t.Errorf("last step %d, offset %d, sum %v; want %d, %d, [%v %d]", last, l.off, l.sums[KeyStepTime], n, n, sum, n)
 	}
 	for k, c := range l.cols {
-		if len(c) != len(l.steps) {
-			t.Errorf("column %s has %d values for %d lines", k, len(c), len(l.steps))
+		if len(c.ends) != len(l.steps) {
+			t.Errorf("column %s has %d values for %d lines", k, len(c.ends), len(l.steps))
 		}
 	}
 }
