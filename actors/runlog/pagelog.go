@@ -25,11 +25,11 @@ const maxPageRows = 4096
 // headline's totals and means are exact however thin the columns.
 type pageLog struct {
 	steps  []int
-	cols   map[string]*column // one value per kept line, null where a line lacks the key
-	trace  map[int]string     // trace ids of the kept lines, by step
-	sticky []bool             // the kept line holds an evaluation or an alert: never thinned
-	plain  int                // kept lines that are not sticky
-	sums   map[string][2]float64
+	cols   map[string]*column    // one value per kept line, null where a line lacks the key
+	trace  map[int]string        // trace ids of the kept lines, by step
+	sticky []bool                // the kept line holds an evaluation or an alert: never thinned
+	plain  int                   // kept lines that are not sticky
+	sums   map[string][2]float64 // sum and count of each key's finite values, over every line
 
 	stride int   // an ordinary line is kept when seen%stride == 0
 	seen   int   // lines added
