@@ -22,7 +22,7 @@ FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards
 	FuzzAssembler:./messages
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build build-cuda run test test-long fuzz bench proto proto-check lint protoc-installed cuda-check jaeger trace-demo
+.PHONY: help deps build build-cuda run test test-long fuzz bench bench-peer proto proto-check lint protoc-installed cuda-check jaeger trace-demo
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -63,6 +63,16 @@ fuzz: ## run every fuzz target for FUZZTIME (200000x: 200k inputs, ~3-15 s each)
 bench: ## benchmarks of gpu, rewards and actors (BENCHTIME=1s)
 	$(call goblas,test,-run '^$$' -bench . -benchtime=$(BENCHTIME) ./gpu/... ./rewards/... ./actors/...)
 
+# The PyTorch peer (docs/BENCHMARKS.md) and the rounds of the side-by-side comparison.
+PEER ?= ../shared/peer
+PEER_PYTHON ?= /usr/bin/python3
+PEER_PRESETS ?= base,small
+PEER_ROUNDS ?= 3
+bench-peer: build ## the PyTorch peer and mgrpo-node bench back to back, interleaved: medians and ratios
+	@test -f $(PEER)/bench.py || { echo "bench-peer: no $(PEER)/bench.py (set PEER=DIR)"; exit 2; }
+	@$(PEER_PYTHON) -c 'import torch' 2>/dev/null || { echo "bench-peer: $(PEER_PYTHON) has no torch: apt-get install -y python3-torch python3-numpy"; exit 2; }
+	./$(BIN) bench --peer $(PEER) --peer_python $(PEER_PYTHON) --preset $(PEER_PRESETS) --rounds $(PEER_ROUNDS)
+
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) $(GO) install $(PROTOC_GEN_GO)
 
@@ -77,11 +87,12 @@ proto-check: protoc-installed $(TOOLS)/protoc-gen-go ## check the committed *.pb
 	PATH="$(TOOLS):$$PATH" protoc --go_out="$$tmp" --go_opt=paths=source_relative $(PROTOS) && \
 	for p in $(PROTOS); do diff -u "$${p%.proto}.pb.go" "$$tmp/$${p%.proto}.pb.go" || { echo "$${p%.proto}.pb.go is stale: run make proto"; exit 1; }; done
 
-lint: ## gofmt check and go vet
+lint: ## gofmt check and go vet (also the openblas build and the purego build: the Go twins of gpu/internal/vec's assembly)
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.tools/*' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	CGO_LDFLAGS="-L$(OPENBLAS_DIR) -lopenblas" $(GO) vet -tags openblas ./gpu/...
+	$(GO) vet -tags purego ./gpu/...
 
 CUDA_ROOT := $(CURDIR)/.tools/cuda
 cuda-check: ## compile-check the cuda build tag against CUDA headers from Debian non-free (no GPU needed; ~800 MB download once)

@@ -61,6 +61,7 @@ type task struct {
 	try  int
 	on   *member        // nil while waiting
 	span oteltrace.Span // the request's span, from the send to the answer
+	wait oteltrace.Span // from finding the pool empty to a member taking it; nil when it did not wait
 }
 
 // scatter sends every part to a member and calls done exactly once, on
@@ -86,9 +87,13 @@ func (p *pool) scatter(c actor.Context, parts []any, done func(replies []any, er
 // no member, t waits.
 func (p *pool) dispatch(c actor.Context, t *task) {
 	if len(p.members) == 0 {
+		if ctx, ok := p.partContext(t); ok && t.wait == nil {
+			_, t.wait = p.tracer.Start(ctx, p.name+".wait", oteltrace.WithAttributes(attrPart.Int(t.i), attrTry.Int(t.try)))
+		}
 		p.waiting = append(p.waiting, t)
 		return
 	}
+	endWait(t, "")
 	m := p.members[(t.i+t.try)%len(p.members)]
 	for _, o := range p.members {
 		if o.busy < m.busy {
@@ -102,19 +107,40 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 	}
 	p.running[t] = true
 	msg := t.part
-	if h, ok := t.part.(messages.Header); ok && p.tracer != nil && len(h.GetMeta().GetTrace()) > 0 {
+	if ctx, ok := p.partContext(t); ok {
 		// One request span per try, naming where it went; the actor's span
 		// is its child, on whichever node.
-		var ctx context.Context
-		ctx, t.span = p.tracer.Start(trace.Extract(context.Background(), h.GetMeta()), p.name+".request",
+		ctx, t.span = p.tracer.Start(ctx, p.name+".request",
 			oteltrace.WithSpanKind(oteltrace.SpanKindProducer), oteltrace.WithAttributes(
 				attrActor.String(m.pid.GetId()), attrNode.String(nodeName(m)), attrPart.Int(t.i), attrTry.Int(t.try)))
-		if oteltrace.SpanContextFromContext(ctx).IsValid() {
+		if h := t.part.(messages.Header); oteltrace.SpanContextFromContext(ctx).IsValid() {
 			msg = messages.WithMeta(h, trace.WithSpan(ctx, h.GetMeta()))
 		}
 	}
 	f := c.RequestFuture(m.pid, msg, p.timeout)
 	c.ReenterAfter(f, func(res any, err error) { p.answered(c, t, res, err) })
+}
+
+// partContext is the trace context t's part carries, false when it
+// carries none (or the pool does not trace).
+func (p *pool) partContext(t *task) (context.Context, bool) {
+	h, ok := t.part.(messages.Header)
+	if !ok || p.tracer == nil || len(h.GetMeta().GetTrace()) == 0 {
+		return nil, false
+	}
+	return trace.Extract(context.Background(), h.GetMeta()), true
+}
+
+// endWait ends the span of t's wait for a member, if it waited.
+func endWait(t *task, event string) {
+	if t.wait == nil {
+		return
+	}
+	if event != "" {
+		t.wait.AddEvent(event)
+	}
+	t.wait.End()
+	t.wait = nil
 }
 
 // nodeName names where a member runs: its worker node, or this process.
@@ -193,9 +219,11 @@ func (p *pool) add(c actor.Context, m *member) {
 	waiting := p.waiting
 	p.waiting = nil
 	for _, t := range waiting {
-		if !t.g.over {
-			p.dispatch(c, t)
+		if t.g.over {
+			endWait(t, "dropped: its step was over")
+			continue
 		}
+		p.dispatch(c, t)
 	}
 }
 

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -8,7 +9,10 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -178,5 +182,76 @@ func TestPoolWaitsAndReissues(t *testing.T) {
 	close(release) // the dropped member wakes up and answers: nothing changes
 	if n := ask("add other"); n != 2 {
 		t.Fatalf("pool has %v members, want 2", n)
+	}
+}
+
+// tracedParent is dynamicParent's traced twin: its pool starts empty and
+// traces, "add" adds a member that answers every part with "ok", and []any
+// is scattered.
+type tracedParent struct {
+	pool   *pool
+	tracer oteltrace.Tracer
+}
+
+func (p *tracedParent) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		p.pool = &pool{name: "gen", timeout: time.Minute, tracer: p.tracer}
+	case string:
+		pid := c.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+			if _, ok := c.Message().(messages.Header); ok {
+				c.Respond("ok")
+			}
+		}))
+		p.pool.add(c, &member{pid: pid})
+		c.Respond(len(p.pool.members))
+	case []any:
+		sender := c.Sender()
+		p.pool.scatter(c, m, func(replies []any, err error) { c.Send(sender, &scatterResult{replies, err}) })
+	}
+}
+
+// TestPoolTracesTheWait: a part that finds the pool empty has a
+// "<pool>.wait" span, a child of the part's span, that ends when a member
+// joins, before the part's request span starts; a part that finds a member
+// has none.
+func TestPoolTracesTheWait(t *testing.T) {
+	tr, exp := memoryTracer(1)
+	ctx, root := tr.Start(context.Background(), "stage")
+	part := &messages.PromptBatch{Meta: trace.WithSpan(ctx, &messages.StepMeta{Step: 1})}
+	sys := NewSystem(nil, nil)
+	defer sys.Shutdown()
+	parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &tracedParent{tracer: tr} }))
+	result := sys.Root.RequestFuture(parent, []any{part}, time.Minute)
+	time.Sleep(20 * time.Millisecond) // the part waits: no member yet
+	if _, err := sys.Root.RequestFuture(parent, "add", 10*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := result.Result(); err != nil || res.(*scatterResult).err != nil {
+		t.Fatalf("scatter: %v %v", err, res)
+	}
+	if res, err := sys.Root.RequestFuture(parent, []any{part}, 10*time.Second).Result(); err != nil || res.(*scatterResult).err != nil {
+		t.Fatalf("second scatter: %v %v", err, res)
+	}
+	root.End()
+	byName := map[string][]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	waits, reqs := byName["gen.wait"], byName["gen.request"]
+	if len(waits) != 1 || len(reqs) != 2 {
+		t.Fatalf("%d wait and %d request spans, want 1 and 2 (the second part found a member)", len(waits), len(reqs))
+	}
+	w := waits[0]
+	if w.Parent.SpanID() != root.SpanContext().SpanID() {
+		t.Errorf("the wait's parent is %v, want the part's span %v", w.Parent.SpanID(), root.SpanContext().SpanID())
+	}
+	first := reqs[0]
+	if reqs[1].StartTime.Before(first.StartTime) {
+		first = reqs[1]
+	}
+	if w.EndTime.After(first.StartTime) || w.EndTime.Sub(w.StartTime) < 20*time.Millisecond {
+		t.Errorf("the wait ran %v..%v, want at least the 20 ms before the member joined, ending before the request at %v",
+			w.StartTime, w.EndTime, first.StartTime)
 	}
 }

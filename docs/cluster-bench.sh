@@ -48,7 +48,10 @@ echo "default recipe, --role all:       $(stats "$work/all")"
 cluster three "${common[@]}"
 echo "default recipe, 3 processes:      $(stats "$work/three")"
 for preset in tiny small base; do
-  cluster "sync-$preset" --model.preset "$preset" --train.warm_start_steps 0 --train.steps 40 --train.eval_every 0 \
-    --train.checkpoint_every 0 --output.sample_every 0
-  echo "weight sync, $preset preset:        $(stats "$work/sync-$preset")"
+  each=(--model.preset "$preset" --train.warm_start_steps 0 --train.steps 40 --train.eval_every 0
+    --train.checkpoint_every 0 --output.sample_every 0 --train.guard warn)
+  "$bin" --role all --output.dir "$work" --output.name "all-$preset" "${each[@]}" >/dev/null
+  echo "$preset preset, --role all:          $(stats "$work/all-$preset")"
+  cluster "sync-$preset" "${each[@]}"
+  echo "$preset preset, 3 processes:         $(stats "$work/sync-$preset")"
 done

@@ -1,6 +1,10 @@
 package gpu
 
-import "math"
+import (
+	"math"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/vec"
+)
 
 // attnShape describes the fused qkv rows of one padded batch: B sequences of
 // T positions, H query heads and G key/value heads of width E. Each row of
@@ -10,26 +14,53 @@ type attnShape struct{ B, T, H, G, E int }
 func (s attnShape) stride() int      { return (s.H + 2*s.G) * s.E }
 func (s attnShape) kvHead(h int) int { return h / (s.H / s.G) } // Hugging Face repeat_kv
 
+// rotation is the RoPE of a batch's rows: the position of each row and the
+// tables of ropeTable. attention applies it to each sequence's queries and
+// keys just before using them, while they are in cache, and
+// attentionBackward its inverse to their gradients.
+type rotation[F Float] struct {
+	pos      []int32
+	cos, sin []F
+}
+
+// rotate rotates (sign 1) or unrotates (−1) the q and k heads of sequence
+// b's rows of x ([B·T, stride]); a nil rotation does nothing.
+func (r *rotation[F]) rotate(x []F, b int, s attnShape, sign F) {
+	if r != nil {
+		ropeRows(x[b*s.T*s.stride():], r.pos[b*s.T:(b+1)*s.T], s.stride(), s.H+s.G, s.E, r.cos, r.sin, sign)
+	}
+}
+
 // attention computes causal scaled dot-product attention for every sequence
 // and head: P = softmax_causal(q·kᵀ/√E) (stored in probs, [B, H, T, T]) and
 // att = P·v ([B·T, H·E], heads side by side). Query head h reads key/value
-// head h/(H/G). Sequences run in parallel; each writes only its own rows.
-func attention[F Float](att, probs, qkv []F, s attnShape, workers int) {
+// head h/(H/G). rot, if not nil, first rotates each sequence's q and k in
+// place. Sequences run in parallel; each writes only its own rows.
+func attention[F Float](att, probs, qkv []F, s attnShape, rot *rotation[F], workers int) {
+	if workers <= 1 {
+		attentionSeqs(att, probs, qkv, s, rot, 0, s.B)
+		return
+	}
+	parallelFor(s.B, workers, func(_, lo, hi int) { attentionSeqs(att, probs, qkv, s, rot, lo, hi) })
+}
+
+// attentionSeqs is attention for sequences lo..hi-1, on the calling
+// goroutine.
+func attentionSeqs[F Float](att, probs, qkv []F, s attnShape, rot *rotation[F], lo, hi int) {
 	qs, he, tt := s.stride(), s.H*s.E, s.T*s.T
 	scale := F(1 / math.Sqrt(float64(s.E)))
-	parallelFor(s.B, workers, func(_, lo, hi int) {
-		for b := lo; b < hi; b++ {
-			rows := qkv[b*s.T*qs:]
-			for h := 0; h < s.H; h++ {
-				g := s.kvHead(h)
-				q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
-				p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
-				gemm(false, true, s.T, s.T, s.E, scale, q, qs, k, qs, 0, p, s.T)
-				causalSoftmax(p, s.T)
-				gemm(false, false, s.T, s.E, s.T, 1, p, s.T, v, qs, 0, att[b*s.T*he+h*s.E:], he)
-			}
+	for b := lo; b < hi; b++ {
+		rot.rotate(qkv, b, s, 1)
+		rows := qkv[b*s.T*qs:]
+		for h := 0; h < s.H; h++ {
+			g := s.kvHead(h)
+			q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
+			p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
+			gemm(false, true, s.T, s.T, s.E, scale, q, qs, k, qs, 0, p, s.T)
+			causalSoftmax(p, s.T)
+			gemm(false, false, s.T, s.E, s.T, 1, p, s.T, v, qs, 0, att[b*s.T*he+h*s.E:], he)
 		}
-	})
+	}
 }
 
 // causalSoftmax replaces each row i of the [t, t] score matrix by the
@@ -38,15 +69,9 @@ func attention[F Float](att, probs, qkv []F, s attnShape, workers int) {
 func causalSoftmax[F Float](p []F, t int) {
 	for i := 0; i < t; i++ {
 		row := p[i*t : (i+1)*t]
-		mx := row[0]
-		for _, x := range row[1 : i+1] {
-			mx = max(mx, x)
-		}
+		mx := rowMax(row[:i+1])
 		sum := expShiftRow(row[:i+1], row[:i+1], mx, 1)
-		inv := F(1 / sum)
-		for j := 0; j <= i; j++ {
-			row[j] *= inv
-		}
+		scaleRow(row[:i+1], F(1/sum))
 		clear(row[i+1:])
 	}
 }
@@ -56,32 +81,44 @@ func causalSoftmax[F Float](p []F, t int) {
 //	dP = dO·vᵀ,  dv += Pᵀ·dO,  dS = P ⊙ (dP − rowsum(dP ⊙ P)) / √E,
 //	dq = dS·k,   dk += dSᵀ·q,
 //
-// summing over the query heads that share a key/value head. scratch holds
-// workers·T·T elements.
-func attentionBackward[F Float](dqkv, datt, qkv, probs, scratch []F, s attnShape, workers int) {
+// summing over the query heads that share a key/value head; rot, if not
+// nil, then unrotates each sequence's dq and dk (the gradient wrt the
+// unrotated q and k). scratch holds workers·T·T elements.
+func attentionBackward[F Float](dqkv, datt, qkv, probs, scratch []F, s attnShape, rot *rotation[F], workers int) {
+	tt := s.T * s.T
+	if workers <= 1 {
+		attentionBackwardSeqs(dqkv, datt, qkv, probs, scratch[:tt], s, rot, 0, s.B)
+		return
+	}
+	parallelFor(s.B, workers, func(chunk, lo, hi int) {
+		attentionBackwardSeqs(dqkv, datt, qkv, probs, scratch[chunk*tt:(chunk+1)*tt], s, rot, lo, hi)
+	})
+}
+
+// attentionBackwardSeqs is attentionBackward for sequences lo..hi-1, on the
+// calling goroutine, with dp ([T, T]) as scratch.
+func attentionBackwardSeqs[F Float](dqkv, datt, qkv, probs, dp []F, s attnShape, rot *rotation[F], lo, hi int) {
 	qs, he, tt := s.stride(), s.H*s.E, s.T*s.T
 	scale := F(1 / math.Sqrt(float64(s.E)))
-	parallelFor(s.B, workers, func(chunk, lo, hi int) {
-		dp := scratch[chunk*tt : (chunk+1)*tt]
-		for b := lo; b < hi; b++ {
-			rows, drows := qkv[b*s.T*qs:], dqkv[b*s.T*qs:]
-			for t := 0; t < s.T; t++ {
-				clear(drows[t*qs+he : (t+1)*qs]) // dk, dv accumulate over heads
-			}
-			for h := 0; h < s.H; h++ {
-				g := s.kvHead(h)
-				q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
-				dq, dk, dv := drows[h*s.E:], drows[(s.H+g)*s.E:], drows[(s.H+s.G+g)*s.E:]
-				p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
-				do := datt[b*s.T*he+h*s.E:]
-				gemm(false, true, s.T, s.T, s.E, 1, do, he, v, qs, 0, dp, s.T)
-				gemm(true, false, s.T, s.E, s.T, 1, p, s.T, do, he, 1, dv, qs)
-				softmaxBackward(dp, p, s.T, scale)
-				gemm(false, false, s.T, s.E, s.T, 1, dp, s.T, k, qs, 0, dq, qs)
-				gemm(true, false, s.T, s.E, s.T, 1, dp, s.T, q, qs, 1, dk, qs)
-			}
+	for b := lo; b < hi; b++ {
+		rows, drows := qkv[b*s.T*qs:], dqkv[b*s.T*qs:]
+		for t := 0; t < s.T; t++ {
+			clear(drows[t*qs+he : (t+1)*qs]) // dk, dv accumulate over heads
 		}
-	})
+		for h := 0; h < s.H; h++ {
+			g := s.kvHead(h)
+			q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
+			dq, dk, dv := drows[h*s.E:], drows[(s.H+g)*s.E:], drows[(s.H+s.G+g)*s.E:]
+			p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
+			do := datt[b*s.T*he+h*s.E:]
+			gemm(false, true, s.T, s.T, s.E, 1, do, he, v, qs, 0, dp, s.T)
+			gemm(true, false, s.T, s.E, s.T, 1, p, s.T, do, he, 1, dv, qs)
+			softmaxBackward(dp, p, s.T, scale)
+			gemm(false, false, s.T, s.E, s.T, 1, dp, s.T, k, qs, 0, dq, qs)
+			gemm(true, false, s.T, s.E, s.T, 1, dp, s.T, q, qs, 1, dk, qs)
+		}
+		rot.rotate(dqkv, b, s, -1)
+	}
 }
 
 // softmaxBackward turns dP into dS = scale · P ⊙ (dP − rowsum(dP ⊙ P)) in
@@ -89,6 +126,12 @@ func attentionBackward[F Float](dqkv, datt, qkv, probs, scratch []F, s attnShape
 func softmaxBackward[F Float](dp, p []F, t int, scale F) {
 	for i := 0; i < t; i++ {
 		d, pr := dp[i*t:(i+1)*t], p[i*t:(i+1)*t]
+		if is32[F]() { // d = p·(scale·d − scale·(d·p))
+			d32, p32 := as32(d[:i+1]), as32(pr[:i+1])
+			vec.MulAffine(d32, d32, p32, -float32(scale)*vec.Dot(d32, p32), float32(scale))
+			clear(d[i+1:])
+			continue
+		}
 		var dot F
 		for j := 0; j <= i; j++ {
 			dot += d[j] * pr[j]
@@ -97,5 +140,16 @@ func softmaxBackward[F Float](dp, p []F, t int, scale F) {
 			d[j] = scale * pr[j] * (d[j] - dot)
 		}
 		clear(d[i+1:])
+	}
+}
+
+// scaleRow multiplies x by s in place.
+func scaleRow[F Float](x []F, s F) {
+	if is32[F]() {
+		vec.Scale(as32(x), float32(s))
+		return
+	}
+	for i := range x {
+		x[i] *= s
 	}
 }

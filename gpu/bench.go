@@ -1,21 +1,28 @@
 package gpu
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/mgrpo/mgrpo/gpu/loss"
 )
 
 // BenchOptions sets the workload of Bench. Zero fields take the defaults
 // of DESIGN §6: 128 sequences of 32 tokens (16 prompt + 16 completion) for
 // the learner and scoring, 128 prompts of 16 tokens × 16 new tokens for
-// sampling, and at least 1 s (or 3 repeats) per measurement.
+// sampling, and each figure the median of at least 3 runs and 1 s.
 type BenchOptions struct {
 	Batch     int           // sequences per batch
 	PromptLen int           // prompt tokens per sequence (BOS included)
 	NewTokens int           // completion tokens (learner/score) and new tokens (sample)
 	MinTime   time.Duration // measure each figure for at least this long
+	Reps      int           // and at least this many runs (after one warm-up run)
 	Seed      uint64
 	// Device runs the learner step's weight products (nil: the CPU);
 	// sampling and scoring run on the CPU, as in training.
@@ -25,6 +32,7 @@ type BenchOptions struct {
 // BenchResult holds the measured figures (JSON for `mgrpo-node bench`).
 type BenchResult struct {
 	Preset    string `json:"preset"`
+	CPU       string `json:"cpu"` // the processor's model name, family and model
 	BLAS      string `json:"blas"`
 	Device    string `json:"device"`  // the learner's device (Device.Info)
 	Threads   int    `json:"threads"` // GOMAXPROCS
@@ -34,11 +42,21 @@ type BenchResult struct {
 	NewTokens int    `json:"new_tokens"`
 	SeqTokens int    `json:"seq_tokens"` // batch × (prompt + new): tokens per learner/score batch
 
-	LearnerStepSec float64 `json:"learner_step_s"`   // forward + backward + clip + AdamW
+	// Each figure is the median over the timed runs.
+	LearnerStepSec float64 `json:"learner_step_s"`   // GRPO forward + backward + clip + AdamW
 	LearnerGFLOPS  float64 `json:"learner_gflops"`   // 3 × forward FLOPs / step time
 	SampleTokPerS  float64 `json:"sample_tok_per_s"` // new tokens / s (prefill included in the time)
 	ScoreTokPerS   float64 `json:"score_tok_per_s"`  // scored positions / s (forward only)
 	ScoreGFLOPS    float64 `json:"score_gflops"`
+	// The best run of each, which on a shared machine is the closest to
+	// what the figure is when nothing else runs.
+	LearnerStepMinSec float64 `json:"learner_step_min_s"`
+	SampleTokPerSMax  float64 `json:"sample_tok_per_s_max"`
+	ScoreTokPerSMax   float64 `json:"score_tok_per_s_max"`
+	// SgemmGFLOPS is what the machine's float32 matrix products reach, for
+	// comparison: Threads goroutines each running a 1024×1024×1024 product
+	// through the build's BLAS at once (as the shards of a batch do).
+	SgemmGFLOPS float64 `json:"sgemm_gflops"`
 }
 
 func (o BenchOptions) withDefaults() BenchOptions {
@@ -54,6 +72,7 @@ func (o BenchOptions) withDefaults() BenchOptions {
 	if o.MinTime == 0 {
 		o.MinTime = time.Second
 	}
+	o.Reps = max(o.Reps, 3)
 	return o
 }
 
@@ -64,6 +83,8 @@ type benchWorkload struct {
 	seqs    []Sequence
 	prompts [][]int
 	sample  SampleOptions
+	grpo    loss.Config // the learner step's loss: GRPO, bnpo, β = 0.04, as the peer's
+	lb      loss.Batch
 }
 
 func newBenchWorkload(preset string, o BenchOptions) (*benchWorkload, error) {
@@ -101,23 +122,51 @@ func newBenchWorkload(preset string, o BenchOptions) (*benchWorkload, error) {
 		w.prompts = append(w.prompts, p)
 		w.seqs = append(w.seqs, Sequence{Prompt: p, Completion: c})
 	}
+	if err := w.setLoss(rng); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
+// setLoss prepares the learner step's GRPO loss as the peer's bench does:
+// old log-probs from a scoring pass, reference log-probs 0.01·N(0, 1) away
+// from them, one normal advantage per sequence.
+func (w *benchWorkload) setLoss(rng *rand.Rand) error {
+	scores, err := w.model.Score(w.seqs, 1)
+	if err != nil {
+		return err
+	}
+	b := Batch{Seqs: w.seqs}
+	w.lb, w.grpo = b.LossBatch(), loss.Default()
+	w.grpo.Beta = 0.04
+	w.lb.OldLogp, w.lb.RefLogp = make([]float64, len(w.lb.Mask)), make([]float64, len(w.lb.Mask))
+	for i, s := range scores {
+		w.lb.Advantages = append(w.lb.Advantages, rng.NormFloat64())
+		for t, lp := range s.LogProbs {
+			w.lb.OldLogp[i*w.lb.T+t] = lp
+			w.lb.RefLogp[i*w.lb.T+t] = lp + 0.01*rng.NormFloat64()
+		}
+	}
+	return nil
+}
+
 // benchBytes estimates the memory of a benchmark: the model, the learner
-// with its batch workspace, the sampler, the scoring workspace and the
-// batch's token slices.
+// with its batch workspace, the sampler, the scoring workspace, the
+// batch's token slices and the sgemm operands (per thread).
 func benchBytes(cfg Config, o BenchOptions) int64 {
 	seqLen := o.PromptLen + o.NewTokens
 	t := min((seqLen+7)/8*8, cfg.Context)
 	tokens := 16 * float64(o.Batch) * float64(seqLen)
+	sgemm := 3 * 4 * 1024 * 1024 * float64(runtime.GOMAXPROCS(0))
 	sum := float64(cfg.ModelBytes()) + float64(cfg.LearnerBytes(o.Batch, t)) + float64(cfg.ScoreBytes(o.Batch, t)) +
-		float64(cfg.SampleBytes(o.Batch, 1, o.PromptLen, o.NewTokens)) + tokens
+		float64(cfg.SampleBytes(o.Batch, 1, o.PromptLen, o.NewTokens)) + tokens + sgemm
 	return toBytes(sum)
 }
 
 func (w *benchWorkload) learnerStep() error {
-	_, err := w.learner.SupervisedStep(w.seqs)
+	_, err := w.learner.Step(Batch{Seqs: w.seqs}, 1, func(lp, _ []float64) (loss.Result, error) {
+		return loss.Policy(w.grpo, w.lb, lp)
+	})
 	return err
 }
 
@@ -132,19 +181,46 @@ func (w *benchWorkload) score() error {
 }
 
 // timeIt runs f once to warm up, then repeatedly for at least minTime and
-// 3 runs, and returns the mean seconds per run.
-func timeIt(minTime time.Duration, f func() error) (float64, error) {
+// reps runs, and returns the median seconds per run (robust to the odd run
+// slowed by another process on a shared machine) and the fastest run's.
+func timeIt(minTime time.Duration, reps int, f func() error) (median, best float64, err error) {
 	if err := f(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	start, n := time.Now(), 0
-	for n < 3 || time.Since(start) < minTime {
+	var runs []float64
+	for start := time.Now(); len(runs) < reps || time.Since(start) < minTime; {
+		t0 := time.Now()
 		if err := f(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		n++
+		runs = append(runs, time.Since(t0).Seconds())
 	}
-	return time.Since(start).Seconds() / float64(n), nil
+	slices.Sort(runs)
+	return (runs[(len(runs)-1)/2] + runs[len(runs)/2]) / 2, runs[0], nil
+}
+
+// sgemmGFLOPS measures what the machine's matrix products reach at the
+// model's parallelism: workers goroutines each running its own 1024³
+// float32 product through the build's BLAS, as the shards of a batch do.
+func sgemmGFLOPS(minTime time.Duration, reps, workers int) float64 {
+	const n = 1024
+	rng := rand.New(rand.NewPCG(1, 2))
+	ops := make([][3][]float32, workers)
+	for i := range ops {
+		for j := range ops[i] {
+			ops[i][j] = make([]float32, n*n)
+		}
+		for j := range ops[i][0] {
+			ops[i][0][j], ops[i][1][j] = rng.Float32(), rng.Float32()
+		}
+	}
+	sec, _, _ := timeIt(minTime, reps, func() error {
+		parallelFor(workers, workers, func(i, _, _ int) {
+			gemm(false, true, n, n, n, 1, ops[i][0], n, ops[i][1], n, 0, ops[i][2], n)
+		})
+		return nil
+	})
+	return float64(workers) * 2 * n * n * n / sec / 1e9
 }
 
 // Bench measures the learner step, sampling and scoring of a preset on this
@@ -160,21 +236,46 @@ func Bench(preset string, opt BenchOptions) (BenchResult, error) {
 	}
 	cfg := w.model.Config()
 	seqLen := o.PromptLen + o.NewTokens
-	r := BenchResult{Preset: preset, BLAS: BLASInfo(), Device: o.Device.Info(), Threads: runtime.GOMAXPROCS(0), Params: cfg.NumParams(),
+	r := BenchResult{Preset: preset, CPU: CPUName(), BLAS: BLASInfo(), Device: o.Device.Info(), Threads: runtime.GOMAXPROCS(0), Params: cfg.NumParams(),
 		Batch: o.Batch, PromptLen: o.PromptLen, NewTokens: o.NewTokens, SeqTokens: o.Batch * seqLen}
 	flops := cfg.FlopsPerToken(seqLen) * float64(r.SeqTokens)
-	if r.LearnerStepSec, err = timeIt(o.MinTime, w.learnerStep); err != nil {
+	if r.LearnerStepSec, r.LearnerStepMinSec, err = timeIt(o.MinTime, o.Reps, w.learnerStep); err != nil {
 		return r, fmt.Errorf("bench %s: learner: %w", preset, err)
 	}
 	r.LearnerGFLOPS = 3 * flops / r.LearnerStepSec / 1e9
-	sec, err := timeIt(o.MinTime, w.sampleBatch)
+	sec, best, err := timeIt(o.MinTime, o.Reps, w.sampleBatch)
 	if err != nil {
 		return r, fmt.Errorf("bench %s: sample: %w", preset, err)
 	}
-	r.SampleTokPerS = float64(o.Batch*o.NewTokens) / sec
-	if sec, err = timeIt(o.MinTime, w.score); err != nil {
+	r.SampleTokPerS, r.SampleTokPerSMax = float64(o.Batch*o.NewTokens)/sec, float64(o.Batch*o.NewTokens)/best
+	if sec, best, err = timeIt(o.MinTime, o.Reps, w.score); err != nil {
 		return r, fmt.Errorf("bench %s: score: %w", preset, err)
 	}
-	r.ScoreTokPerS, r.ScoreGFLOPS = float64(r.SeqTokens)/sec, flops/sec/1e9
+	r.ScoreTokPerS, r.ScoreGFLOPS, r.ScoreTokPerSMax = float64(r.SeqTokens)/sec, flops/sec/1e9, float64(r.SeqTokens)/best
+	r.SgemmGFLOPS = sgemmGFLOPS(o.MinTime/4, o.Reps, w.model.net.workers)
 	return r, nil
+}
+
+// CPUName names the processor from /proc/cpuinfo: model name, vendor,
+// family and model (hypervisors often report a bare "AMD EPYC"), or the
+// architecture where that file is missing.
+func CPUName() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	field := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" {
+			break // the first processor is enough
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			field[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	name := cmp.Or(field["model name"], runtime.GOARCH)
+	if v := field["vendor_id"]; v != "" {
+		name += fmt.Sprintf(" (%s family %s model %s)", v, field["cpu family"], field["model"])
+	}
+	return name
 }

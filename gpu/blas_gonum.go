@@ -5,6 +5,8 @@ package gpu
 import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/vec"
 )
 
 // BLASName names the BLAS implementation this binary was built with.
@@ -15,5 +17,6 @@ var (
 	blas64Impl blas.Float64 = gonum.Implementation{}
 )
 
-// BLASInfo describes the BLAS in use.
-func BLASInfo() string { return BLASName }
+// BLASInfo describes the BLAS in use and the vector kernels of the
+// element-wise work.
+func BLASInfo() string { return BLASName + "; vector kernels " + vec.Info() }

@@ -51,6 +51,8 @@ import "C"
 import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/netlib/blas/netlib"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/vec"
 )
 
 // BLASName names the BLAS implementation this binary was built with.
@@ -62,11 +64,17 @@ var (
 )
 
 // blasCore is the OpenBLAS kernel set in use (e.g. "SkylakeX"), chosen once
-// at start-up. OpenBLAS runs single-threaded: the kernels split every
-// product over goroutines themselves (splitRows), and OpenBLAS's own worker
-// threads would otherwise spin between calls and take the cores from Go's
-// elementwise work (go-deps §10).
+// at start-up. OpenBLAS runs single-threaded: the model runs one shard of
+// a batch per core (shard.go), each calling BLAS on its own goroutine, and
+// OpenBLAS's own worker threads would otherwise spin between calls and
+// take the cores from Go's element-wise work (go-deps §10). On AMD EPYC
+// (Zen 4) OpenBLAS 0.3.21 picks its Cooperlake (AVX-512) kernels; the
+// SkylakeX and Haswell sets measured the same on the model's shapes, its
+// Zen set about 5% slower (docs/BENCHMARKS.md).
 var blasCore = C.GoString(C.mgrpo_openblas_setup())
 
-// BLASInfo describes the BLAS in use, with OpenBLAS's kernel set.
-func BLASInfo() string { return BLASName + " (" + blasCore + " kernels, 1 thread per goroutine)" }
+// BLASInfo describes the BLAS in use, with OpenBLAS's kernel set, and the
+// vector kernels of the element-wise work.
+func BLASInfo() string {
+	return BLASName + " (" + blasCore + " kernels, 1 thread per goroutine); vector kernels " + vec.Info()
+}

@@ -9,7 +9,13 @@
 // nanoGPT's forward), every matrix product through BLAS — pure-Go gonum by
 // default, OpenBLAS when built with -tags openblas (see blas_openblas.go).
 // The kernels are generic over float32 and float64: the model runs in
-// float32, and the gradient checks run the very same code in float64.
+// float32, and the gradient checks run the very same code in float64. In
+// float32 the element-wise work (exponentials, SwiGLU, RMSNorm, RoPE,
+// cached attention) runs vector kernels, AVX2+FMA assembly on amd64
+// (internal/vec, with portable Go twins elsewhere). A batch runs in shards
+// of sequences, one goroutine per core each with single-threaded kernels
+// and products (shard.go); sampling likewise decodes one group of
+// sequences per core.
 // The weight products (linear.go) go through one seam per model, so a
 // Learner on a CUDA device (LearnerConfig.Device, OpenDevice("cuda") in a
 // -tags cuda build) runs them as cuBLAS products and the rest on the CPU.
@@ -51,8 +57,11 @@
 //     renormalised over the top-k set.
 //   - The learner allocates its activations once per batch shape (B, T)
 //     and reuses them; the heap stays flat across steps.
-//   - Parallel kernels split work by rows or sequences only, so results do
-//     not depend on goroutine scheduling.
+//   - Parallel work is split by rows, sequences or elements only, so
+//     results do not depend on goroutine scheduling; the number of workers
+//     (GOMAXPROCS) enters only through the order of a few sums (the
+//     shards' gradients, the gradient norm) and, with OpenBLAS, the
+//     rounding of a sampled row.
 //
 // Config.Validate bounds every size (hfconfig.MaxDim and friends, at most
 // MaxParams weights). Models, learners, samplers and scoring workspaces

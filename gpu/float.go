@@ -67,6 +67,10 @@ func matmulNT[F Float](dst, x, w []F, n, in, out int, accumulate bool, workers i
 	if accumulate {
 		beta = 1
 	}
+	if workers <= 1 {
+		gemm(false, true, n, out, in, 1, x, in, w, in, beta, dst, out)
+		return
+	}
 	splitRows(n, workers, func(lo, hi int) {
 		gemm(false, true, hi-lo, out, in, 1, x[lo*in:], in, w, in, beta, dst[lo*out:], out)
 	})
@@ -79,6 +83,10 @@ func matmulNN[F Float](dst, dy, w []F, n, in, out int, accumulate bool, workers 
 	if accumulate {
 		beta = 1
 	}
+	if workers <= 1 {
+		gemm(false, false, n, in, out, 1, dy, out, w, in, beta, dst, in)
+		return
+	}
 	splitRows(n, workers, func(lo, hi int) {
 		gemm(false, false, hi-lo, in, out, 1, dy[lo*out:], out, w, in, beta, dst[lo*in:], in)
 	})
@@ -87,6 +95,10 @@ func matmulNN[F Float](dst, dy, w []F, n, in, out int, accumulate bool, workers 
 // matmulTNAdd accumulates the weight gradient of matmulNT: dw += dyᵀ·x, with
 // dy [n, out], x [n, in], dw [out, in]; split over the rows of dw.
 func matmulTNAdd[F Float](dw, dy, x []F, n, in, out int, workers int) {
+	if workers <= 1 {
+		gemm(true, false, out, in, n, 1, dy, out, x, in, 1, dw, in)
+		return
+	}
 	splitRows(out, workers, func(lo, hi int) {
 		gemm(true, false, hi-lo, in, n, 1, dy[lo:], out, x, in, 1, dw[lo*in:], in)
 	})

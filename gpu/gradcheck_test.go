@@ -135,10 +135,10 @@ func TestGradAttention(t *testing.T) {
 		n := s.B * s.T
 		qkv, r := randVec(rng, n*s.stride(), 1), randVec(rng, n*s.H*s.E, 1)
 		att, probs := make([]float64, n*s.H*s.E), make([]float64, s.B*s.H*s.T*s.T)
-		loss := func() float64 { attention(att, probs, qkv, s, 2); return dot(r, att) }
+		loss := func() float64 { attention(att, probs, qkv, s, nil, 2); return dot(r, att) }
 		loss()
 		dqkv, scratch := make([]float64, len(qkv)), make([]float64, 2*s.T*s.T)
-		attentionBackward(dqkv, r, qkv, probs, scratch, s, 2)
+		attentionBackward(dqkv, r, qkv, probs, scratch, s, nil, 2)
 		checkGrad(t, "attention.qkv", qkv, dqkv, nil, loss)
 	}
 }
@@ -165,7 +165,7 @@ func TestGradLogSoftmaxEntropy(t *testing.T) {
 		a[2] = 0 // a row with an entropy gradient only
 		lp, ent := make([]float64, n*v), make([]float64, n)
 		loss := func() float64 {
-			logSoftmaxEntropy(lp, ent, logits, []bool{true, true, true, true}, v, temp, 2)
+			logSoftmaxEntropy(lp, ent, logits, []int32{0, 1, 2, 3}, v, temp, 2)
 			var s float64
 			for r := 0; r < n; r++ {
 				s += a[r]*lp[r*v+int(target[r])] + b[r]*ent[r]
@@ -174,7 +174,7 @@ func TestGradLogSoftmaxEntropy(t *testing.T) {
 		}
 		loss()
 		dz := make([]float64, n*v)
-		logSoftmaxEntropyBackward(dz, lp, ent, target, a, b, v, temp, 2)
+		logSoftmaxEntropyBackward(dz, lp, ent, target, a, b, []int32{0, 1, 2, 3}, v, temp, 2)
 		checkGrad(t, "logsoftmax+entropy.logits", logits, dz, nil, loss)
 	}
 }

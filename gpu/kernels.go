@@ -1,6 +1,10 @@
 package gpu
 
-import "math"
+import (
+	"math"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/vec"
+)
 
 // This file holds the row-wise kernels of the decoder and their backward
 // passes. Every kernel writes dst (or accumulates into a gradient named d…)
@@ -29,20 +33,34 @@ func embedBackward[F Float](dTable, dy []F, tokens []int32, d int) {
 // storing inv for the backward pass. x, dst: [n, d]; inv: [n]; w: [d].
 func rmsnorm[F Float](dst, inv, x, w []F, d int, eps float64, workers int) {
 	n := len(x) / d
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, yr := x[r*d:(r+1)*d], dst[r*d:(r+1)*d]
-			var ss float64
-			for _, v := range xr {
-				ss += float64(v) * float64(v)
-			}
-			s := F(1 / math.Sqrt(ss/float64(d)+eps))
-			inv[r] = s
-			for j, v := range xr {
-				yr[j] = v * s * w[j]
-			}
+	if workers <= 1 {
+		rmsnormRows(dst, inv, x, w, d, eps, 0, n)
+		return
+	}
+	parallelFor(n, workers, func(_, lo, hi int) { rmsnormRows(dst, inv, x, w, d, eps, lo, hi) })
+}
+
+// rmsnormRows is rmsnorm over rows lo..hi-1, on the calling goroutine.
+func rmsnormRows[F Float](dst, inv, x, w []F, d int, eps float64, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		xr, yr := x[r*d:(r+1)*d], dst[r*d:(r+1)*d]
+		if is32[F]() {
+			x32 := as32(xr)
+			s := float32(1 / math.Sqrt(float64(vec.Dot(x32, x32))/float64(d)+eps))
+			inv[r] = F(s)
+			vec.ScaleMul(as32(yr), x32, as32(w), s)
+			continue
 		}
-	})
+		var ss float64
+		for _, v := range xr {
+			ss += float64(v) * float64(v)
+		}
+		s := F(1 / math.Sqrt(ss/float64(d)+eps))
+		inv[r] = s
+		for j, v := range xr {
+			yr[j] = v * s * w[j]
+		}
+	}
 }
 
 // rmsnormBackward accumulates the gradients of rmsnorm: with g = dy ⊙ w and
@@ -51,25 +69,43 @@ func rmsnorm[F Float](dst, inv, x, w []F, d int, eps float64, workers int) {
 //	dx[r] += s·g − s³·x[r]·(g·x[r])/d,   dw += Σ_r dy[r] ⊙ x[r]·s.
 func rmsnormBackward[F Float](dx, dw, dy, x, inv, w []F, d int, workers int) {
 	n := len(x) / d
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, gr, dr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d], dx[r*d:(r+1)*d]
-			s := inv[r]
-			var dot F
-			for j, v := range xr {
-				dot += gr[j] * w[j] * v
-			}
-			c := s * s * s * dot / F(d)
-			for j, v := range xr {
-				dr[j] += s*gr[j]*w[j] - c*v
-			}
-		}
-	})
+	if workers <= 1 {
+		rmsnormBackwardRows(dx, dy, x, inv, w, d, 0, n)
+	} else {
+		parallelFor(n, workers, func(_, lo, hi int) { rmsnormBackwardRows(dx, dy, x, inv, w, d, lo, hi) })
+	}
 	for r := 0; r < n; r++ { // serial: a fixed summation order over rows
 		xr, gr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d]
 		s := inv[r]
+		if is32[F]() {
+			vec.MulAdd(as32(dw), as32(gr), as32(xr), float32(s))
+			continue
+		}
 		for j, v := range xr {
 			dw[j] += gr[j] * v * s
+		}
+	}
+}
+
+// rmsnormBackwardRows is the dx part of rmsnormBackward over rows
+// lo..hi-1, on the calling goroutine.
+func rmsnormBackwardRows[F Float](dx, dy, x, inv, w []F, d int, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		xr, gr, dr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d], dx[r*d:(r+1)*d]
+		s := inv[r]
+		if is32[F]() {
+			s32 := float32(s)
+			c := s32 * s32 * s32 * vec.Dot3(as32(gr), as32(w), as32(xr)) / float32(d)
+			vec.RMSBack(as32(dr), as32(gr), as32(xr), as32(w), s32, c)
+			continue
+		}
+		var dot F
+		for j, v := range xr {
+			dot += gr[j] * w[j] * v
+		}
+		c := s * s * s * dot / F(d)
+		for j, v := range xr {
+			dr[j] += s*gr[j]*w[j] - c*v
 		}
 	}
 }
@@ -94,22 +130,35 @@ func ropeTable[F Float](context, e int, theta float64) (cos, sin []F) {
 // rotation, which is the backward pass since the rotation is orthogonal.
 // It updates x in place because x is the kernel's own activation buffer.
 func rope[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, sign F, workers int) {
-	half := e / 2
+	if workers <= 1 {
+		ropeRows(x, pos, stride, heads, e, cos, sin, sign)
+		return
+	}
 	parallelFor(len(pos), workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			c := cos[int(pos[r])*half : int(pos[r]+1)*half]
-			s := sin[int(pos[r])*half : int(pos[r]+1)*half]
-			row := x[r*stride:]
-			for h := 0; h < heads; h++ {
-				v := row[h*e : (h+1)*e]
-				for i := 0; i < half; i++ {
-					x1, x2 := v[i], v[i+half]
-					v[i] = x1*c[i] - sign*x2*s[i]
-					v[i+half] = x2*c[i] + sign*x1*s[i]
-				}
+		ropeRows(x[lo*stride:], pos[lo:hi], stride, heads, e, cos, sin, sign)
+	})
+}
+
+// ropeRows is rope over the rows of pos, on one goroutine.
+func ropeRows[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, sign F) {
+	half := e / 2
+	for r, p := range pos {
+		c := cos[int(p)*half : int(p+1)*half]
+		s := sin[int(p)*half : int(p+1)*half]
+		row := x[r*stride:]
+		if is32[F]() {
+			vec.RopeHeads(as32(row[:heads*e]), heads, as32(c), as32(s), float32(sign))
+			continue
+		}
+		for h := 0; h < heads; h++ {
+			v := row[h*e : (h+1)*e]
+			for i := 0; i < half; i++ {
+				x1, x2 := v[i], v[i+half]
+				v[i] = x1*c[i] - sign*x2*s[i]
+				v[i+half] = x2*c[i] + sign*x1*s[i]
 			}
 		}
-	})
+	}
 }
 
 // swiglu computes dst[r, j] = silu(g)·u = g·σ(g)·u with g = gu[r, j] and
@@ -117,21 +166,28 @@ func rope[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, sign 
 // keeping σ(g) in sig ([n, m]) for the backward pass.
 func swiglu[F Float](dst, sig, gu []F, m int, workers int) {
 	n := len(gu) / (2 * m)
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
-			y, sg := dst[r*m:(r+1)*m], sig[r*m:(r+1)*m]
-			if is32[F]() {
-				swigluRows32(as32(y), as32(sg), as32(g), as32(u))
-				continue
-			}
-			for j, gj := range g {
-				s := sigmoid(gj)
-				sg[j] = s
-				y[j] = gj * s * u[j]
-			}
+	if workers <= 1 {
+		swigluRows(dst, sig, gu, m, 0, n)
+		return
+	}
+	parallelFor(n, workers, func(_, lo, hi int) { swigluRows(dst, sig, gu, m, lo, hi) })
+}
+
+// swigluRows is swiglu over rows lo..hi-1, on the calling goroutine.
+func swigluRows[F Float](dst, sig, gu []F, m int, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
+		y, sg := dst[r*m:(r+1)*m], sig[r*m:(r+1)*m]
+		if is32[F]() {
+			vec.SwiGLU(as32(y), as32(sg), as32(g), as32(u))
+			continue
 		}
-	})
+		for j, gj := range g {
+			s := sigmoid(gj)
+			sg[j] = s
+			y[j] = gj * s * u[j]
+		}
+	}
 }
 
 // swigluBackward writes the gradient wrt gu, with σ = sig = σ(g):
@@ -139,74 +195,117 @@ func swiglu[F Float](dst, sig, gu []F, m int, workers int) {
 //	dgate = dy·u·σ·(1 + g·(1−σ)),   dup = dy·g·σ.
 func swigluBackward[F Float](dgu, dy, gu, sig []F, m int, workers int) {
 	n := len(gu) / (2 * m)
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
-			dg, du, d := dgu[r*2*m:r*2*m+m], dgu[r*2*m+m:(r+1)*2*m], dy[r*m:(r+1)*m]
-			sg := sig[r*m : (r+1)*m]
-			for j, gj := range g {
-				s := sg[j]
-				dg[j] = d[j] * u[j] * s * (1 + gj*(1-s))
-				du[j] = d[j] * gj * s
-			}
-		}
-	})
+	if workers <= 1 {
+		swigluBackwardRows(dgu, dy, gu, sig, m, 0, n)
+		return
+	}
+	parallelFor(n, workers, func(_, lo, hi int) { swigluBackwardRows(dgu, dy, gu, sig, m, lo, hi) })
 }
 
-// logSoftmaxEntropy turns the logits of the rows with need[r] set ([n, v])
-// into log-probabilities of softmax(logits/temp), row-stable (each row's own
-// maximum is subtracted), written to dst, and the exact entropy
-// H = −Σ p·log p of each row to ent. Other rows are left alone: no loss
-// reads them (prompt and padding positions).
-func logSoftmaxEntropy[F Float](dst, ent, logits []F, need []bool, v int, temp float64, workers int) {
-	n := len(logits) / v
+// swigluBackwardRows is swigluBackward over rows lo..hi-1, on the calling
+// goroutine.
+func swigluBackwardRows[F Float](dgu, dy, gu, sig []F, m int, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
+		dg, du, d := dgu[r*2*m:r*2*m+m], dgu[r*2*m+m:(r+1)*2*m], dy[r*m:(r+1)*m]
+		sg := sig[r*m : (r+1)*m]
+		if is32[F]() {
+			vec.SwiGLUBack(as32(dg), as32(du), as32(d), as32(g), as32(u), as32(sg))
+			continue
+		}
+		for j, gj := range g {
+			s := sg[j]
+			dg[j] = d[j] * u[j] * s * (1 + gj*(1-s))
+			du[j] = d[j] * gj * s
+		}
+	}
+}
+
+// logSoftmaxEntropy turns the logits of rows rows ([len(rows), v],
+// compact) into log-probabilities of softmax(logits/temp), row-stable (each
+// row's own maximum is subtracted), written to dst's row rows[i] ([n, v]),
+// and the exact entropy H = −Σ p·log p of each row to ent[rows[i]]. Other
+// rows are left alone: no loss reads them (prompt and padding positions).
+func logSoftmaxEntropy[F Float](dst, ent, logits []F, rows []int32, v int, temp float64, workers int) {
 	inv := F(1 / temp)
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			if !need[r] {
-				continue
-			}
-			z, lp := logits[r*v:(r+1)*v], dst[r*v:(r+1)*v]
-			mx := z[0]
-			for _, x := range z[1:] {
-				mx = max(mx, x)
-			}
-			sum := expShiftRow(lp, z, mx, inv) // lp holds e^((z−max)/T) for now
-			lse, isum := F(math.Log(sum)), F(1/sum)
-			var h F
-			for i, x := range z {
-				l := (x-mx)*inv - lse
-				h -= lp[i] * isum * l
-				lp[i] = l
-			}
-			ent[r] = h
-		}
-	})
+	if workers <= 1 {
+		logSoftmaxEntropyRows(dst, ent, logits, rows, v, inv, 0, len(rows))
+		return
+	}
+	parallelFor(len(rows), workers, func(_, lo, hi int) { logSoftmaxEntropyRows(dst, ent, logits, rows, v, inv, lo, hi) })
 }
 
-// logSoftmaxEntropyBackward writes dlogits for rows with upstream gradients
-// dlp (of the log-prob of token target[r]) and dH (of the entropy):
+// logSoftmaxEntropyRows is logSoftmaxEntropy over rows lo..hi-1, on the
+// calling goroutine.
+func logSoftmaxEntropyRows[F Float](dst, ent, logits []F, rows []int32, v int, inv F, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		r := int(rows[i])
+		z, lp := logits[i*v:(i+1)*v], dst[r*v:(r+1)*v]
+		mx := rowMax(z)
+		sum := expShiftRow(lp, z, mx, inv) // lp holds e^((z−max)/T) for now
+		lse, isum := F(math.Log(sum)), F(1/sum)
+		var h F
+		for j, x := range z {
+			l := (x-mx)*inv - lse
+			h -= lp[j] * isum * l
+			lp[j] = l
+		}
+		ent[r] = h
+	}
+}
+
+// logSoftmaxEntropyBackward writes dlogits (compact, row i for rows[i])
+// from the upstream gradients dlp (of the log-prob of token target[r]) and
+// dH (of the entropy) of each row r = rows[i]:
 //
 //	dz_v = dlp·(1[v = target] − p_v) − dH·p_v·(log p_v + H),   dlogits = dz / temp.
 //
-// Rows with both gradients zero get zeros (padding and prompt positions).
-func logSoftmaxEntropyBackward[F Float](dlogits, logp, ent []F, target []int32, dlp, dH []float64, v int, temp float64, workers int) {
-	n := len(logp) / v
+// Rows with both gradients zero get zeros.
+func logSoftmaxEntropyBackward[F Float](dlogits, logp, ent []F, target []int32, dlp, dH []float64, rows []int32, v int, temp float64, workers int) {
 	inv := F(1 / temp)
-	parallelFor(n, workers, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			dz, lp := dlogits[r*v:(r+1)*v], logp[r*v:(r+1)*v]
-			a, b := F(dlp[r]), F(dH[r])
-			if a == 0 && b == 0 { // also every row logSoftmaxEntropy skipped
-				clear(dz)
-				continue
-			}
-			h := ent[r]
-			for i, l := range lp {
-				p := expF(l)
-				dz[i] = (-a*p - b*p*(l+h)) * inv
-			}
-			dz[target[r]] += a * inv
-		}
+	if workers <= 1 {
+		logSoftmaxEntropyBackwardRows(dlogits, logp, ent, target, dlp, dH, rows, v, inv, 0, len(rows))
+		return
+	}
+	parallelFor(len(rows), workers, func(_, lo, hi int) {
+		logSoftmaxEntropyBackwardRows(dlogits, logp, ent, target, dlp, dH, rows, v, inv, lo, hi)
 	})
+}
+
+// logSoftmaxEntropyBackwardRows is logSoftmaxEntropyBackward over rows
+// lo..hi-1, on the calling goroutine.
+func logSoftmaxEntropyBackwardRows[F Float](dlogits, logp, ent []F, target []int32, dlp, dH []float64, rows []int32, v int, inv F, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		r := int(rows[i])
+		dz, lp := dlogits[i*v:(i+1)*v], logp[r*v:(r+1)*v]
+		a, b := F(dlp[r]), F(dH[r])
+		if a == 0 && b == 0 {
+			clear(dz)
+			continue
+		}
+		h := ent[r]
+		if is32[F]() { // dz = p·(c0 + c1·l) with p = e^l
+			dz32, lp32 := as32(dz), as32(lp)
+			vec.ExpShift(dz32, lp32, 0, 1)
+			vec.MulAffine(dz32, lp32, dz32, float32(-(a+b*h)*inv), float32(-b*inv))
+		} else {
+			for j, l := range lp {
+				p := expF(l)
+				dz[j] = (-a*p - b*p*(l+h)) * inv
+			}
+		}
+		dz[target[r]] += a * inv
+	}
+}
+
+// rowMax returns the largest element of x (len(x) ≥ 1).
+func rowMax[F Float](x []F) F {
+	if is32[F]() {
+		return F(vec.Max(as32(x)))
+	}
+	m := x[0]
+	for _, v := range x[1:] {
+		m = max(m, v)
+	}
+	return m
 }

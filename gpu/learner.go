@@ -114,15 +114,29 @@ type StepStats struct {
 // one workspace per batch shape, so steady-state steps do not allocate
 // activations. A Learner is not safe for concurrent use.
 type Learner struct {
-	cfg     Config
-	lc      LearnerConfig
-	net     *net[float32]
-	grad    params[float32]
-	params  []optim.Param
-	opt     *optim.AdamW
-	ws      map[[2]int]*acts[float32]
-	version int64
-	before  []float32 // the weights before the last update, for a rollback
+	cfg       Config
+	lc        LearnerConfig
+	net       *net[float32]
+	one       *net[float32] // net's weights, single-threaded: each shard's (shard.go)
+	shards    int           // shards of a batch, at most
+	grad      params[float32]
+	shardGrad []params[float32] // gradients of shards 1.. (shard 0 writes grad)
+	params    []optim.Param
+	opt       *optim.AdamW
+	ws        map[[2]int]*batch[float32]
+	version   int64
+	before    []float32 // the weights before the last update, for a rollback
+}
+
+// learnerShards is the most shards a learner splits its batches into:
+// shardsPerWorker per worker on the CPU, when the shards' extra gradient
+// buffers stay small; one (each product split over the cores, or run by
+// the device) otherwise.
+func learnerShards(c Config, workers int, device bool) int {
+	if device || 4*c.params() > maxShardGradBytes {
+		return 1
+	}
+	return shardCount(math.MaxInt, workers)
 }
 
 // NewLearner returns a learner starting from m's weights (copied) at
@@ -141,14 +155,19 @@ func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 	if !(lc.MaxUpdateRatio >= 0) {
 		return nil, fmt.Errorf("new learner: max update ratio %g must be ≥ 0", lc.MaxUpdateRatio)
 	}
-	// Weights, gradients, AdamW moments, and a copy of weights and moments
-	// to roll a bad update back: 7 float32 per parameter.
-	if err := CheckMemory("the learner (weights, gradients, AdamW state and its rollback copy)", toBytes(28*m.cfg.params())); err != nil {
+	// Weights, AdamW moments, a copy of the three to roll a bad update
+	// back, and a gradient per shard: 6 + shards float32 per parameter.
+	shards := learnerShards(m.cfg, m.net.workers, lc.Device != nil)
+	if err := CheckMemory("the learner (weights, gradients, AdamW state and its rollback copy)", toBytes((24+4*float64(shards))*m.cfg.params())); err != nil {
 		return nil, fmt.Errorf("new learner: %w", err)
 	}
 	w, g := m.Weights(), make([]float32, m.NumParams())
-	l := &Learner{cfg: m.cfg, lc: lc, net: newNet(m.cfg, w, m.net.workers), grad: bindParams(m.cfg, g), opt: opt,
-		ws: map[[2]int]*acts[float32]{}}
+	l := &Learner{cfg: m.cfg, lc: lc, net: newNet(m.cfg, w, m.net.workers), shards: shards, grad: bindParams(m.cfg, g), opt: opt,
+		ws: map[[2]int]*batch[float32]{}}
+	l.one = l.net.serial()
+	for i := 1; i < shards; i++ {
+		l.shardGrad = append(l.shardGrad, bindParams(m.cfg, make([]float32, m.NumParams())))
+	}
 	for _, s := range newLayout(m.cfg).specs {
 		l.params = append(l.params, optim.Param{Name: s.Name, W: w[s.Offset : s.Offset+s.Size()],
 			G: g[s.Offset : s.Offset+s.Size()], NoDecay: s.Norm})
@@ -156,6 +175,7 @@ func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 	if lc.Device != nil {
 		l.net.mm = lc.Device.linear32(l.net.workers)
 	}
+	opt.Workers = l.net.workers
 	l.version = m.version
 	return l, nil
 }
@@ -186,21 +206,32 @@ func (l *Learner) SetWeights(m *Model) error {
 
 // workspace returns the workspace of shape (b, t), keeping at most two
 // shapes alive; a new one must fit in the memory available.
-func (l *Learner) workspace(b, t int) (*acts[float32], error) {
+func (l *Learner) workspace(b, t int) (*batch[float32], error) {
 	key := [2]int{b, t}
-	if a, ok := l.ws[key]; ok {
-		return a, nil
+	if bt, ok := l.ws[key]; ok {
+		return bt, nil
 	}
 	if len(l.ws) >= 2 {
 		clear(l.ws)
 	}
-	need := toBytes(actsBytes(l.cfg, b, t, l.net.workers, true))
+	shards := min(shardCount(b, l.net.workers), l.shards)
+	need := toBytes(batchBytes(l.cfg, b, t, shards, l.net.workers, true))
 	if err := CheckMemory(fmt.Sprintf("a learner batch of %d sequences × %d tokens", b, t), need); err != nil {
 		return nil, err
 	}
-	a := newActs[float32](l.cfg, b, t, l.net.workers, true)
-	l.ws[key] = a
-	return a, nil
+	bt := newBatch[float32](l.cfg, b, t, shards, l.net.workers, true)
+	l.ws[key] = bt
+	return bt, nil
+}
+
+// passNet is the net a pass over bt runs on: the single-threaded view for
+// several shards, the whole net (each product and kernel split over the
+// workers, or on the device) for one.
+func passNet[F Float](full, one *net[F], bt *batch[F]) *net[F] {
+	if len(bt.parts) > 1 {
+		return one
+	}
+	return full
 }
 
 // Score is Model.Score on the learner's current weights.
@@ -213,11 +244,11 @@ func (l *Learner) Score(seqs []Sequence, temperature float64) ([]TokenScores, er
 	}
 	out := make([]TokenScores, len(seqs))
 	if len(seqs) > 0 {
-		a, err := l.workspace(len(seqs), paddedLen(l.cfg, seqs))
+		bt, err := l.workspace(len(seqs), paddedLen(l.cfg, seqs))
 		if err != nil {
 			return nil, fmt.Errorf("score: %w", err)
 		}
-		scoreInto(out, l.net, a, seqs, temperature)
+		scoreInto(out, passNet(l.net, l.one, bt), bt, seqs, temperature)
 		if err := l.net.mm.Err(); err != nil {
 			return nil, fmt.Errorf("score: %w", err)
 		}
@@ -234,32 +265,40 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	if err := l.checkBatch(b, temperature); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
-	a, err := l.workspace(len(b.Seqs), paddedLen(l.cfg, b.Seqs))
+	bt, err := l.workspace(len(b.Seqs), paddedLen(l.cfg, b.Seqs))
 	if err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
 	start := time.Now()
-	a.load(b.Seqs)
-	l.net.forward(a, temperature)
+	n := passNet(l.net, l.one, bt)
+	bt.load(b.Seqs)
+	bt.each(func(_ int, a *acts[float32]) { n.forward(a, temperature) })
 	if err := l.net.mm.Err(); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: forward: %w", err)
 	}
-	lp, ent, st := l.tokenOutputs(a, b)
+	lp, ent, st := l.tokenOutputs(bt, b)
 	g, err := lossFn(lp, ent)
 	if err != nil {
 		return StepStats{}, fmt.Errorf("learner step: loss: %w", err)
 	}
-	if err := l.setUpstream(a, b, g); err != nil {
+	if err := l.setUpstream(bt, b, g); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
 	forwardEnd := time.Now()
-	clear(l.grad.flat)
-	l.net.backward(a, l.grad, temperature)
+	bt.each(func(i int, a *acts[float32]) {
+		g := l.grad
+		if i > 0 {
+			g = l.shardGrad[i-1]
+		}
+		clear(g.flat)
+		n.backward(a, g, temperature)
+	})
 	if err := l.net.mm.Err(); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: backward: %w", err)
 	}
+	l.sumShardGrads(len(bt.parts) - 1)
 	backwardEnd := time.Now()
-	st.GradNorm = optim.ClipGlobalNorm(l.params, l.lc.MaxGradNorm)
+	st.GradNorm = optim.ClipGlobalNorm(l.params, l.lc.MaxGradNorm, l.net.workers)
 	if math.IsNaN(st.GradNorm) || math.IsInf(st.GradNorm, 0) {
 		return StepStats{}, fmt.Errorf("learner step: gradient norm %g: %w", st.GradNorm, ErrNonFinite)
 	}
@@ -348,15 +387,28 @@ func (l *Learner) checkBatch(b Batch, temperature float64) error {
 	return checkSequences(l.cfg, b.Seqs)
 }
 
+// sumShardGrads adds the gradients of shards 1..k into grad, in shard
+// order, split over the workers by parameter ranges.
+func (l *Learner) sumShardGrads(k int) {
+	if k == 0 {
+		return
+	}
+	splitRows(len(l.grad.flat), l.net.workers, func(lo, hi int) {
+		for _, sg := range l.shardGrad[:k] {
+			blas32Impl.Saxpy(hi-lo, 1, sg.flat[lo:hi], 1, l.grad.flat[lo:hi], 1)
+		}
+	})
+}
+
 // tokenOutputs gathers the [N·Width] log-probs and entropies of the
 // completion tokens after a forward pass, with counts for the stats.
-func (l *Learner) tokenOutputs(a *acts[float32], b Batch) (lp, ent []float64, st StepStats) {
+func (l *Learner) tokenOutputs(bt *batch[float32], b Batch) (lp, ent []float64, st StepStats) {
 	w, v := b.width(), l.cfg.Vocab
 	lp, ent = make([]float64, len(b.Seqs)*w), make([]float64, len(b.Seqs)*w)
 	var hsum float64
 	for i, s := range b.Seqs {
 		for t, id := range s.Completion {
-			r := a.completionRow(i, s, t)
+			a, r := bt.row(i, s, t)
 			lp[i*w+t], ent[i*w+t] = float64(a.logp[r*v+id]), float64(a.ent[r])
 			hsum += ent[i*w+t]
 			st.Tokens++
@@ -369,7 +421,7 @@ func (l *Learner) tokenOutputs(a *acts[float32], b Batch) (lp, ent []float64, st
 
 // setUpstream checks the loss output and scatters its per-token gradients
 // onto the workspace rows.
-func (l *Learner) setUpstream(a *acts[float32], b Batch, g loss.Result) error {
+func (l *Learner) setUpstream(bt *batch[float32], b Batch, g loss.Result) error {
 	w, n := b.width(), len(b.Seqs)*b.width()
 	if len(g.DLogp) != n || (g.DEntropy != nil && len(g.DEntropy) != n) {
 		return fmt.Errorf("%w: loss gradients have %d/%d elements, want %d", ErrBadInput, len(g.DLogp), len(g.DEntropy), n)
@@ -377,11 +429,13 @@ func (l *Learner) setUpstream(a *acts[float32], b Batch, g loss.Result) error {
 	if math.IsNaN(g.Loss) || math.IsInf(g.Loss, 0) {
 		return fmt.Errorf("loss %g: %w", g.Loss, ErrNonFinite)
 	}
-	clear(a.dlp)
-	clear(a.dH)
+	for _, a := range bt.parts {
+		clear(a.dlp)
+		clear(a.dH)
+	}
 	for i, s := range b.Seqs {
 		for t := range s.Completion {
-			r := a.completionRow(i, s, t)
+			a, r := bt.row(i, s, t)
 			a.dlp[r] = g.DLogp[i*w+t]
 			if g.DEntropy != nil {
 				a.dH[r] = g.DEntropy[i*w+t]

@@ -42,26 +42,30 @@ func (c Config) modelBytes() float64 {
 // workspace of that shape (every layer's activations, attention
 // probabilities [b, heads, t, t] included).
 func (c Config) LearnerBytes(b, t int) int64 {
-	return toBytes(c.modelBytes() + 12*c.params() + actsBytes(c, b, t, runtime.GOMAXPROCS(0), true))
+	workers := runtime.GOMAXPROCS(0)
+	shards := learnerShards(c, workers, false)
+	extra := 4 * float64(shards-1) * c.params() // the shards' gradients
+	return toBytes(c.modelBytes() + 12*c.params() + extra + batchBytes(c, b, t, min(shardCount(b, workers), shards), workers, true))
 }
 
 // ScoreBytes is the memory of Model.Score's forward-only workspace for b
 // sequences padded to t tokens (Score works in chunks of at most 128).
 func (c Config) ScoreBytes(b, t int) int64 {
-	return toBytes(actsBytes(c, min(b, scoreChunk), t, runtime.GOMAXPROCS(0), false))
+	b = min(b, scoreChunk)
+	return toBytes(batchBytes(c, b, t, shardCount(b, runtime.GOMAXPROCS(0)), runtime.GOMAXPROCS(0), false))
 }
 
 // SampleBytes is the memory Model.Sample needs to draw n completions of
 // newTokens tokens for each of prompts prompts of promptLen tokens: the
 // key/value cache of prompts·n sequences of promptLen + newTokens
 // positions (at most the context), the activations and logits of the
-// prefill rows, the samplers' buffers and the returned tokens, log-probs
-// and entropies.
+// prefill rows, the samplers' buffers, the returned tokens, log-probs and
+// entropies, and (once per Model) a transposed copy of the weights.
 func (c Config) SampleBytes(prompts, n, promptLen, newTokens int) int64 {
 	slots := float64(prompts) * float64(n)
 	tmax := min(float64(promptLen)+float64(newTokens), float64(c.Context))
 	rows := max(float64(prompts)*float64(promptLen), slots)
-	return toBytes(sampleBytes(c, slots, tmax, rows, float64(newTokens), runtime.GOMAXPROCS(0)))
+	return toBytes(4*c.params() + sampleBytes(c, slots, tmax, rows, float64(newTokens), runtime.GOMAXPROCS(0)))
 }
 
 // sampleBytes is the decoder of slots sequences of tmax positions with
@@ -89,8 +93,8 @@ func actsBytes(c Config, b, t, workers int, train bool) float64 {
 		layers, resid = float64(c.Layers), float64(c.Layers)+1
 	}
 	perLayer := n*(3*d+2+qs+he+4*m) + float64(b)*float64(c.Heads)*tf*tf
-	floats := layers*perLayer + resid*n*d + n*(d+2+2*v)
-	bytes := 4*floats + 13*n // tokens, pos, targets (int32), need (bool)
+	floats := layers*perLayer + resid*n*d + n*(he+d+2+2*v)
+	bytes := 4*floats + 17*n // tokens, pos, targets, rows (int32), need (bool)
 	if train {
 		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf
 		bytes += 4*scratch + 16*n // + dlp, dH (float64)

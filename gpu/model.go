@@ -33,6 +33,7 @@ type acts[F Float] struct {
 	pos     []int32   // [N] position of each row within its sequence
 	targets []int32   // [N] next token of each row (for the log-prob gather)
 	need    []bool    // [N] rows whose next-token distribution is read (completion positions)
+	rows    []int32   // the need rows in order (forward fills it): the last block runs on these only
 	resid   [][]F     // L+1 × [N, D]: input of each block; resid[L] is the output
 	mid     [][]F     // L × [N, D]: residual after attention
 	xn1     [][]F     // L × [N, D]: input_layernorm output
@@ -45,16 +46,24 @@ type acts[F Float] struct {
 	gu      [][]F     // L × [N, 2M]: gate and up projections
 	act     [][]F     // L × [N, M]: silu(gate)·up
 	sig     [][]F     // L × [N, M]: sigmoid(gate)
-	xf      []F       // [N, D]: final norm output
-	invf    []F       // [N]
+	attRows []F       // [K, H·E]: the last block's attention output on the K need rows
+	xf      []F       // [K, D]: final norm output (need rows)
+	invf    []F       // [K]
 	logp    []F       // [N, V]: log_softmax(logits / temperature), on need rows only
 	ent     []F       // [N]: entropy of each need row's next-token distribution
 	dlp, dH []float64 // [N]: upstream gradients per row (zero where unused)
 
-	// backward scratch, shared by all layers; dlogits ([N, V]) also holds
+	// backward scratch, shared by all layers; dlogits ([K, V]) also holds
 	// the logits in the forward pass
 	dx, dxn, dqkv, datt, dgu, dact, dlogits, dscores []F
 }
+
+// The last block after attention (o_proj, its residual, the MLP), the final
+// norm and lm_head run only on the need rows: no loss reads the others'
+// outputs, which only the later positions' attention (the keys and values,
+// computed for every row) depends on. Their buffers (mid, xn2, inv2, gu,
+// act, sig of the last layer, resid[L], xf, invf, dlogits) hold the K need
+// rows first, compacted in row order.
 
 // newActs allocates the workspace of shape (b, t). With train false it is
 // a forward-only (scoring) workspace: every layer shares one set of buffers
@@ -76,9 +85,9 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		return s
 	}
 	a := &acts[F]{B: b, T: t, tokens: make([]int32, n), pos: make([]int32, n), targets: make([]int32, n), need: make([]bool, n),
-		mid: mkL(n * d), xn1: mkL(n * d), inv1: mkL(n), qkv: mkL(n * qs),
+		rows: make([]int32, 0, n), mid: mkL(n * d), xn1: mkL(n * d), inv1: mkL(n), qkv: mkL(n * qs),
 		probs: mkL(b * c.Heads * t * t), att: mkL(n * he), xn2: mkL(n * d), inv2: mkL(n), gu: mkL(n * 2 * m),
-		act: mkL(n * m), sig: mkL(n * m), xf: mk(n * d), invf: mk(n), logp: mk(n * c.Vocab), ent: mk(n),
+		act: mkL(n * m), sig: mkL(n * m), attRows: mk(n * he), xf: mk(n * d), invf: mk(n), logp: mk(n * c.Vocab), ent: mk(n),
 		dlogits: mk(n * c.Vocab)}
 	a.resid = make([][]F, c.Layers+1)
 	for i := range a.resid {
@@ -108,54 +117,101 @@ func (n *net[F]) forward(a *acts[F], temp float64) {
 	N, D, M, V := a.B*a.T, c.Hidden, c.MLP, c.Vocab
 	as := n.attnShape(a.B, a.T)
 	qs, he := as.stride(), as.H*as.E
+	a.rows = a.rows[:0]
+	for r, need := range a.need {
+		if need {
+			a.rows = append(a.rows, int32(r))
+		}
+	}
+	K := len(a.rows)
+	rot := &rotation[F]{pos: a.pos, cos: n.cos, sin: n.sin}
 	embed(a.resid[0], w.embed, a.tokens, D)
 	for l, lw := range w.layers {
 		x := a.resid[l]
 		rmsnorm(a.xn1[l], a.inv1[l], x, lw.attnNorm, D, c.NormEps, k)
 		n.mm.NT(a.qkv[l], a.xn1[l], lw.qkv, N, D, qs, false)
-		rope(a.qkv[l], a.pos, qs, as.H+as.G, as.E, n.cos, n.sin, 1, k)
-		attention(a.att[l], a.probs[l], a.qkv[l], as, k)
-		copy(a.mid[l], x)
-		n.mm.NT(a.mid[l], a.att[l], lw.o, N, he, D, true) // mid = x + o_proj(att)
-		rmsnorm(a.xn2[l], a.inv2[l], a.mid[l], lw.mlpNorm, D, c.NormEps, k)
-		n.mm.NT(a.gu[l], a.xn2[l], lw.gateUp, N, D, 2*M, false)
-		swiglu(a.act[l], a.sig[l], a.gu[l], M, k)
-		copy(a.resid[l+1], a.mid[l])
-		n.mm.NT(a.resid[l+1], a.act[l], lw.down, N, M, D, true) // x' = mid + down_proj(act)
+		attention(a.att[l], a.probs[l], a.qkv[l], as, rot, k) // rotates q and k first
+		// R rows go on from here, att their attention output
+		R, att := N, a.att[l]
+		if l == c.Layers-1 {
+			R, att = K, a.attRows[:K*he]
+			gatherRows(att, a.att[l], a.rows, he)
+			gatherRows(a.mid[l], x, a.rows, D)
+		} else {
+			copy(a.mid[l], x)
+		}
+		n.mm.NT(a.mid[l], att, lw.o, R, he, D, true) // mid = x + o_proj(att)
+		rmsnorm(a.xn2[l][:R*D], a.inv2[l][:R], a.mid[l][:R*D], lw.mlpNorm, D, c.NormEps, k)
+		n.mm.NT(a.gu[l], a.xn2[l], lw.gateUp, R, D, 2*M, false)
+		swiglu(a.act[l][:R*M], a.sig[l], a.gu[l][:R*2*M], M, k)
+		copy(a.resid[l+1][:R*D], a.mid[l][:R*D])
+		n.mm.NT(a.resid[l+1], a.act[l], lw.down, R, M, D, true) // x' = mid + down_proj(act)
 	}
-	rmsnorm(a.xf, a.invf, a.resid[c.Layers], w.norm, D, c.NormEps, k)
-	n.mm.NT(a.dlogits, a.xf, w.head, N, D, V, false) // logits: [N, V] (dlogits as scratch)
-	logSoftmaxEntropy(a.logp, a.ent, a.dlogits, a.need, V, temp, k)
+	rmsnorm(a.xf[:K*D], a.invf[:K], a.resid[c.Layers][:K*D], w.norm, D, c.NormEps, k)
+	n.mm.NT(a.dlogits, a.xf, w.head, K, D, V, false) // logits: [K, V] (dlogits as scratch)
+	logSoftmaxEntropy(a.logp, a.ent, a.dlogits[:K*V], a.rows, V, temp, k)
 }
 
 // backward accumulates into g the gradient of a loss whose derivatives wrt
 // each row's target log-prob and entropy are a.dlp and a.dH; forward must
-// have run on a with the same temperature.
+// have run on a with the same temperature. Rows outside a.need must have
+// zero derivatives.
 func (n *net[F]) backward(a *acts[F], g params[F], temp float64) {
 	c, w, k := n.cfg, n.w, n.workers
 	N, D, M, V := a.B*a.T, c.Hidden, c.MLP, c.Vocab
 	as := n.attnShape(a.B, a.T)
 	qs, he := as.stride(), as.H*as.E
-	logSoftmaxEntropyBackward(a.dlogits, a.logp, a.ent, a.targets, a.dlp, a.dH, V, temp, k)
-	n.mm.TNAdd(g.head, a.dlogits, a.xf, N, D, V)
-	n.mm.NN(a.dxn, a.dlogits, w.head, N, D, V, false)
-	clear(a.dx)
-	rmsnormBackward(a.dx, g.norm, a.dxn, a.resid[c.Layers], a.invf, w.norm, D, k)
-	for l := c.Layers - 1; l >= 0; l-- { // a.dx holds dLoss/d resid[l+1]
+	K := len(a.rows)
+	rot := &rotation[F]{pos: a.pos, cos: n.cos, sin: n.sin}
+	logSoftmaxEntropyBackward(a.dlogits[:K*V], a.logp, a.ent, a.targets, a.dlp, a.dH, a.rows, V, temp, k)
+	n.mm.TNAdd(g.head, a.dlogits, a.xf, K, D, V)
+	n.mm.NN(a.dxn, a.dlogits, w.head, K, D, V, false)
+	clear(a.dx[:K*D])
+	rmsnormBackward(a.dx[:K*D], g.norm, a.dxn[:K*D], a.resid[c.Layers][:K*D], a.invf[:K], w.norm, D, k)
+	for l := c.Layers - 1; l >= 0; l-- { // a.dx holds dLoss/d resid[l+1] (the need rows for the last block)
 		lw, lg := w.layers[l], g.layers[l]
-		n.mm.TNAdd(lg.down, a.dx, a.act[l], N, M, D)
-		n.mm.NN(a.dact, a.dx, lw.down, N, M, D, false)
-		swigluBackward(a.dgu, a.dact, a.gu[l], a.sig[l], M, k)
-		n.mm.TNAdd(lg.gateUp, a.dgu, a.xn2[l], N, D, 2*M)
-		n.mm.NN(a.dxn, a.dgu, lw.gateUp, N, D, 2*M, false)
-		rmsnormBackward(a.dx, lg.mlpNorm, a.dxn, a.mid[l], a.inv2[l], lw.mlpNorm, D, k) // now dLoss/d mid
-		n.mm.TNAdd(lg.o, a.dx, a.att[l], N, he, D)
-		n.mm.NN(a.datt, a.dx, lw.o, N, he, D, false)
-		attentionBackward(a.dqkv, a.datt, a.qkv[l], a.probs[l], a.dscores, as, k)
-		rope(a.dqkv, a.pos, qs, as.H+as.G, as.E, n.cos, n.sin, -1, k)
+		R, att := N, a.att[l]
+		if l == c.Layers-1 {
+			R, att = K, a.attRows[:K*he]
+		}
+		n.mm.TNAdd(lg.down, a.dx, a.act[l], R, M, D)
+		n.mm.NN(a.dact, a.dx, lw.down, R, M, D, false)
+		swigluBackward(a.dgu[:R*2*M], a.dact[:R*M], a.gu[l][:R*2*M], a.sig[l], M, k)
+		n.mm.TNAdd(lg.gateUp, a.dgu, a.xn2[l], R, D, 2*M)
+		n.mm.NN(a.dxn, a.dgu, lw.gateUp, R, D, 2*M, false)
+		rmsnormBackward(a.dx[:R*D], lg.mlpNorm, a.dxn[:R*D], a.mid[l][:R*D], a.inv2[l][:R], lw.mlpNorm, D, k) // now dLoss/d mid
+		n.mm.TNAdd(lg.o, a.dx, att, R, he, D)
+		n.mm.NN(a.datt, a.dx, lw.o, R, he, D, false)
+		if R < N { // back to every row: the others get gradients through attention only
+			scatterRows(a.datt, R, a.rows, he, N)
+			scatterRows(a.dx, R, a.rows, D, N)
+		}
+		attentionBackward(a.dqkv, a.datt, a.qkv[l], a.probs[l], a.dscores, as, rot, k) // dq, dk unrotated
 		n.mm.TNAdd(lg.qkv, a.dqkv, a.xn1[l], N, D, qs)
 		n.mm.NN(a.dxn, a.dqkv, lw.qkv, N, D, qs, false)
 		rmsnormBackward(a.dx, lg.attnNorm, a.dxn, a.resid[l], a.inv1[l], lw.attnNorm, D, k) // dLoss/d resid[l]
 	}
 	embedBackward(g.embed, a.dx, a.tokens, D)
+}
+
+// gatherRows copies rows rows of src ([*, d]) to the first len(rows) rows
+// of dst.
+func gatherRows[F Float](dst, src []F, rows []int32, d int) {
+	for i, r := range rows {
+		copy(dst[i*d:(i+1)*d], src[int(r)*d:(int(r)+1)*d])
+	}
+}
+
+// scatterRows spreads, in place, the first k rows of x ([n, d]) to rows
+// rows[0..k) (ascending, so row i moves to rows[i] ≥ i: the last first) and
+// zeros every other row.
+func scatterRows[F Float](x []F, k int, rows []int32, d, n int) {
+	next := n // rows [rows[i]+1, next) are zeroed
+	for i := k - 1; i >= 0; i-- {
+		r := int(rows[i])
+		clear(x[(r+1)*d : next*d])
+		copy(x[r*d:(r+1)*d], x[i*d:(i+1)*d])
+		next = r
+	}
+	clear(x[:next*d])
 }

@@ -20,10 +20,11 @@ type Model struct {
 	cfg     Config
 	version int64
 	net     *net[float32]
+	one     *net[float32] // net's weights, single-threaded: each shard's (shard.go)
 
 	mu       sync.Mutex
-	spare    map[[2]int]*acts[float32] // idle scoring workspaces by (B, T)
-	decoders decoderPool[float32]      // idle sampling cache
+	spare    map[[2]int]*batch[float32] // idle scoring workspaces by (B, T)
+	decoders decoderPool[float32]       // idle sampling cache
 }
 
 // NewModel returns a model with Hugging Face's initialisation drawn from
@@ -57,7 +58,8 @@ func NewModelFromWeights(cfg Config, w []float32, version int64) (*Model, error)
 
 // newModel takes ownership of w.
 func newModel(cfg Config, w []float32, version int64) *Model {
-	return &Model{cfg: cfg, version: version, net: newNet(cfg, w, runtime.GOMAXPROCS(0)), spare: map[[2]int]*acts[float32]{}}
+	n := newNet(cfg, w, runtime.GOMAXPROCS(0))
+	return &Model{cfg: cfg, version: version, net: n, one: n.serial(), spare: map[[2]int]*batch[float32]{}}
 }
 
 // Config returns the model's dimensions.
@@ -96,25 +98,26 @@ func (m *Model) Tensor(name string) ([]float32, []int, error) {
 
 // workspace takes an idle workspace of shape (b, t) or makes one (if it
 // fits in memory); give it back with release.
-func (m *Model) workspace(b, t int) (*acts[float32], error) {
+func (m *Model) workspace(b, t int) (*batch[float32], error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if a, ok := m.spare[[2]int{b, t}]; ok {
+	if bt, ok := m.spare[[2]int{b, t}]; ok {
 		delete(m.spare, [2]int{b, t})
-		return a, nil
+		return bt, nil
 	}
-	need := toBytes(actsBytes(m.cfg, b, t, m.net.workers, false))
+	shards := shardCount(b, m.net.workers)
+	need := toBytes(batchBytes(m.cfg, b, t, shards, m.net.workers, false))
 	if err := CheckMemory(fmt.Sprintf("scoring %d sequences × %d tokens", b, t), need); err != nil {
 		return nil, err
 	}
-	return newActs[float32](m.cfg, b, t, m.net.workers, false), nil
+	return newBatch[float32](m.cfg, b, t, shards, m.net.workers, false), nil
 }
 
-func (m *Model) release(a *acts[float32]) {
+func (m *Model) release(bt *batch[float32]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.spare) >= 2 { // bound the memory kept for odd shapes
 		clear(m.spare)
 	}
-	m.spare[[2]int{a.B, a.T}] = a
+	m.spare[[2]int{bt.B, bt.T}] = bt
 }

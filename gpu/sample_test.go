@@ -21,7 +21,7 @@ func maxScoreDiff[F Float](t *testing.T, n *net[F], prompts [][]int, samples []S
 	t.Helper()
 	seqs := samplesAsSequences(prompts, samples)
 	scores := make([]TokenScores, len(seqs))
-	scoreInto(scores, n, newActs[F](n.cfg, len(seqs), paddedLen(n.cfg, seqs), n.workers, false), seqs, temp)
+	scoreInto(scores, n, newBatch[F](n.cfg, len(seqs), paddedLen(n.cfg, seqs), 1, n.workers, false), seqs, temp)
 	worst := 0.0
 	for i, s := range samples {
 		if len(s.LogProbs) != len(s.Tokens) || len(s.Entropies) != len(s.Tokens) {
@@ -272,7 +272,7 @@ func TestDrawTokenFrequencies(t *testing.T) {
 			z[i] = math.Log(q)
 		}
 		dr := newDrawer(len(z), SampleOptions{Temperature: 1, TopK: tc.k, TopP: tc.p})
-		rng := rand.New(rand.NewPCG(7, 0))
+		rng := rand.NewPCG(7, 0)
 		count := make([]int, len(z))
 		for range draws {
 			tok, lp, _ := drawToken(dr, z, rng)

@@ -88,31 +88,31 @@ func (m *Model) Score(seqs []Sequence, temperature float64) ([]TokenScores, erro
 	out := make([]TokenScores, len(seqs))
 	for lo := 0; lo < len(seqs); lo += scoreChunk {
 		chunk := seqs[lo:min(lo+scoreChunk, len(seqs))]
-		a, err := m.workspace(len(chunk), paddedLen(m.cfg, chunk))
+		bt, err := m.workspace(len(chunk), paddedLen(m.cfg, chunk))
 		if err != nil {
 			return nil, fmt.Errorf("score: %w", err)
 		}
-		scoreInto(out[lo:], m.net, a, chunk, temperature)
-		m.release(a)
+		scoreInto(out[lo:], passNet(m.net, m.one, bt), bt, chunk, temperature)
+		m.release(bt)
 	}
 	return out, nil
 }
 
-// scoreInto runs the forward pass over seqs in workspace a (shaped for
-// them) and writes their scores to dst.
-func scoreInto[F Float](dst []TokenScores, n *net[F], a *acts[F], seqs []Sequence, temperature float64) {
-	a.load(seqs)
-	n.forward(a, temperature)
+// scoreInto runs the forward pass of n over seqs in workspace bt (shaped
+// for them) and writes their scores to dst.
+func scoreInto[F Float](dst []TokenScores, n *net[F], bt *batch[F], seqs []Sequence, temperature float64) {
+	bt.load(seqs)
+	bt.each(func(_ int, a *acts[F]) { n.forward(a, temperature) })
 	for b, s := range seqs {
-		dst[b] = a.gather(b, s, n.cfg.Vocab)
+		dst[b] = bt.gather(b, s, n.cfg.Vocab)
 	}
 }
 
 // gather reads the completion scores of sequence b after a forward pass.
-func (a *acts[F]) gather(b int, s Sequence, v int) TokenScores {
+func (bt *batch[F]) gather(b int, s Sequence, v int) TokenScores {
 	ts := TokenScores{LogProbs: make([]float64, len(s.Completion)), Entropies: make([]float64, len(s.Completion))}
 	for t, id := range s.Completion {
-		r := a.completionRow(b, s, t)
+		a, r := bt.row(b, s, t)
 		ts.LogProbs[t] = float64(a.logp[r*v+id])
 		ts.Entropies[t] = float64(a.ent[r])
 	}

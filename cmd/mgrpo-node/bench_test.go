@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,10 +34,46 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "--preset", "tiny", "--batch", "0"},
 		{"bench", "--preset", "tiny", "--prompt_len", "60", "--new_tokens", "10"}, // exceeds the context of 64
 		{"bench", "--preset", "tiny", "--device", "cuda"},                         // not built with -tags cuda
+		{"bench", "--preset", "tiny,small"},                                       // a list needs --peer
+		{"bench", "--preset", "tiny", "--peer", ".", "--batch", "8"},              // the peer's workload is fixed
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != exitUsage {
 			t.Errorf("%q: exit %d, want %d (stderr %q)", args, code, exitUsage, stderr.String())
 		}
+	}
+}
+
+// TestBenchAgainstPeer runs the peer comparison with a stand-in for
+// bench.py that prints fixed figures in the peer's JSON-lines format.
+func TestBenchAgainstPeer(t *testing.T) {
+	dir := t.TempDir()
+	script := `import sys
+p = sys.argv[sys.argv.index("--presets") + 1]
+print('{"preset": "-", "measure": "sgemm_1024", "median": 100.0}')
+print('{"preset": "%s", "measure": "learner_step", "median": 0.5, "min": 0.4}' % p)
+print('{"preset": "%s", "measure": "sampling", "median": 1000.0, "max": 1200.0}' % p)
+print('{"preset": "%s", "measure": "ref_scoring", "median": 2000.0, "max": 2500.0}' % p)
+`
+	if err := os.WriteFile(filepath.Join(dir, "bench.py"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "--preset", "tiny", "--peer", dir, "--peer_python", python, "--rounds", "2", "--reps", "1", "--min_time", "1ms"}
+	if code := run(args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("bench --peer: exit %d, stderr %q", code, stderr.String())
+	}
+	for _, want := range []string{"CPU: ", "preset tiny", "learner step", "500.0 ms", "round 2:", "% of its sgemm", "400.0, "} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	args = []string{"bench", "--preset", "tiny", "--peer", t.TempDir(), "--peer_python", python, "--rounds", "1"}
+	if code := run(args, &stdout, &stderr); code != exitFailed || !strings.Contains(stderr.String(), "bench.py") {
+		t.Errorf("missing bench.py: exit %d, stderr %q", code, stderr.String())
 	}
 }

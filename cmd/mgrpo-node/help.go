@@ -34,7 +34,7 @@ Commands:
   eval        evaluate a checkpoint
   score       score completions
   init        write a starting checkpoint
-  bench       run benchmarks, JSON output
+  bench       run benchmarks (JSON; --peer DIR: side by side with the PyTorch peer)
   traces      list the slowest steps from Jaeger (--slow)
   certs       write a CA and node certificates for mutual TLS between nodes
   report      write the page of one or more runs, overlaid (RUN_DIR...)

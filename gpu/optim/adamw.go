@@ -44,6 +44,9 @@ type AdamW struct {
 	Eps float64
 	// WeightDecay is the decoupled decay coefficient; PyTorch default 0.01.
 	WeightDecay float64
+	// Workers is the number of goroutines Step splits the elements over
+	// (≤ 1: the caller's alone); the result does not depend on it.
+	Workers int
 
 	step  int
 	state []moments // parallel to the params of every Step
@@ -94,8 +97,8 @@ func (o *AdamW) StepCount() int { return o.step }
 
 // Step applies one AdamW update with learning rate lr to every parameter.
 // The params must be the same names, order and sizes at every call (it
-// panics otherwise: a programming error). It allocates only on the first
-// call.
+// panics otherwise: a programming error). With Workers ≤ 1 it allocates
+// only on the first call; with more, also its goroutines.
 func (o *AdamW) Step(params []Param, lr float64) {
 	o.bind(params)
 	o.step++
@@ -109,14 +112,23 @@ func (o *AdamW) Step(params []Param, lr float64) {
 		invSqBC2: float32(1 / math.Sqrt(bc2)),
 		eps:      float32(o.Eps),
 	}
-	for i, p := range params {
-		decay := float32(1)
-		if !p.NoDecay {
-			decay = float32(1 - lr*o.WeightDecay)
+	if o.Workers <= 1 {
+		for i, p := range params {
+			o.update(p, i, 0, len(p.W), lr, k)
 		}
-		st := &o.state[i]
-		adamwKernel(p.W, p.G, st.m, st.v, decay, k)
+		return
 	}
+	split(params, o.Workers, func(_, i, lo, hi int) { o.update(params[i], i, lo, hi, lr, k) })
+}
+
+// update runs the kernel on elements lo..hi-1 of p, the i-th parameter.
+func (o *AdamW) update(p Param, i, lo, hi int, lr float64, k coeffs) {
+	st := &o.state[i]
+	decay := float32(1)
+	if !p.NoDecay {
+		decay = float32(1 - lr*o.WeightDecay)
+	}
+	adamwKernel(p.W[lo:hi], p.G[lo:hi], st.m[lo:hi], st.v[lo:hi], decay, k)
 }
 
 // Mark remembers the current step count and moments so that Undo can
@@ -234,21 +246,26 @@ func (o *AdamW) bind(params []Param) {
 // when maxNorm > 0 and the norm exceeds it, scales every G in place by
 // maxNorm/(norm+1e-6) as torch.nn.utils.clip_grad_norm_ does. A non-finite
 // norm leaves the gradients unchanged (the caller should skip the step).
-func ClipGlobalNorm(params []Param, maxNorm float64) (normBefore float64) {
+// The work is split over workers goroutines (see AdamW.Workers); the sum's
+// rounding depends on their number.
+func ClipGlobalNorm(params []Param, maxNorm float64, workers int) (normBefore float64) {
+	sums := make([]float64, max(workers, 1))
+	split(params, workers, func(part, i, lo, hi int) { sums[part] += sumSquares(params[i].G[lo:hi]) })
 	var sum float64
-	for _, p := range params {
-		sum += sumSquares(p.G)
+	for _, s := range sums {
+		sum += s
 	}
 	norm := math.Sqrt(sum)
 	if maxNorm <= 0 || !(norm > maxNorm) || math.IsInf(norm, 0) {
 		return norm
 	}
 	scale := float32(maxNorm / (norm + 1e-6))
-	for _, p := range params {
-		for i := range p.G {
-			p.G[i] *= scale
+	split(params, workers, func(_, i, lo, hi int) {
+		g := params[i].G[lo:hi]
+		for j := range g {
+			g[j] *= scale
 		}
-	}
+	})
 	return norm
 }
 

@@ -17,6 +17,6 @@
 //
 //	opt, err := optim.NewAdamW(3e-4, 0.9, 0.999, 1e-8, 0.01)
 //	sched := optim.Schedule{Kind: optim.Cosine, Warmup: 10, Total: 200, Base: 3e-4, Min: 3e-5}
-//	gradNorm := optim.ClipGlobalNorm(params, 1.0)
+//	gradNorm := optim.ClipGlobalNorm(params, 1.0, runtime.GOMAXPROCS(0))
 //	opt.Step(params, sched.LR(step))
 package optim

@@ -24,7 +24,7 @@ func ExampleAdamW_Step() {
 		panic(err)
 	}
 	params := []optim.Param{{Name: "w", W: []float32{1}, G: []float32{0.5}}}
-	norm := optim.ClipGlobalNorm(params, 1)
+	norm := optim.ClipGlobalNorm(params, 1, 1)
 	opt.Step(params, 0.1) // first step moves w by ≈ lr·sign(g)
 	fmt.Printf("grad norm %.1f, w %.3f\n", norm, params[0].W[0])
 	// Output: grad norm 0.5, w 0.900

@@ -100,7 +100,7 @@ func TestClipGlobalNorm(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := []Param{{Name: "a", W: make([]float32, 2), G: []float32{3, 4}}, {Name: "b", W: make([]float32, 1), G: []float32{12}}}
-		got := ClipGlobalNorm(p, c.maxNorm)
+		got := ClipGlobalNorm(p, c.maxNorm, 1)
 		if got != c.wantNorm {
 			t.Errorf("%s: norm = %v, want %v", c.name, got, c.wantNorm)
 		}
@@ -113,7 +113,7 @@ func TestClipGlobalNorm(t *testing.T) {
 		}
 	}
 	p := []Param{{Name: "a", W: make([]float32, 1), G: []float32{float32(math.Inf(1))}}}
-	if n := ClipGlobalNorm(p, 1); !math.IsInf(n, 1) || !math.IsInf(float64(p[0].G[0]), 1) {
+	if n := ClipGlobalNorm(p, 1, 1); !math.IsInf(n, 1) || !math.IsInf(float64(p[0].G[0]), 1) {
 		t.Errorf("inf grad: norm %v, g %v; want +Inf and unchanged", n, p[0].G)
 	}
 }
@@ -321,7 +321,42 @@ func BenchmarkClipGlobalNorm(b *testing.B) {
 		ps[0].G[i] = 1
 	}
 	for b.Loop() {
-		ClipGlobalNorm(ps, 1e9)
+		ClipGlobalNorm(ps, 1e9, 1)
+	}
+}
+
+// Split over several goroutines, Step gives the same weights and
+// ClipGlobalNorm the same norm (to rounding) as on one.
+func TestWorkersDoNotChangeResults(t *testing.T) {
+	mk := func() []Param {
+		var ps []Param
+		for i, n := range []int{70000, 3, 50000, 1} {
+			w, g := make([]float32, n), make([]float32, n)
+			for j := range w {
+				w[j], g[j] = float32(j%13)*0.1, float32((j*7+i)%11)-5
+			}
+			ps = append(ps, Param{Name: string(rune('a' + i)), W: w, G: g, NoDecay: i == 1})
+		}
+		return ps
+	}
+	a, b := mk(), mk()
+	na, nb := ClipGlobalNorm(a, 10, 1), ClipGlobalNorm(b, 10, 3)
+	if math.Abs(na-nb) > 1e-12*na {
+		t.Errorf("norm %v on one goroutine, %v on three", na, nb)
+	}
+	oa, _ := NewAdamW(1e-2, 0.9, 0.999, 1e-8, 0.01)
+	ob, _ := NewAdamW(1e-2, 0.9, 0.999, 1e-8, 0.01)
+	ob.Workers = 3
+	for step := 0; step < 3; step++ {
+		oa.Step(a, 1e-2)
+		ob.Step(b, 1e-2)
+	}
+	for i := range a {
+		for j := range a[i].W {
+			if a[i].W[j] != b[i].W[j] {
+				t.Fatalf("param %d[%d]: %v on one goroutine, %v on three", i, j, a[i].W[j], b[i].W[j])
+			}
+		}
 	}
 }
 
