@@ -27,13 +27,14 @@ FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-deps: ## install what the build needs if missing (gcc for -race and cgo, libopenblas-dev, node and npm for the tokenizer reference test, Debian python3 packages and protoc for the chat-template and TensorBoard ones)
+deps: ## install what the build needs if missing (gcc for -race and cgo, libopenblas-dev, node and npm for the tokenizer reference test, Debian python3 packages and protoc for the chat-template and TensorBoard ones, chromium for the run page's)
 	@command -v gcc >/dev/null 2>&1 || (apt-get update && apt-get install -y gcc libc6-dev)
 	@command -v npm >/dev/null 2>&1 || (apt-get update && apt-get install -y nodejs npm)
 	@/usr/bin/python3 -c 'import jinja2, google.protobuf, crc32c' >/dev/null 2>&1 || \
 	  (apt-get update && apt-get install -y python3-jinja2 python3-protobuf python3-crc32c)
 	@command -v protoc >/dev/null 2>&1 || (apt-get update && apt-get install -y protobuf-compiler)
 	@dpkg -s libopenblas-dev >/dev/null 2>&1 || (apt-get update && apt-get install -y libopenblas-dev)
+	@command -v chromium >/dev/null 2>&1 || (apt-get update && apt-get install -y chromium)
 
 build: deps ## build bin/mgrpo-node (with OpenBLAS when installed)
 	$(call goblas,build,-o $(BIN) ./cmd/mgrpo-node)

@@ -124,6 +124,11 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	}()
 	d.RunID = dir.Name()
 	fmt.Fprintf(out, "run %s\n", dir.Path())
+	stopPage, err := servePage(cfg, dir, out)
+	if err != nil {
+		return err
+	}
+	defer stopPage()
 	if d.Device.Name() != "cpu" {
 		fmt.Fprintf(out, "learner on %s\n", d.Device.Info())
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/actors/guard"
+	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/optim"
@@ -101,16 +102,28 @@ func (r *runner) warmStart(ctx context.Context, m *gpu.Model) (*gpu.Model, error
 	}
 	start := time.Now()
 	steps, above := n, 0 // above: consecutive checks at or over the target
+	var logErr error     // the first failed write of warm_start.jsonl ends its log
+	logStep := func(step int, m map[string]float64) {
+		if logErr == nil {
+			m[runlog.KeyWarmStartElapsed] = time.Since(start).Seconds()
+			if logErr = r.dir.WriteWarmStart(step, m); logErr != nil {
+				fmt.Fprintf(r.out, "warm start: %v (the run page will not show the warm start)\n", logErr)
+			}
+		}
+	}
 	warm, err := WarmStart(ctx, d, m, func(step int, st gpu.StepStats, policy func() *gpu.Model) bool {
 		steps = step
 		show := step%max(n/10, 1) == 0 && step < n
 		if !show && step%warmStartCheckEvery != 0 {
+			logStep(step, map[string]float64{runlog.KeyWarmStartLoss: st.Loss})
 			return false
 		}
 		acc, err := r.evaluate(ctx, policy())
 		if err != nil {
+			logStep(step, map[string]float64{runlog.KeyWarmStartLoss: st.Loss})
 			return false
 		}
+		logStep(step, map[string]float64{runlog.KeyWarmStartLoss: st.Loss, runlog.KeyEvalGreedyAccuracy: acc})
 		if show {
 			fmt.Fprintf(r.out, "warm start %d/%d | loss %.4f | greedy accuracy %.1f%% | %.0fs\n", step, n, st.Loss, 100*acc, time.Since(start).Seconds())
 		}

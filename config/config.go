@@ -552,4 +552,7 @@ type Output struct {
 	// OTLPMetricsEndpoint is host:port of an OTLP collector that receives
 	// this node's metrics over trace.protocol; "" sends none.
 	OTLPMetricsEndpoint string `koanf:"otlp_metrics_endpoint" help:"OTLP collector host:port for this node's metrics, over trace.protocol (\"\" = none)"`
+	// Serve is HOST:PORT (or :PORT, on 127.0.0.1) where the run's page is
+	// served live while it trains; "" serves nothing.
+	Serve string `koanf:"serve" help:"serve the live run page on HOST:PORT or :PORT (127.0.0.1) while training (\"\" = off)"`
 }

@@ -33,7 +33,7 @@ func resumeMayChange(key string) bool {
 	case "train.steps", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
 		"train.max_skipped_steps", "optim.max_update_ratio", "output.keep_checkpoints",
 		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint",
-		"output.tensorboard", "output.prometheus_port", "output.otlp_metrics_endpoint":
+		"output.tensorboard", "output.prometheus_port", "output.otlp_metrics_endpoint", "output.serve":
 		return true
 	}
 	return strings.HasPrefix(key, "cluster.") || strings.HasPrefix(key, "trace.")
@@ -49,7 +49,7 @@ func resumeMayChange(key string) bool {
 // train.max_skipped_steps, optim.max_update_ratio, output.log_every,
 // output.sample_every, output.sample_rows, output.keep_checkpoints,
 // output.tensorboard, output.prometheus_port, output.otlp_metrics_endpoint,
-// model.device, cluster.* and trace.* (and train.resume and
+// output.serve, model.device, cluster.* and trace.* (and train.resume and
 // model.checkpoint, which a resume sets itself).
 func CheckResume(saved, effective *Config) error {
 	t := keys()

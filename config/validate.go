@@ -408,6 +408,14 @@ func validateOutput(v *validator, c *Config) {
 	v.conflict(o.PrometheusPort == 0 || (o.PrometheusPort != c.Cluster.Port && o.PrometheusPort != c.Cluster.RemotePort), "output.prometheus_port", o.PrometheusPort,
 		"must differ from cluster.port and cluster.remote_port")
 	v.need(o.OTLPMetricsEndpoint == "" || validHostPort(o.OTLPMetricsEndpoint), "output.otlp_metrics_endpoint", o.OTLPMetricsEndpoint, "must be host:port or empty")
+	v.need(o.Serve == "" || validServeAddr(o.Serve), "output.serve", o.Serve, "must be HOST:PORT, :PORT (127.0.0.1) or empty")
+}
+
+// validServeAddr accepts HOST:PORT and :PORT, port 0 (any free port) to 65535.
+func validServeAddr(s string) bool {
+	_, port, err := net.SplitHostPort(s)
+	n, perr := strconv.Atoi(port)
+	return err == nil && perr == nil && n >= 0 && n <= 65535
 }
 
 func validHostPort(s string) bool {

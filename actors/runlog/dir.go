@@ -20,6 +20,7 @@ const (
 	MetricsFile    = "metrics.jsonl"
 	ConfigFile     = "config.yaml"
 	ReportFile     = "report.html"
+	WarmStartFile  = "warm_start.jsonl"
 	SamplesDir     = "samples"
 	CheckpointsDir = "checkpoints"
 	// ReferenceDir holds the run's frozen reference model (the warm
@@ -34,10 +35,13 @@ type Dir struct {
 	path string
 
 	mu       sync.Mutex
-	metrics  *os.File   // opened O_APPEND; nil after Close
-	lastStep int        // step of the last metrics line, -1 when none
-	created  bool       // Create made the directory (see Created)
-	charts   *seriesSet // the metrics as report.html charts them
+	metrics  *os.File // opened O_APPEND; nil after Close
+	lastStep int      // step of the last metrics line, -1 when none
+	page     *pageLog // metrics.jsonl as report.html draws it
+	warm     *os.File // warm_start.jsonl, opened by the first WriteWarmStart
+	warmStep int      // step of the last warm_start.jsonl line
+	warmPage *pageLog // warm_start.jsonl as report.html draws it
+	created  bool     // Create made the directory (see Created)
 
 	tensorboard bool                // metrics lines are also TensorBoard events (WriteTensorBoard)
 	events      *tensorboard.Writer // this process's event file, from the first line on; nil before
@@ -47,8 +51,9 @@ type Dir struct {
 // samples/ and checkpoints/ sub-directories and an empty metrics.jsonl. A
 // directory of that name may already exist only if it is empty or a dead
 // start — a run stopped (killed, or interrupted twice) before it wrote a
-// metrics line or a checkpoint, holding at most config.yaml, an empty
-// metrics.jsonl and empty samples/ and checkpoints/ — whose contents are
+// metrics line or a checkpoint, holding at most config.yaml, the warm
+// start's log, an empty metrics.jsonl and empty samples/ and checkpoints/
+// — whose contents are
 // cleared. Anything else is ErrRunExists: continue such a run with Open and
 // Resume. Every Dir holds an exclusive lock on its metrics.jsonl until
 // Close, and Create takes it before clearing anything, so a directory a
@@ -137,7 +142,7 @@ func checkDeadStart(path string) error {
 func deadStartEntry(path string, e fs.DirEntry) bool {
 	full := filepath.Join(path, e.Name())
 	switch e.Name() {
-	case ConfigFile:
+	case ConfigFile, WarmStartFile:
 		return e.Type().IsRegular()
 	case MetricsFile:
 		info, err := e.Info()
@@ -188,12 +193,17 @@ func open(path string) (*Dir, error) {
 		f.Close()
 		return nil, fmt.Errorf("open run %s: %w", path, err)
 	}
-	charts, err := readCharts(f)
+	page, err := scanPageLog(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open run %s: %w", path, err)
 	}
-	return &Dir{path: path, metrics: f, lastStep: last, charts: charts}, nil
+	warm, err := readPageLog(filepath.Join(path, WarmStartFile))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open run %s: %w", path, err)
+	}
+	return &Dir{path: path, metrics: f, lastStep: last, page: page, warmPage: warm}, nil
 }
 
 // openMetrics recovers a journal, cuts an unterminated last line and
@@ -265,7 +275,7 @@ func (d *Dir) Resume(step int) (aside int, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
-	if d.charts, err = readCharts(d.metrics); err != nil {
+	if d.page, err = scanPageLog(d.metrics); err != nil {
 		return 0, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
 	d.lastStep = last
@@ -324,6 +334,12 @@ func (d *Dir) Close() error {
 	d.metrics = nil
 	if err != nil {
 		err = fmt.Errorf("close %s: %w", d.MetricsPath(), err)
+	}
+	if d.warm != nil {
+		if cerr := d.warm.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close %s: %w", filepath.Join(d.path, WarmStartFile), cerr)
+		}
+		d.warm = nil
 	}
 	if d.events != nil {
 		if cerr := d.events.Close(); err == nil {

@@ -5,24 +5,28 @@
 //	config.yaml                     the configuration the run started with
 //	metrics.jsonl                   one JSON object per step: {"step": N, "train/...": v, ...}
 //	metrics.jsonl.unreadable        lines a resume could not read, kept aside
+//	warm_start.jsonl                the warm start's steps, in the metrics.jsonl format
 //	samples/step_NNNNNN.json        sample tables {"columns": [...], "data": [[...], ...]}
 //	checkpoints/step-N/             model, optimiser, controller_state.json,
 //	                                config.yaml (the configuration it was trained
 //	                                with), trainer_state.json, MANIFEST.sha256 and
 //	                                a COMPLETE marker
 //	reference/                      the frozen reference model, sealed likewise
-//	report.html                     self-contained curves of the metrics
+//	report.html                     the run's page: one self-contained file (inline
+//	                                data, script and style) with the headline, curves,
+//	                                stage times, samples and every metric
 //	tensorboard/events.out.tfevents.*
 //	                                the metrics as TensorBoard events (output.tensorboard),
 //	                                one file per process that wrote the run
 //
 // It provides Dir (Create, Open, Resume, WriteConfig, WriteMetrics,
-// WriteTensorBoard, WriteSamples, SaveCheckpoint, LatestCheckpoint,
-// WriteReport), the checkpoint helpers SaveCheckpoint, Seal, Verify,
-// LatestComplete, Resolve, Prune, LoadTrainerState and SavedConfig,
-// ReadMetrics, and Progress, the terminal progress line. report.html is
-// rendered from series the Dir keeps as it writes metrics, thinned to a
-// bounded size.
+// WriteWarmStart, WriteTensorBoard, WriteSamples, SaveCheckpoint,
+// LatestCheckpoint, WriteReport), the checkpoint helpers SaveCheckpoint,
+// Seal, Verify, LatestComplete, Resolve, Prune, LoadTrainerState and
+// SavedConfig, ReadMetrics, Progress, the terminal progress line, WritePage
+// (the page of several runs overlaid) and Serve (the live page). A Dir
+// renders report.html from the logs it keeps in columns as it writes them,
+// thinned to a bounded size; it reads no log again.
 //
 // Resuming a run:
 //
@@ -52,8 +56,9 @@
 //     COMPLETE; LatestCheckpoint, Resolve and SavedConfig verify them and
 //     name a file that does not match (ErrDamaged).
 //
-// Besides the standard library it imports only internal/atomicfile and its
-// sub-package tensorboard (the event file format, written with protowire):
+// Besides the standard library it imports only internal/atomicfile, its
+// sub-package tensorboard (the event file format, written with protowire)
+// and go.yaml.in/yaml/v3 (config.yaml for the page's headline):
 // model and optimiser files are written by callbacks (Part) that the
 // caller supplies, so runlog never imports gpu, rewards, actors or
 // messages.

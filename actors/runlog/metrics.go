@@ -25,10 +25,11 @@ const StepKey = "step"
 const TraceIDKey = "trace_id"
 
 // Record is one metrics.jsonl line read back: the step and its values,
-// with JSON null read as NaN.
+// with JSON null read as NaN, and the step's trace id ("" for none).
 type Record struct {
-	Step   int
-	Values map[string]float64
+	Step    int
+	Values  map[string]float64
+	TraceID string
 }
 
 // WriteMetrics appends one line for step to metrics.jsonl and hands it to
@@ -59,7 +60,7 @@ func (d *Dir) WriteTracedMetrics(step int, m map[string]float64, traceID string)
 		return fmt.Errorf("write metrics step %d: %w", step, err)
 	}
 	d.lastStep = step
-	d.charts.add(step, m)
+	d.page.add(Record{Step: step, Values: m, TraceID: traceID}, len(line))
 	if err := d.writeEvent(step, m); err != nil {
 		return fmt.Errorf("write metrics step %d: %w", step, err)
 	}
@@ -118,7 +119,8 @@ func encodeFloat(v float64) []byte {
 }
 
 // DecodeMetrics parses one metrics.jsonl line. null values become NaN;
-// values that are not numbers are ignored.
+// the string under TraceIDKey becomes the Record's TraceID; other values
+// that are not numbers are ignored.
 func DecodeMetrics(line []byte) (Record, error) {
 	var raw map[string]any
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -140,6 +142,10 @@ func DecodeMetrics(line []byte) (Record, error) {
 			continue
 		}
 		switch v := v.(type) {
+		case string:
+			if k == TraceIDKey {
+				r.TraceID = v
+			}
 		case nil:
 			r.Values[k] = math.NaN()
 		case json.Number:

@@ -37,6 +37,7 @@ Commands:
   bench       run benchmarks (JSON; --peer DIR: side by side with the PyTorch peer)
   traces      list the slowest steps from Jaeger (--slow)
   certs       write a CA and node certificates for mutual TLS between nodes
+  report      write the page of one or more runs, overlaid (RUN_DIR...)
   help        this text
 
 Configuration, lowest layer first (later layers override earlier ones):

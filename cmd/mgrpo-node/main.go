@@ -1,6 +1,7 @@
 // Command mgrpo-node is the one mgrpo binary: it trains (every actor in
 // one process with --role all) or runs one role of a cluster, and carries
-// the eval, score, init, bench, traces and version subcommands.
+// the eval, score, init, bench, traces, certs, report and version
+// subcommands.
 package main
 
 import (
@@ -56,6 +57,8 @@ func subcommand(name string) (func(args []string, stdout, stderr io.Writer) int,
 		return runTraces, true
 	case "certs":
 		return runCerts, true
+	case "report":
+		return runReport, true
 	}
 	return nil, false
 }
