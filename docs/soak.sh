@@ -9,7 +9,9 @@
 # (default: a temporary directory), samples the process's VmRSS from
 # /proc/PID/status every 2 s into OUT/rss.tsv (seconds, metrics lines so far,
 # RSS in KiB), and prints the median and the largest RSS of each sixth of the
-# run. Flat means the last sixth's median is within a few MB of the second's.
+# run. Flat means the last sixth's median is within a few MB of the second's; the run page keeps
+# every metrics line up to 4096, so use 12000 steps to see the plateau. Guards warn only: an
+# untrained tiny policy earns no reward, which train.guard=stop would end at step 50.
 set -euo pipefail
 bin=${1:-bin/mgrpo-node}
 steps=${2:-3000}
@@ -18,7 +20,7 @@ mkdir -p "$out"
 rm -rf "$out/soak"
 "$bin" --model.preset tiny --train.warm_start_steps 0 --train.steps "$steps" \
   --train.checkpoint_every 50 --train.eval_every 50 --train.eval_prompts 16 \
-  --output.dir "$out" --output.name soak >"$out/stdout" 2>"$out/stderr" &
+  --train.guard warn --output.dir "$out" --output.name soak >"$out/stdout" 2>"$out/stderr" &
 pid=$!
 printf 'seconds\tlines\trss_kib\n' >"$out/rss.tsv"
 start=$SECONDS
