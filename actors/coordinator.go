@@ -26,6 +26,9 @@ type PipelineOptions struct {
 	// sizes: actors of this process. A pool of size 0 is filled only by
 	// worker nodes (Cluster).
 	Generators, RewardEvaluators, ReferenceScorers int
+	// MinGenerators holds the first generation until the generator pool
+	// has this many actors, local and remote (≤ 1: until it has one).
+	MinGenerators int
 	// RequestTimeout bounds one request to one stage actor.
 	RequestTimeout time.Duration
 	// Retries is how many more times a timed-out request is sent, each
@@ -218,6 +221,7 @@ func (a *coordinator) spawn(c actor.Context) {
 		}
 		return newGeneratorProps(id, d, newPolicySlot(s))
 	})
+	a.pools[messages.Stage_GENERATE].need = o.MinGenerators
 	newPool(messages.Stage_REWARD, "reward", o.RewardEvaluators, func(id string) *actor.Props {
 		return newRewardProps(id, d)
 	})
@@ -500,8 +504,11 @@ func chunkBytes(chunks []*messages.PolicyWeights) int64 {
 func (a *coordinator) reportMissing() {
 	var missing []string
 	for _, s := range []messages.Stage{messages.Stage_GENERATE, messages.Stage_REWARD, messages.Stage_REFERENCE} {
-		if len(a.pools[s].members) == 0 {
-			missing = append(missing, a.pools[s].name)
+		switch p := a.pools[s]; {
+		case len(p.members) == 0:
+			missing = append(missing, p.name)
+		case len(p.members) < p.need:
+			missing = append(missing, fmt.Sprintf("%s (%d of the %d actors to start with)", p.name, len(p.members), p.need))
 		}
 	}
 	if len(missing) > 0 {

@@ -38,7 +38,10 @@ type pool struct {
 	// stateful members (learner, controller) change state on every request:
 	// a part that gets no answer is an error that ends the run, not a skip.
 	stateful bool
-	waiting  []*task        // parts waiting for a member
+	waiting  []*task // parts waiting for a member
+	// need holds every part back until the pool has this many members,
+	// once (0 or 1: until it has one); add clears it when reached.
+	need     int
 	running  map[*task]bool // parts sent and not yet answered
 	reissued int            // parts sent again because their actor was lost
 	tracer   oteltrace.Tracer
@@ -84,9 +87,9 @@ func (p *pool) scatter(c actor.Context, parts []any, done func(replies []any, er
 
 // dispatch sends t to a member: member (i + try) mod n when all are
 // equally busy, else the least busy, so parts spread over the pool; with
-// no member, t waits.
+// no member, or fewer than the pool needs to start with, t waits.
 func (p *pool) dispatch(c actor.Context, t *task) {
-	if len(p.members) == 0 {
+	if len(p.members) == 0 || len(p.members) < p.need {
 		if ctx, ok := p.partContext(t); ok && t.wait == nil {
 			_, t.wait = p.tracer.Start(ctx, p.name+".wait", oteltrace.WithAttributes(attrPart.Int(t.i), attrTry.Int(t.try)))
 		}
@@ -216,6 +219,10 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 func (p *pool) add(c actor.Context, m *member) {
 	defer p.measure()
 	p.members = append(p.members, m)
+	if len(p.members) < p.need {
+		return
+	}
+	p.need = 0
 	waiting := p.waiting
 	p.waiting = nil
 	for _, t := range waiting {

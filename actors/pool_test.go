@@ -123,16 +123,21 @@ func (h *holdChild) Receive(c actor.Context) {
 type dynamicParent struct {
 	pool    *pool
 	release chan struct{}
+	need    int // the pool's need
 }
 
 func (p *dynamicParent) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		p.pool = &pool{name: "dyn", timeout: time.Minute}
+		p.pool = &pool{name: "dyn", timeout: time.Minute, need: p.need}
 	case string:
-		if m == "drop" {
+		switch m {
+		case "drop":
 			p.pool.remove(c, p.pool.members[0].pid)
 			c.Respond(p.pool.reissued)
+			return
+		case "waiting":
+			c.Respond(len(p.pool.waiting))
 			return
 		}
 		var release chan struct{}
@@ -182,6 +187,40 @@ func TestPoolWaitsAndReissues(t *testing.T) {
 	close(release) // the dropped member wakes up and answers: nothing changes
 	if n := ask("add other"); n != 2 {
 		t.Fatalf("pool has %v members, want 2", n)
+	}
+}
+
+// TestPoolNeedsMembersToStart: a pool that needs 2 members holds its
+// parts while it has 1, sends them when the second joins, and, once
+// started, goes on with 1 when a member leaves.
+func TestPoolNeedsMembersToStart(t *testing.T) {
+	sys := NewSystem(nil, nil)
+	defer sys.Shutdown()
+	parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &dynamicParent{need: 2} }))
+	ask := func(msg any) any {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(parent, msg, 10*time.Second).Result()
+		if err != nil {
+			t.Fatalf("%v: %v", msg, err)
+		}
+		return res
+	}
+	result := sys.Root.RequestFuture(parent, []any{1, 2}, time.Minute)
+	ask("add a")
+	if n := ask("waiting"); n != 2 {
+		t.Fatalf("%v parts waiting with 1 of 2 members, want 2", n)
+	}
+	ask("add b")
+	if n := ask("waiting"); n != 0 {
+		t.Fatalf("%v parts waiting with 2 of 2 members, want 0", n)
+	}
+	if res, err := result.Result(); err != nil || res.(*scatterResult).err != nil {
+		t.Fatalf("scatter: %v %v", err, res)
+	}
+	ask("drop")
+	r, ok := ask([]any{3}).(*scatterResult)
+	if !ok || r.err != nil || r.replies[0] != "b:3" {
+		t.Fatalf("after a member left: %+v, want b's answer at once", r)
 	}
 }
 

@@ -431,6 +431,7 @@ func (r *runner) startPipeline(m Models, control rewards.ControllerState) (*Pipe
 	if cl.HasRole(config.RoleReference) {
 		opt.ReferenceScorers = 1
 	}
+	opt.MinGenerators = cl.MinGenerators
 	opt.Cluster = &ClusterOptions{Join: join, Build: Build(), Protocol: ProtocolVersion, Seed: n.Seed(), Notice: r.out}
 	if !loopbackHost(cl.Host) && cl.Insecure {
 		fmt.Fprintf(r.out, "warning: cluster.insecure: nodes talk in plaintext on %s; anyone who can reach it can join the run\n", cl.Host)

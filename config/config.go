@@ -437,6 +437,10 @@ type Cluster struct {
 	// Generators is the number of generator actors a node of role all or
 	// generator starts.
 	Generators int `koanf:"generators" help:"generator actors on a generator node"`
+	// MinGenerators is how many generator actors a learner node waits for
+	// before it generates for the first time (all of them, from every node,
+	// counted together); later steps go on with whichever remain.
+	MinGenerators int `koanf:"min_generators" help:"generator actors the learner waits for before its first generation (later steps use whichever remain)"`
 	// RewardEvaluators is the number of reward evaluators a reward node
 	// starts.
 	RewardEvaluators int `koanf:"reward_evaluators" help:"reward evaluators on a reward node"`

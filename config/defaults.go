@@ -109,6 +109,7 @@ func Default() *Config {
 			Name:             "mgrpo",
 			Host:             "127.0.0.1",
 			Generators:       1,
+			MinGenerators:    1,
 			RewardEvaluators: 1,
 			MaxMessageBytes:  64 << 20, // go-deps §11: raise gRPC's 4 MiB on every node
 			WeightChunkBytes: 1 << 20,

@@ -369,6 +369,9 @@ func validateCluster(v *validator, c *Config) {
 	v.conflict(loopback(cl.Host) || some || cl.Insecure || allInOne,
 		"cluster.host", cl.Host, "is not a loopback address: nodes must use mutual TLS (cluster.tls.ca, .cert, .key; mgrpo-node certs writes them) or say --cluster.insecure")
 	v.atLeast("cluster.generators", cl.Generators, 1)
+	v.atLeast("cluster.min_generators", cl.MinGenerators, 1)
+	v.conflict(!allInOne || cl.MinGenerators <= cl.Generators, "cluster.min_generators", cl.MinGenerators,
+		fmt.Sprintf("role all has only its own %d generators (cluster.generators): no node can join it", cl.Generators))
 	v.atLeast("cluster.reward_evaluators", cl.RewardEvaluators, 1)
 	v.atLeast("cluster.max_message_bytes", cl.MaxMessageBytes, 4<<20)
 	v.atLeast("cluster.weight_chunk_bytes", cl.WeightChunkBytes, 1024)

@@ -166,6 +166,8 @@ func TestValidate(t *testing.T) {
 		{"remote port", func(c *Config) { c.Cluster.RemotePort = -1 }, "cluster.remote_port", ErrRange},
 		{"reward evaluators", func(c *Config) { c.Cluster.RewardEvaluators = 0 }, "cluster.reward_evaluators", ErrRange},
 		{"generators", func(c *Config) { c.Cluster.Generators = 0 }, "cluster.generators", ErrRange},
+		{"min generators", func(c *Config) { c.Cluster.MinGenerators = 0 }, "cluster.min_generators", ErrRange},
+		{"min generators above role all's own", func(c *Config) { c.Cluster.MinGenerators = 2 }, "cluster.min_generators", ErrConflict},
 		{"max message bytes", func(c *Config) { c.Cluster.MaxMessageBytes = 1 << 20 }, "cluster.max_message_bytes", ErrRange},
 		{"chunk bytes", func(c *Config) { c.Cluster.WeightChunkBytes = 10 }, "cluster.weight_chunk_bytes", ErrRange},
 		{"chunk above message limit", func(c *Config) { c.Cluster.WeightChunkBytes = c.Cluster.MaxMessageBytes }, "cluster.weight_chunk_bytes", ErrConflict},

@@ -288,7 +288,8 @@ func TestLongClusterSameRun(t *testing.T) {
 	var learner *proc
 	starts := []func(){
 		func() {
-			learner = start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner", "--cluster.port", port)...)
+			learner = start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner", "--cluster.port", port,
+				"--cluster.min_generators", "2")...) // both generator nodes draw, whatever the start order
 		},
 		func() { start(t, bin, "gen-a", "--role", "generator", "--cluster.seeds", seed) },
 		func() { start(t, bin, "gen-b", "--role", "generator", "--cluster.seeds", seed) },
