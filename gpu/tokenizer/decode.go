@@ -24,22 +24,7 @@ func newDecoder(raw json.RawMessage, where string) (decoder, error) {
 	}
 	switch c.Type {
 	case "Sequence":
-		var steps []decoder
-		for i, r := range c.Decoders {
-			d, err := newDecoder(r, fmt.Sprintf("%s.decoders[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if d != nil {
-				steps = append(steps, d)
-			}
-		}
-		return func(toks []string) []string {
-			for _, d := range steps {
-				toks = d(toks)
-			}
-			return toks
-		}, nil
+		return chain(c.Decoders, where+".decoders", newDecoder)
 	case "ByteLevel":
 		return decodeByteLevel, nil
 	case "ByteFallback":

@@ -55,6 +55,28 @@ func decodeComponent(raw json.RawMessage, where string) (componentJSON, error) {
 // isNull reports whether a JSON value is absent or null.
 func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
+// chain builds each member of a Sequence component with build and returns
+// them as one step: each member's output is the next one's input (null
+// members are left out). where names the member list.
+func chain[F ~func(T) T, T any](members []json.RawMessage, where string, build func(json.RawMessage, string) (F, error)) (F, error) {
+	var steps []F
+	for i, r := range members {
+		s, err := build(r, fmt.Sprintf("%s[%d]", where, i))
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			steps = append(steps, s)
+		}
+	}
+	return func(x T) T {
+		for _, s := range steps {
+			x = s(x)
+		}
+		return x
+	}, nil
+}
+
 // newNormalizer builds the "normalizer" of a tokenizer.json (nil for null).
 func newNormalizer(raw json.RawMessage, where string) (normalizer, error) {
 	if isNull(raw) {
@@ -66,22 +88,7 @@ func newNormalizer(raw json.RawMessage, where string) (normalizer, error) {
 	}
 	switch c.Type {
 	case "Sequence":
-		var steps []normalizer
-		for i, r := range c.Normalizers {
-			n, err := newNormalizer(r, fmt.Sprintf("%s.normalizers[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if n != nil {
-				steps = append(steps, n)
-			}
-		}
-		return func(s string) string {
-			for _, n := range steps {
-				s = n(s)
-			}
-			return s
-		}, nil
+		return chain(c.Normalizers, where+".normalizers", newNormalizer)
 	case "Prepend":
 		p := c.Prepend
 		return func(s string) string {

@@ -36,22 +36,7 @@ func newPreTokenizer(raw json.RawMessage, where string) (preTokenizer, error) {
 	}
 	switch c.Type {
 	case "Sequence":
-		var steps []preTokenizer
-		for i, r := range c.PreTokenizers {
-			p, err := newPreTokenizer(r, fmt.Sprintf("%s.pretokenizers[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if p != nil {
-				steps = append(steps, p)
-			}
-		}
-		return func(ps []piece) []piece {
-			for _, p := range steps {
-				ps = p(ps)
-			}
-			return ps
-		}, nil
+		return chain(c.PreTokenizers, where+".pretokenizers", newPreTokenizer)
 	case "Split":
 		pat, err := newPattern(c.Pattern, where)
 		if err != nil {
