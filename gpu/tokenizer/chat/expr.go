@@ -180,6 +180,22 @@ func (p *parser) parseAnd() (expr, error) {
 	return p.parseBool("and", p.parseNot, false)
 }
 
+// binary is the expression op(a, b) of two operands evaluated left to
+// right, with apply doing the operation.
+func binary(a, b expr, op string, apply func(op string, x, y any) (any, error)) expr {
+	return func(e *env) (any, error) {
+		x, err := a(e)
+		if err != nil {
+			return nil, err
+		}
+		y, err := b(e)
+		if err != nil {
+			return nil, err
+		}
+		return apply(op, x, y)
+	}
+}
+
 // parseBool reads a chain of "or" (or "and") with short-circuit values,
 // as Python: the first truthy (falsy) operand or the last.
 func (p *parser) parseBool(op string, sub func() (expr, error), isOr bool) (expr, error) {
@@ -248,18 +264,7 @@ func (p *parser) parseCompare() (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		left := a
-		a = func(e *env) (any, error) {
-			x, err := left(e)
-			if err != nil {
-				return nil, err
-			}
-			y, err := b(e)
-			if err != nil {
-				return nil, err
-			}
-			return compare(op, x, y)
-		}
+		a = binary(a, b, op, compare)
 	}
 }
 
@@ -340,18 +345,7 @@ func (p *parser) parseBinary(ops []string, sub func() (expr, error)) (expr, erro
 		if err != nil {
 			return nil, err
 		}
-		left := a
-		a = func(e *env) (any, error) {
-			x, err := left(e)
-			if err != nil {
-				return nil, err
-			}
-			y, err := b(e)
-			if err != nil {
-				return nil, err
-			}
-			return arith(op, x, y)
-		}
+		a = binary(a, b, op, arith)
 	}
 }
 
