@@ -27,13 +27,6 @@ const (
 	Stop Level = 2
 )
 
-func (l Level) String() string {
-	if l == Stop {
-		return "stop"
-	}
-	return "warning"
-}
-
 // KeyPrefix starts the metrics key of each rule ("guard/policy_entropy"):
 // its value is the Level of an alert raised on that step.
 const KeyPrefix = "guard/"
@@ -59,10 +52,6 @@ type Alert struct {
 
 // Key is the alert's metrics key.
 func (a Alert) Key() string { return KeyPrefix + a.Rule }
-
-func (a Alert) String() string {
-	return fmt.Sprintf("step %d %s (%s): %s", a.Step, a.Level, a.Rule, a.Text)
-}
 
 // Windows and thresholds of the rules (docs/RESULTS.md §8).
 const (

@@ -140,7 +140,7 @@ func TestRules(t *testing.T) {
 			}
 			for i, a := range got {
 				if w := tc.want[i]; a.Step != w.step || a.Rule != w.rule || a.Level != w.level {
-					t.Errorf("alert %d: %v, want step %d %s %s", i, a, w.step, w.level, w.rule)
+					t.Errorf("alert %d: %+v, want step %d level %d %s", i, a, w.step, w.level, w.rule)
 				}
 				if strings.Contains(a.Text, "\n") || a.Text == "" {
 					t.Errorf("alert %q is not one line", a.Text)

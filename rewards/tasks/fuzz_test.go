@@ -100,17 +100,17 @@ func FuzzLoadJSONL(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ps, err := LoadJSONL(bytes.NewReader(data))
+		ps, err := LoadJSONLFields(bytes.NewReader(data), Fields{})
 		if err != nil {
 			var le *LineError
 			lines := bytes.Count(data, []byte("\n")) + 1
 			if !errors.Is(err, ErrEmptyDataset) && (!errors.As(err, &le) || le.Line < 1 || le.Line > lines+1) {
-				t.Fatalf("LoadJSONL(%q): error %v is neither ErrEmptyDataset nor a LineError in 1..%d", data, err, lines+1)
+				t.Fatalf("LoadJSONLFields(%q, Fields{}): error %v is neither ErrEmptyDataset nor a LineError in 1..%d", data, err, lines+1)
 			}
 			return
 		}
 		if len(ps) == 0 {
-			t.Fatalf("LoadJSONL(%q): no problems and no error", data)
+			t.Fatalf("LoadJSONLFields(%q, Fields{}): no problems and no error", data)
 		}
 		// Round trip: writing the problems back as JSONL loads the same problems.
 		var buf bytes.Buffer
@@ -120,7 +120,7 @@ func FuzzLoadJSONL(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		again, err := LoadJSONL(&buf)
+		again, err := LoadJSONLFields(&buf, Fields{})
 		if err != nil || !reflect.DeepEqual(again, ps) {
 			t.Fatalf("round trip of %q: %q, %v, want %q", data, again, err, ps)
 		}

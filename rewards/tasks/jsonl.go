@@ -11,7 +11,7 @@ import (
 	"sort"
 )
 
-// MaxLineBytes is the longest dataset line LoadJSONL accepts.
+// MaxLineBytes is the longest dataset line LoadJSONLFields accepts.
 const MaxLineBytes = 1 << 20
 
 // LineError is a problem with one line of a JSONL dataset.
@@ -25,10 +25,6 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e
 
 // Unwrap returns the cause.
 func (e *LineError) Unwrap() error { return e.Err }
-
-// LoadJSONL reads a dataset with one JSON object {"prompt": ..., "answer":
-// ...} per line; LoadJSONLFields with the default fields.
-func LoadJSONL(r io.Reader) ([]Problem, error) { return LoadJSONLFields(r, Fields{}) }
 
 // LoadJSONLFields reads a dataset with one JSON object per line, the
 // prompt and answer in the fields' keys (resolved from the keys of the

@@ -15,13 +15,13 @@ func TestLoadJSONLGood(t *testing.T) {
 		"\n   \n" +
 		`{"answer": 30, "prompt": "3,7,9>30:", "source": "x", "meta": {"k": [1]}}` + "\n" +
 		`{"prompt":"é\u00e9\n","answer":"-1.5e3"}` // no final newline
-	got, err := LoadJSONL(strings.NewReader(in))
+	got, err := LoadJSONLFields(strings.NewReader(in), Fields{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Problem{{"37+45=", "82"}, {"3,7,9>30:", "30"}, {"éé\n", "-1.5e3"}}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("LoadJSONL = %q, want %q", got, want)
+		t.Errorf("LoadJSONLFields = %q, want %q", got, want)
 	}
 }
 
@@ -42,7 +42,7 @@ func TestLoadJSONLBadLine(t *testing.T) {
 		{"two objects", good + good, `line 3: invalid JSON: invalid character '{' after top-level value`},
 	}
 	for _, tc := range cases {
-		_, err := LoadJSONL(strings.NewReader(good + "\n\n" + tc.line + "\n" + good + "\n"))
+		_, err := LoadJSONLFields(strings.NewReader(good + "\n\n" + tc.line + "\n" + good + "\n"), Fields{})
 		var le *LineError
 		if !errors.As(err, &le) || le.Line != 3 || err.Error() != tc.want {
 			t.Errorf("%s: error = %v, want %q", tc.name, err, tc.want)
@@ -52,8 +52,8 @@ func TestLoadJSONLBadLine(t *testing.T) {
 
 func TestLoadJSONLEmpty(t *testing.T) {
 	for _, in := range []string{"", "\n\n", "  \r\n"} {
-		if _, err := LoadJSONL(strings.NewReader(in)); !errors.Is(err, ErrEmptyDataset) {
-			t.Errorf("LoadJSONL(%q) error = %v, want ErrEmptyDataset", in, err)
+		if _, err := LoadJSONLFields(strings.NewReader(in), Fields{}); !errors.Is(err, ErrEmptyDataset) {
+			t.Errorf("LoadJSONLFields(%q, Fields{}) error = %v, want ErrEmptyDataset", in, err)
 		}
 	}
 }
@@ -61,12 +61,12 @@ func TestLoadJSONLEmpty(t *testing.T) {
 func TestLoadJSONLHugeLines(t *testing.T) {
 	// A 500 kB prompt loads; a line over MaxLineBytes is refused by number.
 	long := strings.Repeat("x", 500_000)
-	got, err := LoadJSONL(strings.NewReader(`{"prompt":"` + long + `","answer":"1"}`))
+	got, err := LoadJSONLFields(strings.NewReader(`{"prompt":"` + long + `","answer":"1"}`), Fields{})
 	if err != nil || len(got) != 1 || got[0].Prompt != long {
 		t.Fatalf("500 kB line: %d problems, %v", len(got), err)
 	}
 	tooLong := `{"prompt":"1","answer":"1"}` + "\n" + `{"prompt":"` + strings.Repeat("x", MaxLineBytes) + `","answer":"1"}`
-	_, err = LoadJSONL(strings.NewReader(tooLong))
+	_, err = LoadJSONLFields(strings.NewReader(tooLong), Fields{})
 	want := "line 2: longer than 1048576 bytes"
 	if err == nil || err.Error() != want {
 		t.Errorf("over-long line: error = %v, want %q", err, want)

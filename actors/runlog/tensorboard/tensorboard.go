@@ -101,9 +101,6 @@ func Create(dir string) (*Writer, error) {
 	return w, nil
 }
 
-// Path is the event file's path.
-func (w *Writer) Path() string { return w.path }
-
 // WriteScalars appends one event at step holding a scalar summary for
 // every key of values (tags in sorted order; TensorBoard groups tags by
 // the part before their first "/"). The values are stored as float32, as

@@ -96,10 +96,10 @@ func TestReadBackIndependently(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(filepath.Base(w.Path()), FilePrefix) {
-		t.Errorf("file name %q does not start with %q", filepath.Base(w.Path()), FilePrefix)
+	if !strings.HasPrefix(filepath.Base(w.path), FilePrefix) {
+		t.Errorf("file name %q does not start with %q", filepath.Base(w.path), FilePrefix)
 	}
-	events := read(w.Path())
+	events := read(w.path)
 	if len(events) != len(steps)+1 || events[0].FileVersion != "brain.Event:2" {
 		t.Fatalf("read %d events (first %+v), want the file version and %d summaries", len(events), events[0], len(steps))
 	}
@@ -136,7 +136,7 @@ func writeSteps(t *testing.T, dir string, from, to int) string {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return w.Path()
+	return w.path
 }
 
 // TestCreateNamesFilesApart: files created by one process within one
