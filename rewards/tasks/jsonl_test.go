@@ -42,7 +42,7 @@ func TestLoadJSONLBadLine(t *testing.T) {
 		{"two objects", good + good, `line 3: invalid JSON: invalid character '{' after top-level value`},
 	}
 	for _, tc := range cases {
-		_, err := LoadJSONLFields(strings.NewReader(good + "\n\n" + tc.line + "\n" + good + "\n"), Fields{})
+		_, err := LoadJSONLFields(strings.NewReader(good+"\n\n"+tc.line+"\n"+good+"\n"), Fields{})
 		var le *LineError
 		if !errors.As(err, &le) || le.Line != 3 || err.Error() != tc.want {
 			t.Errorf("%s: error = %v, want %q", tc.name, err, tc.want)
@@ -61,7 +61,7 @@ func TestLoadJSONLEmpty(t *testing.T) {
 func TestLoadJSONLHugeLines(t *testing.T) {
 	// A 500 kB prompt loads; a line over MaxLineBytes is refused by number.
 	long := strings.Repeat("x", 500_000)
-	got, err := LoadJSONLFields(strings.NewReader(`{"prompt":"` + long + `","answer":"1"}`), Fields{})
+	got, err := LoadJSONLFields(strings.NewReader(`{"prompt":"`+long+`","answer":"1"}`), Fields{})
 	if err != nil || len(got) != 1 || got[0].Prompt != long {
 		t.Fatalf("500 kB line: %d problems, %v", len(got), err)
 	}
