@@ -79,9 +79,10 @@ type LearnerConfig struct {
 	Schedule                           optim.Schedule
 	// MaxGradNorm clips the global gradient norm (0 = no clipping).
 	MaxGradNorm float64
-	// MaxUpdateRatio rolls back a step whose update norm ‖Δw‖ exceeds this
-	// multiple of the weights' norm ‖w‖ before it (0 = no limit). A step
-	// that leaves any weight or moment non-finite is always rolled back.
+	// MaxUpdateRatio refuses a step whose update norm ‖Δw‖ would exceed
+	// this multiple of the weights' norm ‖w‖ before it (0 = no limit): the
+	// step returns ErrBadUpdate and nothing changes. A step that would
+	// leave any weight or moment non-finite is always refused.
 	MaxUpdateRatio float64
 	// Device runs the learner's weight products (nil: the CPU). The
 	// learner does not close it.
@@ -125,7 +126,6 @@ type Learner struct {
 	opt       *optim.AdamW
 	ws        map[[2]int]*batch[float32]
 	version   int64
-	before    []float32 // the weights before the last update, for a rollback
 }
 
 // learnerShards is the most shards a learner splits its batches into:
@@ -155,10 +155,10 @@ func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 	if !(lc.MaxUpdateRatio >= 0) {
 		return nil, fmt.Errorf("new learner: max update ratio %g must be ≥ 0", lc.MaxUpdateRatio)
 	}
-	// Weights, AdamW moments, a copy of the three to roll a bad update
-	// back, and a gradient per shard: 6 + shards float32 per parameter.
+	// Weights, AdamW moments and a gradient per shard: 3 + shards float32
+	// per parameter.
 	shards := learnerShards(m.cfg, m.net.workers, lc.Device != nil)
-	if err := CheckMemory("the learner (weights, gradients, AdamW state and its rollback copy)", toBytes((24+4*float64(shards))*m.cfg.params())); err != nil {
+	if err := CheckMemory("the learner (weights, gradients and AdamW state)", toBytes((12+4*float64(shards))*m.cfg.params())); err != nil {
 		return nil, fmt.Errorf("new learner: %w", err)
 	}
 	w, g := m.Weights(), make([]float32, m.NumParams())
@@ -314,54 +314,20 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	return st, nil
 }
 
-// update takes one AdamW step at lr and checks what it did: a weight or
-// moment that is not finite, or an update norm above MaxUpdateRatio times
-// the weights' norm, rolls weights and optimiser state back to before the
-// step and returns an error wrapping ErrBadUpdate.
+// update takes one AdamW step at lr after checking, on a preview, what it
+// would do: a weight or moment that would not be finite, or an update norm
+// above MaxUpdateRatio times the weights' norm, leaves weights and
+// optimiser state as they are and returns an error wrapping ErrBadUpdate.
 func (l *Learner) update(lr float64) error {
-	w := l.net.w.flat
-	l.before = append(l.before[:0], w...)
-	l.opt.Mark()
-	l.opt.Step(l.params, lr)
-	err := l.checkUpdate()
-	if err == nil {
-		err = l.opt.CheckState()
+	u, err := l.opt.Preview(l.params, lr)
+	if r := l.lc.MaxUpdateRatio; err == nil && r > 0 && u.Norm > r*u.WeightNorm {
+		err = fmt.Errorf("update norm %.4g is %.3g× the weights' norm %.4g (limit %g×)", u.Norm, u.Norm/u.WeightNorm, u.WeightNorm, r)
 	}
 	if err != nil {
-		copy(w, l.before)
-		l.opt.Undo()
-		return fmt.Errorf("lr %g: %w (rolled back): %w", lr, ErrBadUpdate, err)
+		return fmt.Errorf("lr %g: %w (not applied): %w", lr, ErrBadUpdate, err)
 	}
+	l.opt.Step(l.params, lr)
 	return nil
-}
-
-// checkUpdate compares the weights after an update with l.before: every
-// weight finite, and ‖Δw‖ ≤ MaxUpdateRatio·‖w‖ when the ratio is set.
-func (l *Learner) checkUpdate() error {
-	var delta, norm float64
-	for i, x := range l.net.w.flat {
-		v, b := float64(x), float64(l.before[i])
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("weight %s is %v", l.weightName(i), v)
-		}
-		delta += (v - b) * (v - b)
-		norm += b * b
-	}
-	delta, norm = math.Sqrt(delta), math.Sqrt(norm)
-	if r := l.lc.MaxUpdateRatio; r > 0 && delta > r*norm {
-		return fmt.Errorf("update norm %.4g is %.3g× the weights' norm %.4g (limit %g×)", delta, delta/norm, norm, r)
-	}
-	return nil
-}
-
-// weightName names flat weight index i as tensor[offset].
-func (l *Learner) weightName(i int) string {
-	for _, p := range newLayout(l.cfg).specs {
-		if i >= p.Offset && i < p.Offset+p.Size() {
-			return fmt.Sprintf("%s[%d]", p.Name, i-p.Offset)
-		}
-	}
-	return fmt.Sprintf("[%d]", i)
 }
 
 // SupervisedStep trains on gold completions (e.g. the solution plus EOS)

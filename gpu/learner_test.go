@@ -360,8 +360,8 @@ func TestLearnerRollsBackBadUpdates(t *testing.T) {
 		ratio float64
 		want  string
 	}{
-		{"non-finite", 1e308, 0, "is NaN"},
-		{"non-finite with a ratio", 1e308, 1, "is NaN"},
+		{"non-finite", 1e308, 0, "would be NaN"},
+		{"non-finite with a ratio", 1e308, 1, "would be NaN"},
 		{"exploding", 10, 1, "the weights' norm"},
 	} {
 		m, _ := Preset("tiny")

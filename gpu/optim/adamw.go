@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/vec"
 )
 
 // ErrConfig is wrapped by every hyper-parameter validation error.
@@ -50,13 +52,6 @@ type AdamW struct {
 
 	step  int
 	state []moments // parallel to the params of every Step
-	mark  *mark     // the state at the last Mark (nil: none yet)
-}
-
-// mark is a copy of the step count and moments, for Undo.
-type mark struct {
-	step int
-	m, v [][]float32
 }
 
 // moments is the Adam state of one parameter.
@@ -102,69 +97,85 @@ func (o *AdamW) StepCount() int { return o.step }
 func (o *AdamW) Step(params []Param, lr float64) {
 	o.bind(params)
 	o.step++
-	t := float64(o.step)
-	bc1 := 1 - math.Pow(o.Beta1, t)
-	bc2 := 1 - math.Pow(o.Beta2, t)
-	k := coeffs{
-		b1: float32(o.Beta1), c1: float32(1 - o.Beta1),
-		b2: float32(o.Beta2), c2: float32(1 - o.Beta2),
-		stepSize: float32(lr / bc1),
-		invSqBC2: float32(1 / math.Sqrt(bc2)),
-		eps:      float32(o.Eps),
-	}
+	k := o.coeffs(o.step, lr)
 	if o.Workers <= 1 {
 		for i, p := range params {
-			o.update(p, i, 0, len(p.W), lr, k)
+			o.update(p, i, 0, len(p.W), k)
 		}
 		return
 	}
-	split(params, o.Workers, func(_, i, lo, hi int) { o.update(params[i], i, lo, hi, lr, k) })
+	split(params, o.Workers, func(_, i, lo, hi int) { o.update(params[i], i, lo, hi, k) })
 }
 
 // update runs the kernel on elements lo..hi-1 of p, the i-th parameter.
-func (o *AdamW) update(p Param, i, lo, hi int, lr float64, k coeffs) {
+func (o *AdamW) update(p Param, i, lo, hi int, k coeffs) {
 	st := &o.state[i]
-	decay := float32(1)
-	if !p.NoDecay {
-		decay = float32(1 - lr*o.WeightDecay)
-	}
-	adamwKernel(p.W[lo:hi], p.G[lo:hi], st.m[lo:hi], st.v[lo:hi], decay, k)
+	vec.AdamW(p.W[lo:hi], p.G[lo:hi], st.m[lo:hi], st.v[lo:hi], forParam(k, p))
 }
 
-// Mark remembers the current step count and moments so that Undo can
-// restore them, say after a Step whose result the caller rejects. Its
-// buffers are allocated on the first call that has state to copy and
-// reused after.
-func (o *AdamW) Mark() {
-	if o.mark == nil || len(o.mark.m) != len(o.state) {
-		o.mark = &mark{m: make([][]float32, len(o.state)), v: make([][]float32, len(o.state))}
-	}
-	o.mark.step = o.step
-	for i, st := range o.state {
-		o.mark.m[i] = append(o.mark.m[i][:0], st.m...)
-		o.mark.v[i] = append(o.mark.v[i][:0], st.v...)
-	}
+// Update describes the change a Step would make (see Preview).
+type Update struct {
+	Norm       float64 // ‖Δw‖ over every parameter
+	WeightNorm float64 // ‖w‖ before the step
 }
 
-// Undo restores the step count and moments of the last Mark. State that
-// did not exist at the Mark (the first Step allocates it) is zeroed, which
-// is what a fresh optimiser holds. Undo without a Mark panics (a
-// programming error).
-func (o *AdamW) Undo() {
-	if o.mark == nil {
-		panic("optim: Undo without Mark")
+// Preview computes the update Step(params, lr) would make, with the same
+// arithmetic, and changes nothing: weights, moments and step count stay as
+// they are. It returns the norms of the change and of the weights, or an
+// error naming the first weight or moment the step would make non-finite
+// (or exp_avg_sq negative), so that a caller can refuse a step before it
+// is taken. Its sums are split over Workers as Step's elements are.
+func (o *AdamW) Preview(params []Param, lr float64) (Update, error) {
+	o.bind(params)
+	k := o.coeffs(o.step+1, lr)
+	parts := max(o.Workers, 1)
+	type partSums struct {
+		delta, norm float64
+		bad         int // parameter of the first bad element, or -1
+		at          int // and its index
 	}
-	o.step = o.mark.step
-	for i := range o.state {
-		if i < len(o.mark.m) && len(o.mark.m[i]) == len(o.state[i].m) {
-			copy(o.state[i].m, o.mark.m[i])
-			copy(o.state[i].v, o.mark.v[i])
-			continue
+	sums := make([]partSums, parts)
+	for i := range sums {
+		sums[i].bad = -1
+	}
+	split(params, parts, func(part, i, lo, hi int) {
+		s, p, st := &sums[part], params[i], &o.state[i]
+		d, n, bad := vec.AdamWPreview(p.W[lo:hi], p.G[lo:hi], st.m[lo:hi], st.v[lo:hi], forParam(k, p))
+		s.delta, s.norm = s.delta+d, s.norm+n
+		if bad >= 0 && s.bad < 0 {
+			s.bad, s.at = i, lo+bad
 		}
-		clear(o.state[i].m)
-		clear(o.state[i].v)
+	})
+	var u Update
+	for _, s := range sums {
+		if s.bad >= 0 {
+			return Update{}, o.badElement(params[s.bad], s.bad, s.at, k)
+		}
+		u.Norm += s.delta
+		u.WeightNorm += s.norm
 	}
+	u.Norm, u.WeightNorm = math.Sqrt(u.Norm), math.Sqrt(u.WeightNorm)
+	return u, nil
 }
+
+// badElement says which of the values element j of p (the i-th parameter)
+// would take in a step is not finite (or a negative exp_avg_sq).
+func (o *AdamW) badElement(p Param, i, j int, k coeffs) error {
+	st := o.state[i]
+	w, m, v := vec.AdamWElement(p.W[j], p.G[j], st.m[j], st.v[j], forParam(k, p))
+	finite := func(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }
+	switch {
+	case !finite(m):
+		return fmt.Errorf("%w: %s%s[%d] would be %v", ErrNonFinite, p.Name, suffixExpAvg, j, m)
+	case !finite(v) || v < 0:
+		return fmt.Errorf("%w: %s%s[%d] would be %v", ErrNonFinite, p.Name, suffixExpAvgSq, j, v)
+	}
+	return fmt.Errorf("%w: weight %s[%d] would be %v", ErrNonFinite, p.Name, j, w)
+}
+
+// ErrNonFinite is wrapped by Preview's error: the step would leave a weight
+// or moment NaN or infinite.
+var ErrNonFinite = errors.New("optim: update is not finite")
 
 // CheckState returns an error naming the first moment tensor that holds a
 // non-finite value or, for exp_avg_sq, a negative one: a state no AdamW
@@ -195,25 +206,29 @@ func firstNonFinite(x []float32) (int, bool) {
 	return 0, true
 }
 
-// coeffs are the per-step float32 constants of the kernel.
-type coeffs struct {
-	b1, c1, b2, c2     float32
-	stepSize, invSqBC2 float32
-	eps                float32
+// coeffs are the float32 constants of step t.
+type coeffs = vec.AdamWCoeffs
+
+// coeffs returns the constants of step t (1, 2, ...) at learning rate lr.
+func (o *AdamW) coeffs(t int, lr float64) coeffs {
+	bc1 := 1 - math.Pow(o.Beta1, float64(t))
+	bc2 := 1 - math.Pow(o.Beta2, float64(t))
+	return coeffs{
+		B1: float32(o.Beta1), C1: float32(1 - o.Beta1),
+		B2: float32(o.Beta2), C2: float32(1 - o.Beta2),
+		StepSize: float32(lr / bc1),
+		InvSqBC2: float32(1 / math.Sqrt(bc2)),
+		Eps:      float32(o.Eps),
+		Decay:    float32(1 - lr*o.WeightDecay),
+	}
 }
 
-// adamwKernel updates w, m, v in place for one parameter.
-func adamwKernel(w, g, m, v []float32, decay float32, k coeffs) {
-	n := len(w)
-	g, m, v = g[:n], m[:n], v[:n] // bounds-check elimination
-	for i := range n {
-		gi := g[i]
-		mi := k.b1*m[i] + k.c1*gi
-		vi := k.b2*v[i] + k.c2*gi*gi
-		m[i], v[i] = mi, vi
-		denom := float32(math.Sqrt(float64(vi)))*k.invSqBC2 + k.eps
-		w[i] = w[i]*decay - k.stepSize*mi/denom
+// forParam returns k with the weight decay p takes: none for NoDecay.
+func forParam(k coeffs, p Param) *coeffs {
+	if p.NoDecay {
+		k.Decay = 1
 	}
+	return &k
 }
 
 // bind allocates the state on the first call and checks the params match

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -360,42 +362,104 @@ func TestWorkersDoNotChangeResults(t *testing.T) {
 	}
 }
 
-// TestMarkUndo: Undo after a Step gives back the marked state, so the
-// steps that follow are bit-identical to those of an optimiser that never
-// took the undone step; also for the first Step, whose state did not exist.
-func TestMarkUndo(t *testing.T) {
-	for _, before := range []int{0, 3} {
-		a, b := newParams(1), newParams(1)
-		ga, gb := rand.New(rand.NewPCG(5, 5)), rand.New(rand.NewPCG(5, 5))
-		optA, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
-		optB, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
-		for range before {
-			fillGrads(a, ga)
-			optA.Step(a, 1e-2)
-			fillGrads(b, gb)
-			optB.Step(b, 1e-2)
+// bigParams are parameters large enough for split to use several
+// goroutines, with a 1-D one between the matrices.
+func bigParams(seed uint64) []Param {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	var ps []Param
+	for i, n := range []int{70000, 3, 50000} {
+		w, g := make([]float32, n), make([]float32, n)
+		for j := range w {
+			w[j], g[j] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 		}
-		saved := [][]float32{append([]float32(nil), b[0].W...), append([]float32(nil), b[1].W...)}
-		optB.Mark()
-		fillGrads(b, rand.New(rand.NewPCG(9, 9)))
-		optB.Step(b, 1e3) // a step the caller rejects
-		optB.Undo()
-		copy(b[0].W, saved[0])
-		copy(b[1].W, saved[1])
-		if optB.StepCount() != before {
-			t.Fatalf("after %d steps: StepCount after Undo = %d", before, optB.StepCount())
+		ps = append(ps, Param{Name: string(rune('a' + i)), W: w, G: g, NoDecay: i == 1})
+	}
+	return ps
+}
+
+func cloneParams(ps []Param) []Param {
+	out := make([]Param, len(ps))
+	for i, p := range ps {
+		out[i] = Param{Name: p.Name, W: slices.Clone(p.W), G: slices.Clone(p.G), NoDecay: p.NoDecay}
+	}
+	return out
+}
+
+// sameBits reports whether a and b hold the same bits (NaN equals NaN).
+func sameBits(a, b []Param) bool {
+	for i := range a {
+		for j := range a[i].W {
+			if math.Float32bits(a[i].W[j]) != math.Float32bits(b[i].W[j]) || math.Float32bits(a[i].G[j]) != math.Float32bits(b[i].G[j]) {
+				return false
+			}
 		}
-		for range 3 {
-			fillGrads(a, ga)
-			optA.Step(a, 1e-2)
-			fillGrads(b, gb)
-			optB.Step(b, 1e-2)
+	}
+	return len(a) == len(b)
+}
+
+// TestPreviewIsTheStep: Preview changes nothing (weights, moments, step
+// count), and its norms are those of the Step that follows it, measured
+// from the weights before and after; on one goroutine or three.
+func TestPreviewIsTheStep(t *testing.T) {
+	for _, workers := range []int{1, 3} {
+		ps := bigParams(1)
+		o, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
+		o.Workers = workers
+		o.Step(ps, 1e-2) // moments that are not zero
+		fillGrads(ps, rand.New(rand.NewPCG(2, 2)))
+		before, moments := cloneParams(ps), slices.Clone(o.state)
+		for i := range moments {
+			moments[i].m, moments[i].v = slices.Clone(o.state[i].m), slices.Clone(o.state[i].v)
 		}
-		for i := range a {
-			for j := range a[i].W {
-				if a[i].W[j] != b[i].W[j] {
-					t.Fatalf("after %d steps: %s[%d] = %v after Undo, %v without the undone step", before, a[i].Name, j, b[i].W[j], a[i].W[j])
-				}
+		u, err := o.Preview(ps, 3e-2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(ps, before) || !reflect.DeepEqual(o.state, moments) || o.StepCount() != 1 {
+			t.Fatalf("workers %d: Preview changed the parameters or the optimiser", workers)
+		}
+		o.Step(ps, 3e-2)
+		var delta, norm float64
+		for i, p := range ps {
+			for j, w := range p.W {
+				d := float64(w) - float64(before[i].W[j])
+				delta += d * d
+				norm += float64(before[i].W[j]) * float64(before[i].W[j])
+			}
+		}
+		if d, n := math.Sqrt(delta), math.Sqrt(norm); math.Abs(u.Norm-d) > 1e-12*d || math.Abs(u.WeightNorm-n) > 1e-12*n || d == 0 {
+			t.Errorf("workers %d: Preview norms %v, %v; the step's %v, %v", workers, u.Norm, u.WeightNorm, d, n)
+		}
+	}
+}
+
+// TestPreviewNamesWhatWouldNotBeFinite: a step that would make a weight or
+// moment non-finite is refused by Preview naming the first such element,
+// and nothing changes.
+func TestPreviewNamesWhatWouldNotBeFinite(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lr    float64
+		setup func(ps []Param)
+		want  string
+	}{
+		{"lr 1e308", 1e308, func([]Param) {}, "weight a[0] would be"},
+		{"NaN gradient", 1e-2, func(ps []Param) { ps[2].G[40000] = float32(math.NaN()) }, "c.exp_avg[40000] would be NaN"},
+		{"infinite gradient", 1e-2, func(ps []Param) { ps[1].G[2] = float32(math.Inf(-1)) }, "b.exp_avg[2] would be -Inf"},
+		{"huge gradient", 1e-2, func(ps []Param) { ps[2].G[7] = 1e30 }, "c.exp_avg_sq[7] would be +Inf"},
+	} {
+		for _, workers := range []int{1, 3} {
+			ps := bigParams(4)
+			tc.setup(ps)
+			before := cloneParams(ps)
+			o, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
+			o.Workers = workers
+			_, err := o.Preview(ps, tc.lr)
+			if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s, workers %d: error %v, want ErrNonFinite containing %q", tc.name, workers, err, tc.want)
+			}
+			if !sameBits(ps, before) || o.StepCount() != 0 {
+				t.Errorf("%s, workers %d: a refused Preview changed something", tc.name, workers)
 			}
 		}
 	}

@@ -52,3 +52,9 @@ func mulAffineAVX2(dst, x, p []float32, c0, c1 float32)
 
 //go:noescape
 func ropeHeadsAVX2(v []float32, heads int, c, s []float32, sign float32)
+
+//go:noescape
+func adamwAVX2(w, g, m, v []float32, k *[64]float32)
+
+//go:noescape
+func adamwPreviewAVX2(w, g, m, v []float32, k *[64]float32) (delta, norm float64, ok bool)

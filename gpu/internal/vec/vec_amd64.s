@@ -683,3 +683,125 @@ maff_tail:
 maff_done:
 	VZEROUPPER
 	RET
+
+// ADAMW_Y computes one AdamW step for the 8 lanes of w (Y4), g (Y0), m
+// (Y1) and v (Y2), with the coefficient table of AdamWCoeffs.broadcast at
+// R8: m' in Y1, v' in Y2, w' in Y6; it clobbers Y3 and Y5. No fused
+// multiply-adds, so that it rounds as AdamWElement does.
+#define ADAMW_Y \
+	VMULPS 0(R8), Y1, Y1; VMULPS 32(R8), Y0, Y3; VADDPS Y3, Y1, Y1; \
+	VMULPS 64(R8), Y2, Y2; VMULPS 96(R8), Y0, Y3; VMULPS Y0, Y3, Y3; VADDPS Y3, Y2, Y2; \
+	VSQRTPS Y2, Y3; VMULPS 160(R8), Y3, Y3; VADDPS 192(R8), Y3, Y3; \
+	VMULPS 128(R8), Y1, Y5; VDIVPS Y3, Y5, Y5; \
+	VMULPS 224(R8), Y4, Y6; VSUBPS Y5, Y6, Y6
+
+// func adamwAVX2(w, g, m, v []float32, k *[64]float32)
+TEXT ·adamwAVX2(SB), NOSPLIT, $0-104
+	MOVQ w_base+0(FP), DI
+	MOVQ w_len+8(FP), CX
+	MOVQ g_base+24(FP), SI
+	MOVQ m_base+48(FP), BX
+	MOVQ v_base+72(FP), DX
+	MOVQ k+96(FP), R8
+
+adamw_loop:
+	CMPQ CX, $8
+	JL   adamw_tail
+	VMOVUPS (DI), Y4
+	VMOVUPS (SI), Y0
+	VMOVUPS (BX), Y1
+	VMOVUPS (DX), Y2
+	ADAMW_Y
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y1, (BX)
+	VMOVUPS Y2, (DX)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP  adamw_loop
+
+adamw_tail:
+	TESTQ CX, CX
+	JZ    adamw_done
+	TAIL_MASK
+	VMASKMOVPS (DI), Y8, Y4
+	VMASKMOVPS (SI), Y8, Y0
+	VMASKMOVPS (BX), Y8, Y1
+	VMASKMOVPS (DX), Y8, Y2
+	ADAMW_Y
+	VMASKMOVPS Y6, Y8, (DI)
+	VMASKMOVPS Y1, Y8, (BX)
+	VMASKMOVPS Y2, Y8, (DX)
+
+adamw_done:
+	VZEROUPPER
+	RET
+
+// ADAMW_SUMS adds, for the lanes of w' (Y6) and w (Y4), (w' − w)² to the
+// float64 sums in Y10 and w² to those in Y11, and x − x of w', m' and v'
+// to Y7 (NaN once any of them is not finite; a negative v' makes w' NaN
+// through its square root). It clobbers Y0, Y3.
+#define ADAMW_SUMS \
+	VSUBPS Y6, Y6, Y0; VADDPS Y0, Y7, Y7; VSUBPS Y1, Y1, Y0; VADDPS Y0, Y7, Y7; \
+	VSUBPS Y2, Y2, Y0; VADDPS Y0, Y7, Y7; \
+	VCVTPS2PD X6, Y0; VCVTPS2PD X4, Y3; VSUBPD Y3, Y0, Y0; VMULPD Y0, Y0, Y0; VADDPD Y0, Y10, Y10; \
+	VMULPD Y3, Y3, Y3; VADDPD Y3, Y11, Y11; \
+	VEXTRACTF128 $1, Y6, X0; VEXTRACTF128 $1, Y4, X3; VCVTPS2PD X0, Y0; VCVTPS2PD X3, Y3; \
+	VSUBPD Y3, Y0, Y0; VMULPD Y0, Y0, Y0; VADDPD Y0, Y10, Y10; VMULPD Y3, Y3, Y3; VADDPD Y3, Y11, Y11
+
+// func adamwPreviewAVX2(w, g, m, v []float32, k *[64]float32) (delta, norm float64, ok bool)
+TEXT ·adamwPreviewAVX2(SB), NOSPLIT, $0-121
+	MOVQ w_base+0(FP), DI
+	MOVQ w_len+8(FP), CX
+	MOVQ g_base+24(FP), SI
+	MOVQ m_base+48(FP), BX
+	MOVQ v_base+72(FP), DX
+	MOVQ k+96(FP), R8
+	VXORPS Y7, Y7, Y7
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+
+adamwp_loop:
+	CMPQ CX, $8
+	JL   adamwp_tail
+	VMOVUPS (DI), Y4
+	VMOVUPS (SI), Y0
+	VMOVUPS (BX), Y1
+	VMOVUPS (DX), Y2
+	ADAMW_Y
+	ADAMW_SUMS
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP  adamwp_loop
+
+adamwp_tail:
+	TESTQ CX, CX
+	JZ    adamwp_done
+	TAIL_MASK // the masked-off lanes load zeros: their step is 0 and finite
+	VMASKMOVPS (DI), Y8, Y4
+	VMASKMOVPS (SI), Y8, Y0
+	VMASKMOVPS (BX), Y8, Y1
+	VMASKMOVPS (DX), Y8, Y2
+	ADAMW_Y
+	ADAMW_SUMS
+
+adamwp_done:
+	VEXTRACTF128 $1, Y10, X0
+	VADDPD       X0, X10, X10
+	VHADDPD      X10, X10, X10
+	MOVSD        X10, delta+104(FP)
+	VEXTRACTF128 $1, Y11, X0
+	VADDPD       X0, X11, X11
+	VHADDPD      X11, X11, X11
+	MOVSD        X11, norm+112(FP)
+	VCMPPS       $3, Y7, Y7, Y1 // unordered: a lane saw a NaN
+	VMOVMSKPS    Y1, AX
+	TESTL        AX, AX
+	SETEQ        ok+120(FP)
+	VZEROUPPER
+	RET

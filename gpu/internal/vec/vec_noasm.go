@@ -22,3 +22,7 @@ func mulAffineAVX2(dst, x, p []float32, c0, c1 float32)           { panic("gpu: 
 func ropeHeadsAVX2(v []float32, heads int, c, s []float32, sign float32) {
 	panic("gpu: no AVX2 kernels")
 }
+func adamwAVX2(w, g, m, v []float32, k *[64]float32) { panic("gpu: no AVX2 kernels") }
+func adamwPreviewAVX2(w, g, m, v []float32, k *[64]float32) (delta, norm float64, ok bool) {
+	panic("gpu: no AVX2 kernels")
+}
