@@ -83,3 +83,54 @@ func BenchmarkScore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProducts runs, on one core, each weight product of a `base`
+// learner step on one shard's rows (32 sequences × 32 tokens; the last
+// block's on the 16 scored rows of each), next to a 1024³ product: the
+// GFLOP/s the step's products reach when nothing else runs, which is the
+// step's ceiling (docs/BENCHMARKS.md).
+func BenchmarkProducts(b *testing.B) {
+	cfg, _ := Preset("base")
+	const rows = 32 * 32
+	d, m, v := cfg.Hidden, cfg.MLP, cfg.Vocab
+	fill := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(i%7) * 0.01
+		}
+		return x
+	}
+	for _, s := range []struct {
+		name          string
+		rows, in, out int
+	}{
+		{"qkv", rows, d, 3 * d}, {"o", rows, d, d}, {"gate_up", rows, d, 2 * m}, {"down", rows, m, d},
+		{"last_o", rows / 2, d, d}, {"last_gate_up", rows / 2, d, 2 * m}, {"last_down", rows / 2, m, d}, {"lm_head", rows / 2, d, v},
+	} {
+		x, w, y, dw := fill(s.rows*s.in), fill(s.out*s.in), fill(s.rows*s.out), fill(s.out*s.in)
+		flops := 2 * float64(s.rows*s.in*s.out)
+		for _, p := range []struct {
+			kind string
+			f    func()
+		}{
+			{"NT", func() { matmulNT(y, x, w, s.rows, s.in, s.out, false, 1) }},
+			{"NN", func() { matmulNN(x, y, w, s.rows, s.in, s.out, false, 1) }},
+			{"TNAdd", func() { matmulTNAdd(dw, y, x, s.rows, s.in, s.out, 1) }},
+		} {
+			b.Run(s.name+"/"+p.kind, func(b *testing.B) {
+				for b.Loop() {
+					p.f()
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+	const n = 1024
+	x, y, z := fill(n*n), fill(n*n), fill(n*n)
+	b.Run("sgemm_1024", func(b *testing.B) {
+		for b.Loop() {
+			gemm(false, true, n, n, n, 1, x, n, y, n, 0, z, n)
+		}
+		b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+}
