@@ -127,12 +127,16 @@ func TestGradRoPE(t *testing.T) {
 
 func TestGradAttention(t *testing.T) {
 	for _, s := range []attnShape{
-		{B: 2, T: 4, H: 2, G: 2, E: 3}, // multi-head
-		{B: 2, T: 5, H: 4, G: 2, E: 2}, // grouped KV heads (GQA)
-		{B: 1, T: 3, H: 3, G: 1, E: 4}, // multi-query
+		{B: 2, T: 4, H: 2, G: 2, E: 3},                                 // multi-head
+		{B: 2, T: 5, H: 4, G: 2, E: 2},                                 // grouped KV heads (GQA)
+		{B: 1, T: 3, H: 3, G: 1, E: 4},                                 // multi-query
+		{B: 4, T: 5, H: 2, G: 1, E: 3, start: []int32{0, 5, 7, 7, 10}}, // packed: 5, 2, 0 and 3 rows
 	} {
 		rng := rand.New(rand.NewPCG(5, uint64(s.H*10+s.G)))
 		n := s.B * s.T
+		if s.start != nil {
+			n = int(s.start[s.B])
+		}
 		qkv, r := randVec(rng, n*s.stride(), 1), randVec(rng, n*s.H*s.E, 1)
 		att, probs := make([]float64, n*s.H*s.E), make([]float64, s.B*s.H*s.T*s.T)
 		loss := func() float64 { attention(att, probs, qkv, s, nil, 2); return dot(r, att) }
@@ -220,6 +224,20 @@ func testBatch(n *net[float64], lens []int, t int, seed uint64) *acts[float64] {
 	return a
 }
 
+// packedBatch loads seqs into a packed workspace with random per-row
+// coefficients on the log-prob and entropy of each completion token.
+func packedBatch(n *net[float64], seqs []Sequence, seed uint64) *acts[float64] {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	a := newActs[float64](n.cfg, len(seqs), paddedLen(n.cfg, seqs), n.workers, true)
+	a.load(seqs)
+	for r := range a.N {
+		if a.need[r] {
+			a.dlp[r], a.dH[r] = rng.NormFloat64(), rng.NormFloat64()
+		}
+	}
+	return a
+}
+
 func modelLoss(n *net[float64], a *acts[float64], temp float64) float64 {
 	n.forward(a, temp)
 	var s float64
@@ -244,10 +262,14 @@ func TestGradModel(t *testing.T) {
 		{"tiny", tiny, []int{6, 4}, 6, 1},
 		{"tiny tied T=0.7", tied, []int{5, 5, 3}, 5, 0.7},
 		{"gqa", gqa, []int{8, 2}, 8, 1.3},
+		{"gqa packed", gqa, nil, 8, 1.1}, // the rows of packedSeqs
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := testNet(tc.cfg, 11)
 			a := testBatch(n, tc.lens, tc.t, 3)
+			if tc.lens == nil {
+				a = packedBatch(n, packedSeqs(tc.cfg.Vocab), 3)
+			}
 			modelLoss(n, a, tc.temp)
 			grad := make([]float64, len(n.w.flat))
 			n.backward(a, bindParams(tc.cfg, grad), tc.temp)

@@ -225,7 +225,7 @@ func swigluBackwardRows[F Float](dgu, dy, gu, sig []F, m int, lo, hi int) {
 // compact) into log-probabilities of softmax(logits/temp), row-stable (each
 // row's own maximum is subtracted), written to dst's row rows[i] ([n, v]),
 // and the exact entropy H = −Σ p·log p of each row to ent[rows[i]]. Other
-// rows are left alone: no loss reads them (prompt and padding positions).
+// rows are left alone: no loss reads them (prompt positions).
 func logSoftmaxEntropy[F Float](dst, ent, logits []F, rows []int32, v int, temp float64, workers int) {
 	inv := F(1 / temp)
 	if workers <= 1 {

@@ -110,7 +110,7 @@ type StepStats struct {
 	Forward, Backward, Optimizer time.Duration
 }
 
-// Learner trains a copy of a model's weights: forward over a padded batch,
+// Learner trains a copy of a model's weights: forward over a packed batch,
 // a caller-given loss, backward, global-norm clipping and AdamW. It keeps
 // one workspace per batch shape, so steady-state steps do not allocate
 // activations. A Learner is not safe for concurrent use.

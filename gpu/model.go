@@ -1,6 +1,6 @@
 package gpu
 
-// Dimensions: B sequences, T padded length, N = B·T rows, D hidden, L layers,
+// Dimensions: B sequences of at most T rows, N ≤ B·T rows in use (packed), D hidden, L layers,
 // H query heads, G key/value heads, E = D/H head width, M MLP width, V vocab.
 
 // net is the Llama decoder over one flat weight buffer, generic so that the
@@ -19,17 +19,22 @@ func newNet[F Float](cfg Config, flat []F, workers int) *net[F] {
 	return &net[F]{cfg: cfg, w: bindParams(cfg, flat), cos: cos, sin: sin, workers: workers, mm: cpuLinear[F]{workers}}
 }
 
-func (n *net[F]) attnShape(b, t int) attnShape {
+func (n *net[F]) attnShape(a *acts[F]) attnShape {
 	c := n.cfg
-	return attnShape{B: b, T: t, H: c.Heads, G: c.KVHeads, E: c.HeadDim()}
+	return attnShape{B: a.B, T: a.T, H: c.Heads, G: c.KVHeads, E: c.HeadDim(), start: a.start}
 }
 
-// acts is the workspace of one padded (B, T) shape: every activation the
-// backward pass needs, plus scratch for the gradients. It is allocated once
-// per shape and reused by every step of that shape.
+// acts is the workspace of B sequences of at most T rows each: every
+// activation the backward pass needs, plus scratch for the gradients. It
+// is allocated once per shape (B, T), room for B·T rows, and reused by
+// every step of that shape. The sequences' rows are packed: sequence b
+// occupies rows start[b]..start[b+1]-1 and the N = start[B] rows in use
+// are the first; no row is padding (load).
 type acts[F Float] struct {
 	B, T    int
-	tokens  []int32   // [N] input ids (PAD past each sequence's end)
+	N       int       // rows in use
+	start   []int32   // [B+1] first row of each sequence; start[B] = N
+	tokens  []int32   // [N] input ids
 	pos     []int32   // [N] position of each row within its sequence
 	targets []int32   // [N] next token of each row (for the log-prob gather)
 	need    []bool    // [N] rows whose next-token distribution is read (completion positions)
@@ -84,7 +89,7 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		}
 		return s
 	}
-	a := &acts[F]{B: b, T: t, tokens: make([]int32, n), pos: make([]int32, n), targets: make([]int32, n), need: make([]bool, n),
+	a := &acts[F]{B: b, T: t, N: n, start: make([]int32, b+1), tokens: make([]int32, n), pos: make([]int32, n), targets: make([]int32, n), need: make([]bool, n),
 		rows: make([]int32, 0, n), mid: mkL(n * d), xn1: mkL(n * d), inv1: mkL(n), qkv: mkL(n * qs),
 		probs: mkL(b * c.Heads * t * t), att: mkL(n * he), xn2: mkL(n * d), inv2: mkL(n), gu: mkL(n * 2 * m),
 		act: mkL(n * m), sig: mkL(n * m), attRows: mk(n * he), xf: mk(n * d), invf: mk(n), logp: mk(n * c.Vocab), ent: mk(n),
@@ -102,8 +107,11 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		a.dx, a.dxn, a.dqkv, a.datt = mk(n*d), mk(n*d), mk(n*qs), mk(n*he)
 		a.dgu, a.dact, a.dscores = mk(n*2*m), mk(n*m), mk(max(workers, 1)*t*t)
 	}
-	for r := range a.pos {
+	for r := range a.pos { // until load packs them: every sequence T rows
 		a.pos[r] = int32(r % t)
+	}
+	for i := range a.start {
+		a.start[i] = int32(i * t)
 	}
 	return a
 }
@@ -114,20 +122,20 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 // kept for backward).
 func (n *net[F]) forward(a *acts[F], temp float64) {
 	c, w, k := n.cfg, n.w, n.workers
-	N, D, M, V := a.B*a.T, c.Hidden, c.MLP, c.Vocab
-	as := n.attnShape(a.B, a.T)
+	N, D, M, V := a.N, c.Hidden, c.MLP, c.Vocab
+	as := n.attnShape(a)
 	qs, he := as.stride(), as.H*as.E
 	a.rows = a.rows[:0]
-	for r, need := range a.need {
+	for r, need := range a.need[:N] {
 		if need {
 			a.rows = append(a.rows, int32(r))
 		}
 	}
 	K := len(a.rows)
 	rot := &rotation[F]{pos: a.pos, cos: n.cos, sin: n.sin}
-	embed(a.resid[0], w.embed, a.tokens, D)
+	embed(a.resid[0], w.embed, a.tokens[:N], D)
 	for l, lw := range w.layers {
-		x := a.resid[l]
+		x := a.resid[l][:N*D]
 		rmsnorm(a.xn1[l], a.inv1[l], x, lw.attnNorm, D, c.NormEps, k)
 		n.mm.NT(a.qkv[l], a.xn1[l], lw.qkv, N, D, qs, false)
 		attention(a.att[l], a.probs[l], a.qkv[l], as, rot, k) // rotates q and k first
@@ -158,8 +166,8 @@ func (n *net[F]) forward(a *acts[F], temp float64) {
 // zero derivatives.
 func (n *net[F]) backward(a *acts[F], g params[F], temp float64) {
 	c, w, k := n.cfg, n.w, n.workers
-	N, D, M, V := a.B*a.T, c.Hidden, c.MLP, c.Vocab
-	as := n.attnShape(a.B, a.T)
+	N, D, M, V := a.N, c.Hidden, c.MLP, c.Vocab
+	as := n.attnShape(a)
 	qs, he := as.stride(), as.H*as.E
 	K := len(a.rows)
 	rot := &rotation[F]{pos: a.pos, cos: n.cos, sin: n.sin}
@@ -189,9 +197,9 @@ func (n *net[F]) backward(a *acts[F], g params[F], temp float64) {
 		attentionBackward(a.dqkv, a.datt, a.qkv[l], a.probs[l], a.dscores, as, rot, k) // dq, dk unrotated
 		n.mm.TNAdd(lg.qkv, a.dqkv, a.xn1[l], N, D, qs)
 		n.mm.NN(a.dxn, a.dqkv, lw.qkv, N, D, qs, false)
-		rmsnormBackward(a.dx, lg.attnNorm, a.dxn, a.resid[l], a.inv1[l], lw.attnNorm, D, k) // dLoss/d resid[l]
+		rmsnormBackward(a.dx[:N*D], lg.attnNorm, a.dxn[:N*D], a.resid[l][:N*D], a.inv1[l][:N], lw.attnNorm, D, k) // dLoss/d resid[l]
 	}
-	embedBackward(g.embed, a.dx, a.tokens, D)
+	embedBackward(g.embed, a.dx, a.tokens[:N], D)
 }
 
 // gatherRows copies rows rows of src ([*, d]) to the first len(rows) rows

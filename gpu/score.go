@@ -51,28 +51,45 @@ func paddedLen(c Config, seqs []Sequence) int {
 	return min((t+7)/8*8, c.Context)
 }
 
-// load writes seqs into the workspace (right-padded with PAD id 0, which the
-// causal mask keeps out of every real position) and marks, for each row whose
-// next token is a completion token, that token as the row's target.
+// load packs seqs into the workspace: sequence b's rows are its prompt and
+// completion tokens but the last, whose next-token distribution no loss
+// reads and which no earlier position attends to (none at all without a
+// completion), one after another from row start[b]. Each row whose next
+// token is a completion token has it as its target and is marked needed.
+// No row is padding: the passes run on the N rows in use only.
 func (a *acts[F]) load(seqs []Sequence) {
-	clear(a.tokens)
-	clear(a.targets)
-	clear(a.need)
+	r := 0
 	for b, s := range seqs {
-		row := a.tokens[b*a.T : (b+1)*a.T]
-		for p, id := range s.Prompt {
-			row[p] = int32(id)
+		a.start[b] = int32(r)
+		n := 0
+		if len(s.Completion) > 0 {
+			n = len(s.Prompt) + len(s.Completion) - 1
 		}
-		for t, id := range s.Completion {
-			row[len(s.Prompt)+t] = int32(id)
-			a.targets[b*a.T+len(s.Prompt)+t-1] = int32(id)
-			a.need[b*a.T+len(s.Prompt)+t-1] = true
+		for t := range n {
+			id, need := 0, t >= len(s.Prompt)-1
+			if t < len(s.Prompt) {
+				id = s.Prompt[t]
+			} else {
+				id = s.Completion[t-len(s.Prompt)]
+			}
+			a.tokens[r+t], a.pos[r+t], a.need[r+t] = int32(id), int32(t), need
+			a.targets[r+t] = 0
+			if need {
+				a.targets[r+t] = int32(s.Completion[t+1-len(s.Prompt)])
+			}
 		}
+		r += n
 	}
+	for b := len(seqs); b <= a.B; b++ {
+		a.start[b] = int32(r)
+	}
+	a.N = r
 }
 
 // completionRow is the workspace row whose output scores completion token t.
-func (a *acts[F]) completionRow(b int, s Sequence, t int) int { return b*a.T + len(s.Prompt) + t - 1 }
+func (a *acts[F]) completionRow(b int, s Sequence, t int) int {
+	return int(a.start[b]) + len(s.Prompt) + t - 1
+}
 
 // Score returns the per-token log-probs and entropies of every completion
 // under the model at the given temperature (logits divided by it, spec

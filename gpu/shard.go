@@ -2,7 +2,7 @@ package gpu
 
 import "sync/atomic"
 
-// A padded batch runs through the model in shards: contiguous ranges of its
+// A batch runs through the model in shards: contiguous ranges of its
 // sequences, each with its own workspace, run whole by one goroutine with
 // single-threaded kernels and products (the workers take the shards from a
 // queue). The shards never wait for each other inside a pass; splitting
@@ -15,7 +15,7 @@ import "sync/atomic"
 // shard, with each product and kernel split over the cores.
 const maxShardGradBytes = 64 << 20
 
-// batch is the workspace of one padded shape (B, T), split into shards.
+// batch is the workspace of one shape (B, T), split into shards.
 type batch[F Float] struct {
 	B, T    int
 	parts   []*acts[F]
