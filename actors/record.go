@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -263,11 +264,11 @@ func (r *runner) checkpoint(ctx context.Context, step int64) error {
 		acc := r.evalAccuracy
 		st.GreedyAccuracy = &acc
 	}
-	_, err = r.dir.SaveCheckpoint(st, cfg.Output.KeepCheckpoints,
-		runlog.Part{Name: "policy and optimiser", Write: func(dir string) error { return t.Checkpoint(ctx, dir) }},
+	parts := []runlog.Part{
+		{Name: "policy and optimiser", Write: func(dir string) error { return t.Checkpoint(ctx, dir) }},
 		runlog.FilePart(rewards.ControllerStateFile, func(p string) error { return rewards.SaveControllerState(p, control) }),
 		runlog.FilePart(runlog.ConfigFile, func(p string) error { return atomicfile.WriteBytes(p, text) }),
-		runlog.Part{Name: BehaviourDir, Write: func(dir string) error {
+		{Name: BehaviourDir, Write: func(dir string) error {
 			for s, w := range behaviour {
 				if err := gpu.SaveCheckpoint(filepath.Join(dir, BehaviourDir, runlog.CheckpointName(int(s))), w, nil); err != nil {
 					return err
@@ -275,7 +276,15 @@ func (r *runner) checkpoint(ctx context.Context, step int64) error {
 			}
 			return nil
 		}},
-	)
+	}
+	if r.guard != nil {
+		state, err := json.Marshal(r.guard)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, runlog.FilePart(guard.StateFile, func(p string) error { return atomicfile.WriteBytes(p, state) }))
+	}
+	_, err = r.dir.SaveCheckpoint(st, cfg.Output.KeepCheckpoints, parts...)
 	return err
 }
 

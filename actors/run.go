@@ -2,9 +2,11 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -217,6 +219,9 @@ func startLearnerNode(d *Deps) (*learnerNode, error) {
 func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards.ControllerState, error) {
 	d := r.deps
 	control := rewards.NewControllerState(d.Cfg.MaxEnt.Tau, d.Cfg.MaxEnt.Beta, d.Meta)
+	if d.Cfg.Train.Guard != config.GuardOff {
+		r.guard = guard.New(guard.Settings{Vocab: d.Model.Vocab, Group: d.Cfg.Generation.NumGenerations, Objective: d.Prepare.Objective})
+	}
 	policy, ref, err := r.startModels(ctx, resume)
 	if err != nil {
 		return Models{}, control, err
@@ -244,10 +249,36 @@ func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards
 		if err != nil {
 			return Models{}, control, fmt.Errorf("resume: %w", err)
 		}
+		if err := r.loadGuard(resume); err != nil {
+			return Models{}, control, fmt.Errorf("resume: %w", err)
+		}
 		fmt.Fprintf(r.out, "resumed from %s at step %d\n", resume, r.firstStep)
 		return Models{Learner: l, Reference: ref, Policy: policy, Step: r.firstStep, Behaviour: behaviour}, control, nil
 	}
 	return Models{Learner: l, Reference: ref, Policy: policy}, control, nil
+}
+
+// loadGuard restores the guards' memory of the steps before the
+// checkpoint dir, so that they judge the steps after it as the
+// uninterrupted run's would. A checkpoint without one (written before the
+// guards were saved, or with train.guard off) leaves them fresh, and says so.
+func (r *runner) loadGuard(dir string) error {
+	if r.guard == nil {
+		return nil
+	}
+	path := filepath.Join(dir, guard.StateFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(r.out, "%s has no %s: the guards start afresh\n", dir, guard.StateFile)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, r.guard); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // maxControllerValue bounds tau and beta read from a checkpoint: no
@@ -361,9 +392,6 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 		if err := r.checkpoint(ctx, 0); err != nil {
 			return err
 		}
-	}
-	if d.Cfg.Train.Guard != config.GuardOff {
-		r.guard = guard.New(guard.Settings{Vocab: d.Model.Vocab, Group: d.Cfg.Generation.NumGenerations, Objective: d.Prepare.Objective})
 	}
 	ahead := batchesAhead(d.Cfg.Train.MaxStaleness, d.Cfg.Train.SyncEvery)
 	last, err := drive(ctx, p.Trainer, r.firstStep, int64(d.Cfg.Train.Steps), ahead, r.record)

@@ -230,10 +230,10 @@ func sameRun(t *testing.T, got, want string, steps int) {
 }
 
 // allRun trains the same run in one process (the reference the cluster
-// runs must match).
-func allRun(t *testing.T, bin, dir string, steps int) string {
+// runs must match), with runFlags and extra.
+func allRun(t *testing.T, bin, dir string, steps int, extra ...string) string {
 	t.Helper()
-	p := start(t, bin, "all", append(runFlags(dir, "all", steps), "--role", "all")...)
+	p := start(t, bin, "all", append(append(runFlags(dir, "all", steps), "--role", "all"), extra...)...)
 	if code := p.exit(t, 5*time.Minute); code != 0 {
 		t.Fatalf("--role all: exit %d\n%s", code, p.text())
 	}
@@ -388,6 +388,54 @@ func TestLongClusterHungNode(t *testing.T) {
 	sameRun(t, got, want, steps)
 	checkReissued(t, got)
 	genA.waitFor(t, `dropped this node|is gone`, time.Minute)
+}
+
+// TestLongClusterLearnerRestart: the learner node killed (SIGKILL) mid-run
+// and started again with --resume goes on from its last checkpoint; the
+// worker nodes, left running, notice it is gone, wait, and join the new
+// learner by themselves; the run ends as --role all's: every metrics line
+// and the final weights bit for bit.
+func TestLongClusterLearnerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: four processes and a restart")
+	}
+	bin, dir, steps := binary(t, ""), t.TempDir(), 150
+	every := []string{"--train.checkpoint_every", "10"}
+	want := allRun(t, bin, dir, steps, every...)
+	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	port := strings.Split(seed, ":")[1]
+	learner := start(t, bin, "learner", append(append(runFlags(dir, "cluster", steps), "--role", "learner", "--cluster.port", port), every...)...)
+	gen := start(t, bin, "generator", "--role", "generator", "--cluster.seeds", seed)
+	rr := start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seed)
+	run := filepath.Join(dir, "cluster")
+	manifest := filepath.Join(run, "checkpoints", "step-20", "MANIFEST.sha256")
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(manifest); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint at step 20 after 2 minutes\n%s", learner.text())
+		}
+	}
+	learner.signal(t, syscall.SIGKILL)
+	learner.exit(t, time.Minute)
+	if strings.Contains(learner.text(), "done:") {
+		t.Fatalf("the run ended before the learner was killed: give it more steps")
+	}
+	for _, w := range []*proc{gen, rr} {
+		w.waitFor(t, `the learner at \S+ is gone; waiting for a learner`, time.Minute)
+	}
+	again := start(t, bin, "learner-again", "--resume", run, "--role", "learner", "--cluster.port", port)
+	again.waitFor(t, `resumed from \S+ at step \d+`, time.Minute)
+	if code := again.exit(t, 5*time.Minute); code != 0 {
+		t.Fatalf("resumed learner: exit %d\n%s", code, again.text())
+	}
+	for _, w := range []*proc{gen, rr} {
+		if n := strings.Count(w.text(), ": joined run "); n != 2 {
+			t.Errorf("%s joined %d times, want 2 (before and after the restart):\n%s", w.name, n, w.text())
+		}
+	}
+	sameRun(t, run, want, steps)
 }
 
 // TestLongClusterRefusals: nodes that must not take part cannot, and say

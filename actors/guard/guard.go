@@ -12,6 +12,7 @@
 package guard
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -225,6 +226,77 @@ func WarmStart(accuracy, target float64, steps int) *Alert {
 	}
 	return &Alert{Rule: RuleWarmStart, Level: Warn, Text: fmt.Sprintf("the warm start ended at %.1f%% greedy accuracy after %d steps, under half its %.0f%% target: RL will see few groups with mixed outcomes; raise train.warm_start_steps or use a larger model.preset",
 		100*accuracy, steps, 100*target)}
+}
+
+// StateFile is the file name of a Watch's memory in a checkpoint, so that
+// a resumed run's guards judge each step as the uninterrupted run's would.
+const StateFile = "guard_state.json"
+
+// watchState is the JSON form of a Watch's memory (not its Settings,
+// which come from the run's configuration).
+type watchState struct {
+	Step          int              `json:"step"`
+	EntropyStart  float64          `json:"entropy_start"`
+	EntropyStartN int              `json:"entropy_start_n"`
+	Entropy       series           `json:"policy_entropy"`
+	Weights       series           `json:"weight_entropy"`
+	Tied          series           `json:"tied"`
+	Reward        series           `json:"reward"`
+	Correct       series           `json:"accuracy"`
+	Raised        map[string]Level `json:"raised"`
+}
+
+// MarshalJSON encodes what the Watch remembers of the steps it observed.
+func (w *Watch) MarshalJSON() ([]byte, error) {
+	return json.Marshal(watchState{Step: w.step, EntropyStart: w.entropyStart, EntropyStartN: w.entropyStartN,
+		Entropy: w.entropy, Weights: w.weights, Tied: w.tied, Reward: w.reward, Correct: w.correct, Raised: w.raised})
+}
+
+// UnmarshalJSON restores what MarshalJSON encoded into a Watch made by
+// New, keeping its Settings. A state no sequence of steps can leave (a
+// series longer than the window or holding a value that is not finite,
+// an unknown rule or level) is refused and the Watch left as it was.
+func (w *Watch) UnmarshalJSON(b []byte) error {
+	var st watchState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("guard state: %w", err)
+	}
+	if err := st.check(); err != nil {
+		return fmt.Errorf("guard state: %w", err)
+	}
+	if st.Raised == nil {
+		st.Raised = map[string]Level{}
+	}
+	w.step, w.entropyStart, w.entropyStartN = st.Step, st.EntropyStart, st.EntropyStartN
+	w.entropy, w.weights, w.tied, w.reward, w.correct, w.raised = st.Entropy, st.Weights, st.Tied, st.Reward, st.Correct, st.Raised
+	return nil
+}
+
+func (st watchState) check() error {
+	if st.Step < 0 || st.EntropyStartN < 0 || st.EntropyStartN > entropyStart || math.IsNaN(st.EntropyStart) || math.IsInf(st.EntropyStart, 0) {
+		return fmt.Errorf("step %d, entropy start %v over %d steps: impossible", st.Step, st.EntropyStart, st.EntropyStartN)
+	}
+	for name, s := range map[string]series{"policy_entropy": st.Entropy, "weight_entropy": st.Weights, "tied": st.Tied, "reward": st.Reward, "accuracy": st.Correct} {
+		if len(s) > window {
+			return fmt.Errorf("%s holds %d values, more than the window of %d", name, len(s), window)
+		}
+		for _, v := range s {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s holds %v", name, v)
+			}
+		}
+	}
+	for rule, level := range st.Raised {
+		switch rule {
+		case RulePolicyEntropy, RuleUniformWeights, RuleTiedGroups, RuleNoReward, RuleNoCorrect:
+		default:
+			return fmt.Errorf("unknown rule %q", rule)
+		}
+		if level != Warn && level != Stop {
+			return fmt.Errorf("rule %s raised at level %d", rule, level)
+		}
+	}
+	return nil
 }
 
 // series holds the last `window` values of one metric.

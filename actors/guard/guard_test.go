@@ -1,7 +1,9 @@
 package guard
 
 import (
+	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -165,6 +167,74 @@ func TestWarmStart(t *testing.T) {
 		}
 		if a != nil && (!strings.Contains(a.Text, "train.warm_start_steps") || a.Key() != "guard/warm_start") {
 			t.Errorf("WarmStart(%.3f): %q (key %s) does not name the knob or its key", tc.acc, a.Text, a.Key())
+		}
+	}
+}
+
+// TestStateRoundTrip: a Watch restored from another's JSON at any step
+// raises exactly the alerts the other raises on the steps that follow, and
+// ends with the same state, so a resumed run's guards are those of the
+// uninterrupted run.
+func TestStateRoundTrip(t *testing.T) {
+	steps := func(step int) map[string]float64 {
+		m := healthy()
+		m[rewards.KeyPolicyEntropy] = 1 + 0.02*float64(step%7)
+		if step > 60 {
+			m[rewards.KeyPolicyEntropy] = 4.2
+			m[rewards.MetricPrefix+"frac_reward_zero_std"] = 1
+			m[rewards.KeyReward], m[rewards.KeyAccuracy] = 0, 0
+		}
+		return m
+	}
+	for _, at := range []int{0, 5, 30, 61, 75, 120} {
+		a, b := New(listwise), New(listwise)
+		for step := 1; step <= at; step++ {
+			a.Observe(step, steps(step))
+		}
+		saved, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(saved, b); err != nil {
+			t.Fatalf("restore at step %d: %v", at, err)
+		}
+		for step := at + 1; step <= 200; step++ {
+			if got, want := b.Observe(step, steps(step)), a.Observe(step, steps(step)); !reflect.DeepEqual(got, want) {
+				t.Fatalf("restored at step %d: step %d alerts %+v, the uninterrupted watch's %+v", at, step, got, want)
+			}
+		}
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if string(ja) != string(jb) {
+			t.Errorf("restored at step %d: final state differs", at)
+		}
+	}
+}
+
+// TestStateRefusesImpossible: a damaged guard state is refused naming
+// what is wrong, and the Watch is left as it was.
+func TestStateRefusesImpossible(t *testing.T) {
+	long := make([]string, window+1)
+	for i := range long {
+		long[i] = "1"
+	}
+	for _, tc := range []struct{ json, want string }{
+		{`{"reward": [` + strings.Join(long, ",") + `]}`, "more than the window"},
+		{`{"raised": {"no_such_rule": 1}}`, `unknown rule "no_such_rule"`},
+		{`{"raised": {"no_reward": 7}}`, "level 7"},
+		{`{"step": -3}`, "impossible"},
+		{`{"entropy_start_n": 99}`, "impossible"},
+		{`{"tied": [1, "x"]}`, "cannot unmarshal"},
+	} {
+		w := New(listwise)
+		w.Observe(1, healthy())
+		before, _ := json.Marshal(w)
+		err := json.Unmarshal([]byte(tc.json), w)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.json, err, tc.want)
+		}
+		if after, _ := json.Marshal(w); string(after) != string(before) {
+			t.Errorf("%s: a refused state changed the watch", tc.json)
 		}
 	}
 }
