@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/mgrpo/mgrpo/actors"
+	"github.com/mgrpo/mgrpo/actors/guard"
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/optim"
@@ -66,7 +67,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 // model, so what remains is a model directory, never a checkpoint of step
 // N holding random weights.
 var checkpointFiles = []string{runlog.CompleteFile, runlog.ManifestFile, runlog.TrainerStateFile,
-	optim.StateFileName, rewards.ControllerStateFile, runlog.ConfigFile}
+	optim.StateFileName, rewards.ControllerStateFile, guard.StateFile, runlog.ConfigFile}
 
 // prepareOut refuses a non-empty out unless force; with force it removes
 // the checkpointFiles and the behaviour/ weights there.
