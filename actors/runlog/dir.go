@@ -34,14 +34,10 @@ const (
 type Dir struct {
 	path string
 
-	mu       sync.Mutex
-	metrics  *os.File // opened O_APPEND; nil after Close
-	lastStep int      // step of the last metrics line, -1 when none
-	page     *pageLog // metrics.jsonl as report.html draws it
-	warm     *os.File // warm_start.jsonl, opened by the first WriteWarmStart
-	warmStep int      // step of the last warm_start.jsonl line
-	warmPage *pageLog // warm_start.jsonl as report.html draws it
-	created  bool     // Create made the directory (see Created)
+	mu      sync.Mutex
+	metrics lineLog // metrics.jsonl; its file is nil after Close
+	warm    lineLog // warm_start.jsonl, its file opened by the first WriteWarmStart
+	created bool    // Create made the directory (see Created)
 
 	tensorboard bool                // metrics lines are also TensorBoard events (WriteTensorBoard)
 	events      *tensorboard.Writer // this process's event file, from the first line on; nil before
@@ -203,7 +199,7 @@ func open(path string) (*Dir, error) {
 		f.Close()
 		return nil, fmt.Errorf("open run %s: %w", path, err)
 	}
-	return &Dir{path: path, metrics: f, lastStep: last, page: page, warmPage: warm}, nil
+	return &Dir{path: path, metrics: lineLog{f: f, last: last, page: page}, warm: lineLog{last: -1, page: warm}}, nil
 }
 
 // openMetrics recovers a journal, cuts an unterminated last line and
@@ -250,7 +246,7 @@ func (d *Dir) MetricsPath() string { return filepath.Join(d.path, MetricsFile) }
 func (d *Dir) LastStep() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.lastStep
+	return d.metrics.last
 }
 
 // WriteConfig stores the effective configuration text as config.yaml,
@@ -268,17 +264,17 @@ func (d *Dir) WriteConfig(text []byte) error {
 func (d *Dir) Resume(step int) (aside int, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.metrics == nil {
+	if d.metrics.f == nil {
 		return 0, ErrClosed
 	}
-	last, aside, err := resumeMetrics(d.path, d.metrics, step)
+	last, aside, err := resumeMetrics(d.path, d.metrics.f, step)
 	if err != nil {
 		return 0, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
-	if d.page, err = scanPageLog(d.metrics); err != nil {
+	if d.metrics.page, err = scanPageLog(d.metrics.f); err != nil {
 		return 0, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
-	d.lastStep = last
+	d.metrics.last = last
 	if err := removeSamplesAfter(filepath.Join(d.path, SamplesDir), step); err != nil {
 		return aside, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
@@ -327,19 +323,15 @@ func (d *Dir) writeEvent(step int, m map[string]float64) error {
 func (d *Dir) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.metrics == nil {
+	if d.metrics.f == nil {
 		return nil
 	}
-	err := d.metrics.Close()
-	d.metrics = nil
+	err := d.metrics.close()
 	if err != nil {
 		err = fmt.Errorf("close %s: %w", d.MetricsPath(), err)
 	}
-	if d.warm != nil {
-		if cerr := d.warm.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("close %s: %w", filepath.Join(d.path, WarmStartFile), cerr)
-		}
-		d.warm = nil
+	if cerr := d.warm.close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close %s: %w", filepath.Join(d.path, WarmStartFile), cerr)
 	}
 	if d.events != nil {
 		if cerr := d.events.Close(); err == nil {

@@ -50,17 +50,12 @@ func (d *Dir) WriteTracedMetrics(step int, m map[string]float64, traceID string)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.metrics == nil {
+	if d.metrics.f == nil {
 		return fmt.Errorf("write metrics step %d: %w", step, ErrClosed)
 	}
-	if step <= d.lastStep {
-		return fmt.Errorf("write metrics step %d after step %d: %w", step, d.lastStep, ErrBadMetrics)
+	if err := d.metrics.append(Record{Step: step, Values: m, TraceID: traceID}, line); err != nil {
+		return fmt.Errorf("write metrics: %w", err)
 	}
-	if _, err := d.metrics.Write(line); err != nil {
-		return fmt.Errorf("write metrics step %d: %w", step, err)
-	}
-	d.lastStep = step
-	d.page.add(Record{Step: step, Values: m, TraceID: traceID}, len(line))
 	if err := d.writeEvent(step, m); err != nil {
 		return fmt.Errorf("write metrics step %d: %w", step, err)
 	}
@@ -374,10 +369,10 @@ func appendSynced(path string, data []byte) error {
 func (d *Dir) syncMetrics() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.metrics == nil {
+	if d.metrics.f == nil {
 		return ErrClosed
 	}
-	if err := d.metrics.Sync(); err != nil {
+	if err := d.metrics.f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", d.MetricsPath(), err)
 	}
 	return nil

@@ -36,7 +36,7 @@ func (d *Dir) WriteReport() error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	d.mu.Lock()
-	r.metrics, r.warm = d.page, d.warmPage
+	r.metrics, r.warm = d.metrics.page, d.warm.page
 	page := renderPage([]*pageRun{r}, false)
 	d.mu.Unlock()
 	if err := atomicfile.WriteBytes(filepath.Join(d.path, ReportFile), page); err != nil {

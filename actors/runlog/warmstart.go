@@ -27,24 +27,19 @@ func (d *Dir) WriteWarmStart(step int, m map[string]float64) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.metrics == nil {
+	if d.metrics.f == nil {
 		return fmt.Errorf("write warm start step %d: %w", step, ErrClosed)
 	}
-	if d.warm == nil {
+	if d.warm.f == nil {
 		path := filepath.Join(d.path, WarmStartFile)
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
 		if err != nil {
 			return fmt.Errorf("write warm start step %d: %w", step, err)
 		}
-		d.warm, d.warmStep, d.warmPage = f, -1, newPageLog()
+		d.warm = lineLog{f: f, last: -1, page: newPageLog()}
 	}
-	if step <= d.warmStep {
-		return fmt.Errorf("write warm start step %d after step %d: %w", step, d.warmStep, ErrBadMetrics)
+	if err := d.warm.append(Record{Step: step, Values: m}, line); err != nil {
+		return fmt.Errorf("write warm start: %w", err)
 	}
-	if _, err := d.warm.Write(line); err != nil {
-		return fmt.Errorf("write warm start step %d: %w", step, err)
-	}
-	d.warmStep = step
-	d.warmPage.add(Record{Step: step, Values: m}, len(line))
 	return nil
 }

@@ -695,6 +695,16 @@ maff_done:
 	VMULPS 128(R8), Y1, Y5; VDIVPS Y3, Y5, Y5; \
 	VMULPS 224(R8), Y4, Y6; VSUBPS Y5, Y6, Y6
 
+// ADAMW_LOAD loads 8 lanes of w, g, m, v (at DI, SI, BX, DX) into Y4, Y0,
+// Y1, Y2; ADAMW_LOAD_TAIL the first CX of them (the mask in Y8); ADAMW_NEXT
+// moves the four pointers on by 8 lanes.
+#define ADAMW_LOAD \
+	VMOVUPS (DI), Y4; VMOVUPS (SI), Y0; VMOVUPS (BX), Y1; VMOVUPS (DX), Y2
+#define ADAMW_LOAD_TAIL \
+	TAIL_MASK; VMASKMOVPS (DI), Y8, Y4; VMASKMOVPS (SI), Y8, Y0; VMASKMOVPS (BX), Y8, Y1; VMASKMOVPS (DX), Y8, Y2
+#define ADAMW_NEXT \
+	ADDQ $32, DI; ADDQ $32, SI; ADDQ $32, BX; ADDQ $32, DX; SUBQ $8, CX
+
 // func adamwAVX2(w, g, m, v []float32, k *[64]float32)
 TEXT ·adamwAVX2(SB), NOSPLIT, $0-104
 	MOVQ w_base+0(FP), DI
@@ -707,29 +717,18 @@ TEXT ·adamwAVX2(SB), NOSPLIT, $0-104
 adamw_loop:
 	CMPQ CX, $8
 	JL   adamw_tail
-	VMOVUPS (DI), Y4
-	VMOVUPS (SI), Y0
-	VMOVUPS (BX), Y1
-	VMOVUPS (DX), Y2
+	ADAMW_LOAD
 	ADAMW_Y
 	VMOVUPS Y6, (DI)
 	VMOVUPS Y1, (BX)
 	VMOVUPS Y2, (DX)
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, BX
-	ADDQ $32, DX
-	SUBQ $8, CX
-	JMP  adamw_loop
+	ADAMW_NEXT
+	JMP adamw_loop
 
 adamw_tail:
 	TESTQ CX, CX
 	JZ    adamw_done
-	TAIL_MASK
-	VMASKMOVPS (DI), Y8, Y4
-	VMASKMOVPS (SI), Y8, Y0
-	VMASKMOVPS (BX), Y8, Y1
-	VMASKMOVPS (DX), Y8, Y2
+	ADAMW_LOAD_TAIL
 	ADAMW_Y
 	VMASKMOVPS Y6, Y8, (DI)
 	VMASKMOVPS Y1, Y8, (BX)
@@ -766,27 +765,16 @@ TEXT ·adamwPreviewAVX2(SB), NOSPLIT, $0-121
 adamwp_loop:
 	CMPQ CX, $8
 	JL   adamwp_tail
-	VMOVUPS (DI), Y4
-	VMOVUPS (SI), Y0
-	VMOVUPS (BX), Y1
-	VMOVUPS (DX), Y2
+	ADAMW_LOAD
 	ADAMW_Y
 	ADAMW_SUMS
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, BX
-	ADDQ $32, DX
-	SUBQ $8, CX
-	JMP  adamwp_loop
+	ADAMW_NEXT
+	JMP adamwp_loop
 
 adamwp_tail:
 	TESTQ CX, CX
 	JZ    adamwp_done
-	TAIL_MASK // the masked-off lanes load zeros: their step is 0 and finite
-	VMASKMOVPS (DI), Y8, Y4
-	VMASKMOVPS (SI), Y8, Y0
-	VMASKMOVPS (BX), Y8, Y1
-	VMASKMOVPS (DX), Y8, Y2
+	ADAMW_LOAD_TAIL // the masked-off lanes load zeros: their step is 0 and finite
 	ADAMW_Y
 	ADAMW_SUMS
 
