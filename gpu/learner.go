@@ -157,6 +157,9 @@ func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 	}
 	// Weights, AdamW moments and a gradient per shard: 3 + shards float32
 	// per parameter.
+	if _, cpu := lc.Device.(CPU); cpu {
+		lc.Device = nil // the CPU's products are the default; its batches run in shards
+	}
 	shards := learnerShards(m.cfg, m.net.workers, lc.Device != nil)
 	if err := CheckMemory("the learner (weights, gradients and AdamW state)", toBytes((12+4*float64(shards))*m.cfg.params())); err != nil {
 		return nil, fmt.Errorf("new learner: %w", err)

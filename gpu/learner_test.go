@@ -398,3 +398,31 @@ func TestLearnerRollsBackBadUpdates(t *testing.T) {
 		t.Errorf("step after a rollback differs from a fresh learner's (%v, %v)", errA, errB)
 	}
 }
+
+// TestLearnerCPUDeviceIsTheDefault: a learner given the CPU device (as
+// every run's learner is) splits its batches into shards as one given no
+// device does, and takes the same steps.
+func TestLearnerCPUDeviceIsTheDefault(t *testing.T) {
+	m, _ := newTinyLearner(t, 1e-3)
+	seqs := randomSeqs(rand.New(rand.NewPCG(3, 4)), 16, 4, 6, 98)
+	var learners []*Learner
+	for _, dev := range []Device{nil, CPU{}} {
+		lc := DefaultLearnerConfig()
+		lc.LR, lc.Device = 1e-3, dev
+		l, err := NewLearner(m, lc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.SupervisedStep(seqs); err != nil {
+			t.Fatal(err)
+		}
+		learners = append(learners, l)
+	}
+	a, b := learners[0], learners[1]
+	if want := learnerShards(m.cfg, m.net.workers, false); a.shards != want || b.shards != want {
+		t.Errorf("shards %d without a device, %d with the CPU device; want %d", a.shards, b.shards, want)
+	}
+	if !reflect.DeepEqual(a.Snapshot().Weights(), b.Snapshot().Weights()) {
+		t.Error("the CPU device's step differs from the default's")
+	}
+}
