@@ -3,6 +3,7 @@ package gpu
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -284,5 +285,21 @@ func TestGradModel(t *testing.T) {
 			}
 			t.Logf("%s: worst relative error over all tensors %.3g", tc.name, worst)
 		})
+	}
+}
+
+// TestSwiGLUScratch: forward-only, with one scratch row of σ per worker,
+// swiglu writes the same outputs as with every row's σ kept.
+func TestSwiGLUScratch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 2))
+	n, m := 37, 24
+	gu := randVec(rng, n*2*m, 2)
+	for _, workers := range []int{1, 3} {
+		want, got := make([]float64, n*m), make([]float64, n*m)
+		swiglu(want, make([]float64, n*m), gu, m, workers)
+		swiglu(got, make([]float64, workers*m), gu, m, workers)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("workers %d: outputs with a scratch σ differ from those with every row's", workers)
+		}
 	}
 }

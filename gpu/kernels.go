@@ -163,21 +163,32 @@ func ropeRows[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, s
 
 // swiglu computes dst[r, j] = silu(g)·u = g·σ(g)·u with g = gu[r, j] and
 // u = gu[r, m+j] (gu: [n, 2m], gate columns then up columns; dst: [n, m]),
-// keeping σ(g) in sig ([n, m]) for the backward pass.
+// keeping σ(g) in sig ([n, m]) for the backward pass. A forward-only pass
+// keeps nothing: a sig of fewer than n·m values holds one scratch row of m
+// per worker.
 func swiglu[F Float](dst, sig, gu []F, m int, workers int) {
 	n := len(gu) / (2 * m)
+	scratch := len(sig) < n*m
+	rows := func(chunk, lo, hi int) {
+		if scratch {
+			swigluRows(dst, sig[chunk*m:(chunk+1)*m], gu, m, lo, hi, 0)
+			return
+		}
+		swigluRows(dst, sig, gu, m, lo, hi, m)
+	}
 	if workers <= 1 {
-		swigluRows(dst, sig, gu, m, 0, n)
+		rows(0, 0, n)
 		return
 	}
-	parallelFor(n, workers, func(_, lo, hi int) { swigluRows(dst, sig, gu, m, lo, hi) })
+	parallelFor(n, workers, rows)
 }
 
-// swigluRows is swiglu over rows lo..hi-1, on the calling goroutine.
-func swigluRows[F Float](dst, sig, gu []F, m int, lo, hi int) {
+// swigluRows is swiglu over rows lo..hi-1, on the calling goroutine, with
+// row r's σ at sig[r·stride:] (stride 0: one scratch row).
+func swigluRows[F Float](dst, sig, gu []F, m int, lo, hi, stride int) {
 	for r := lo; r < hi; r++ {
 		g, u := gu[r*2*m:r*2*m+m], gu[r*2*m+m:(r+1)*2*m]
-		y, sg := dst[r*m:(r+1)*m], sig[r*m:(r+1)*m]
+		y, sg := dst[r*m:(r+1)*m], sig[r*stride:r*stride+m]
 		if is32[F]() {
 			vec.SwiGLU(as32(y), as32(sg), as32(g), as32(u))
 			continue

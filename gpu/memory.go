@@ -92,8 +92,12 @@ func actsBytes(c Config, b, t, workers int, train bool) float64 {
 	if train {
 		layers, resid = float64(c.Layers), float64(c.Layers)+1
 	}
-	perLayer := n*(3*d+2+qs+he+4*m) + float64(b)*float64(c.Heads)*tf*tf
-	floats := layers*perLayer + resid*n*d + n*(he+d+2+2*v)
+	perLayer := n*(3*d+2+qs+he+3*m) + float64(b)*float64(c.Heads)*tf*tf
+	sig := float64(max(workers, 1)) * m // forward-only: a scratch row per worker (sigLen)
+	if train {
+		sig = n * m
+	}
+	floats := layers*(perLayer+sig) + resid*n*d + n*(he+d+2+2*v)
 	bytes := 4*floats + 17*n // tokens, pos, targets, rows (int32), need (bool)
 	if train {
 		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf

@@ -50,7 +50,7 @@ type acts[F Float] struct {
 	inv2    [][]F     // L × [N]
 	gu      [][]F     // L × [N, 2M]: gate and up projections
 	act     [][]F     // L × [N, M]: silu(gate)·up
-	sig     [][]F     // L × [N, M]: sigmoid(gate)
+	sig     [][]F     // L × [N, M]: sigmoid(gate); forward-only: a scratch row per worker
 	attRows []F       // [K, H·E]: the last block's attention output on the K need rows
 	xf      []F       // [K, D]: final norm output (need rows)
 	invf    []F       // [K]
@@ -92,7 +92,7 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 	a := &acts[F]{B: b, T: t, N: n, start: make([]int32, b+1), tokens: make([]int32, n), pos: make([]int32, n), targets: make([]int32, n), need: make([]bool, n),
 		rows: make([]int32, 0, n), mid: mkL(n * d), xn1: mkL(n * d), inv1: mkL(n), qkv: mkL(n * qs),
 		probs: mkL(b * c.Heads * t * t), att: mkL(n * he), xn2: mkL(n * d), inv2: mkL(n), gu: mkL(n * 2 * m),
-		act: mkL(n * m), sig: mkL(n * m), attRows: mk(n * he), xf: mk(n * d), invf: mk(n), logp: mk(n * c.Vocab), ent: mk(n),
+		act: mkL(n * m), sig: mkL(sigLen(n, m, workers, train)), attRows: mk(n * he), xf: mk(n * d), invf: mk(n), logp: mk(n * c.Vocab), ent: mk(n),
 		dlogits: mk(n * c.Vocab)}
 	a.resid = make([][]F, c.Layers+1)
 	for i := range a.resid {
@@ -114,6 +114,15 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		a.start[i] = int32(i * t)
 	}
 	return a
+}
+
+// sigLen is the length of each layer's sigmoid buffer: every row's for
+// the backward pass, or, forward-only, one scratch row per worker.
+func sigLen(n, m, workers int, train bool) int {
+	if train {
+		return n * m
+	}
+	return max(workers, 1) * m
 }
 
 // forward runs the decoder on a.tokens and leaves, for every row marked in
