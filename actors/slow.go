@@ -6,15 +6,19 @@ import (
 )
 
 // slowWindow is how many recent steps the automatic threshold looks at,
-// and slowMinSteps how many it needs before it judges.
+// slowMinSteps how many it needs before it judges, and slowMinExtra the
+// least time above their median it marks: a 30 ms step after 12 ms ones
+// (an evaluation, another process on the core) is not worth a line.
 const (
 	slowWindow   = 50
 	slowMinSteps = 5
+	slowMinExtra = 50 * time.Millisecond
 )
 
 // slowSteps tells slow steps apart (trace.slow_step): slower than a fixed
 // threshold, or, with auto, than twice the median of the previous
-// slowWindow steps. The zero value marks nothing.
+// slowWindow steps and slowMinExtra more than it. The zero value marks
+// nothing.
 type slowSteps struct {
 	fixed  time.Duration
 	auto   bool
@@ -28,7 +32,8 @@ func (s *slowSteps) observe(d time.Duration) (slow bool, threshold time.Duration
 	if s.auto && len(s.recent) >= slowMinSteps {
 		sorted := slices.Clone(s.recent)
 		slices.Sort(sorted)
-		threshold = 2 * sorted[len(sorted)/2]
+		median := sorted[len(sorted)/2]
+		threshold = max(2*median, median+slowMinExtra)
 	}
 	s.recent = append(s.recent, d)
 	if len(s.recent) > slowWindow {

@@ -20,12 +20,14 @@ func TestSlowSteps(t *testing.T) {
 			t.Errorf("step %d (%v) marked slow before %d steps", i, d*ms, slowMinSteps)
 		}
 	}
-	// previous steps 10 500 11 9 10: median 10 ms, threshold 20 ms
-	if slow, th := auto.observe(21 * ms); !slow || th != 20*ms {
-		t.Errorf("21 ms: slow %v at threshold %v, want slow at 20 ms", slow, th)
+	// previous steps 10 500 11 9 10: median 10 ms; twice it is 20 ms, but
+	// a step must also be 50 ms above it: threshold 60 ms
+	if slow, th := auto.observe(21 * ms); slow || th != 60*ms {
+		t.Errorf("21 ms: slow %v at threshold %v, want not slow at 60 ms", slow, th)
 	}
-	if slow, _ := auto.observe(19 * ms); slow {
-		t.Error("19 ms marked slow against twice the median of 10 ms")
+	// with 21 ms among them the median is 11 ms: threshold 61 ms
+	if slow, th := auto.observe(62 * ms); !slow || th != 61*ms {
+		t.Errorf("62 ms: slow %v at threshold %v, want slow at 61 ms", slow, th)
 	}
 	for range 2 * slowWindow { // the window forgets old steps
 		auto.observe(100 * ms)

@@ -498,8 +498,9 @@ type Trace struct {
 	// once per step: a sampled step has all its spans, others none.
 	SampleRatio float64 `koanf:"sample_ratio" help:"fraction of steps traced, decided once per step"`
 	// SlowStep marks a step slow: a duration (slower than that), auto
-	// (slower than twice the median of the last 50 steps) or 0 (never).
-	SlowStep string `koanf:"slow_step" help:"slow-step threshold: a duration, auto (2x the running median of 50 steps) or 0 (off)"`
+	// (slower than twice the median of the last 50 steps, and at least 50
+	// ms above it) or 0 (never).
+	SlowStep string `koanf:"slow_step" help:"slow-step threshold: a duration, auto (2x the running median of 50 steps, and 50 ms above it) or 0 (off)"`
 	// ServiceName is the OTel service.name.
 	ServiceName string `koanf:"service_name" help:"OTel service name"`
 	// QueryURL is the Jaeger query API used by `mgrpo-node traces`.
