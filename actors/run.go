@@ -258,6 +258,17 @@ func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards
 	return Models{Learner: l, Reference: ref, Policy: policy}, control, nil
 }
 
+// verifyReference verifies the run's reference/ against its manifest. A
+// run whose checkpoints predate manifests (ckpt is one) sealed no
+// reference: it loads unverified, as those checkpoints do.
+func verifyReference(refDir, ckpt string) error {
+	err := runlog.Verify(refDir)
+	if errors.Is(err, fs.ErrNotExist) && runlog.Legacy(ckpt) {
+		return nil
+	}
+	return err
+}
+
 // loadGuard restores the guards' memory of the steps before the
 // checkpoint dir, so that they judge the steps after it as the
 // uninterrupted run's would. A checkpoint without one (written before the
@@ -336,7 +347,7 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 	switch {
 	case resume != "":
 		refDir := filepath.Join(r.dir.Path(), ReferenceDir)
-		if err := runlog.Verify(refDir); err != nil {
+		if err := verifyReference(refDir, resume); err != nil {
 			return nil, nil, fmt.Errorf("resume: reference: %w", err)
 		}
 		if ref, err = gpu.LoadModel(refDir); err != nil {

@@ -74,8 +74,16 @@ func (t *keyTable) suggest(key string) string {
 	return best
 }
 
+// retired are keys that earlier builds wrote into a run's config.yaml and
+// that mean nothing now. A file may hold them, so that a run saved by such
+// a build resumes; they are skipped. Flags and the environment still
+// refuse them.
+var retired = map[string]bool{
+	"cluster.provider": true, // the cluster is the learner and the nodes that join it (cluster.seeds)
+}
+
 // flatten turns a nested map from a file into dotted keys, reporting
-// unknown keys and sections given as scalars.
+// unknown keys and sections given as scalars, and skipping retired keys.
 func (t *keyTable) flatten(m map[string]any, prefix, source string, dst map[string]any) error {
 	names := make([]string, 0, len(m))
 	for k := range m {
@@ -99,6 +107,9 @@ func (t *keyTable) flatten(m map[string]any, prefix, source string, dst map[stri
 			continue
 		}
 		if _, ok := t.byKey[key]; !ok {
+			if retired[key] {
+				continue
+			}
 			return t.unknown(key, source)
 		}
 		dst[key] = v

@@ -131,6 +131,13 @@ func verifyFile(dir, name string) error {
 	return fmt.Errorf("checkpoint %s: %s is not in %s: %w", dir, name, ManifestFile, ErrDamaged)
 }
 
+// Legacy reports whether dir is a checkpoint sealed before manifests
+// existed: its COMPLETE marker reads "complete" and nothing can be verified.
+func Legacy(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, CompleteFile))
+	return err == nil && string(b) == completeLegacy
+}
+
 // sealed reports whether dir holds a COMPLETE marker written by Seal (not a
 // legacy one).
 func sealed(dir string) bool {

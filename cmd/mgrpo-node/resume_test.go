@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/actors"
+	"github.com/mgrpo/mgrpo/actors/guard"
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 )
@@ -108,5 +109,49 @@ func TestRunExitCodes(t *testing.T) {
 		if code := runExit(tc.err, &stderr); code != tc.code || (tc.err != nil && stderr.String() != "mgrpo-node: "+tc.err.Error()+"\n") {
 			t.Errorf("%v: exit %d, stderr %q; want %d and the error's line", tc.err, code, stderr.String(), tc.code)
 		}
+	}
+}
+
+// TestResumeRunOfAnEarlierBuild: a run as builds before manifests left it
+// resumes: checkpoints whose COMPLETE reads "complete" with no manifest,
+// config.yaml or guard state, a reference/ never sealed, and a config.yaml
+// holding the retired key cluster.provider.
+func TestResumeRunOfAnEarlierBuild(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := runEnv(quickRun(out, "r", "2", "--train.checkpoint_every", "1"), nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("start: exit %d, stderr %q", code, stderr.String())
+	}
+	run := filepath.Join(out, "r")
+	ckpts, _ := filepath.Glob(filepath.Join(run, runlog.CheckpointsDir, "step-*"))
+	for _, dir := range ckpts {
+		for _, f := range []string{runlog.ManifestFile, runlog.ConfigFile, guard.StateFile} {
+			os.Remove(filepath.Join(dir, f))
+		}
+		if err := os.WriteFile(filepath.Join(dir, runlog.CompleteFile), []byte("complete\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{runlog.ManifestFile, runlog.CompleteFile} {
+		if err := os.Remove(filepath.Join(run, runlog.ReferenceDir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(run, runlog.ConfigFile)
+	text, err := os.ReadFile(cfg)
+	if err != nil || !bytes.Contains(text, []byte("\ncluster:\n")) {
+		t.Fatalf("config.yaml: %v, or no cluster section", err)
+	}
+	text = bytes.Replace(text, []byte("\ncluster:\n"), []byte("\ncluster:\n  provider: automanaged\n"), 1)
+	if err := os.WriteFile(cfg, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := runEnv([]string{"--resume", run, "--train.steps", "3"}, nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("resume: exit %d, stderr %q", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "at step 2") || !strings.Contains(stdout.String(), "done: 3 steps") {
+		t.Errorf("resume: stdout %q, want it resumed at step 2 and done at 3", stdout.String())
 	}
 }
