@@ -1,9 +1,12 @@
 package gpu
 
 import (
+	"math/rand/v2"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mgrpo/mgrpo/gpu/loss"
 )
 
 // cpuTime is the process's user+system CPU time: on a shared machine it
@@ -46,12 +49,24 @@ func benchWork(b *testing.B, preset string) (*benchWorkload, BenchOptions) {
 	return w, o
 }
 
+// learnerLoop runs loop over learner steps of w on seqs and reports the
+// mean time of the step's optimiser phase (clip, AdamW preview and step).
+func learnerLoop(b *testing.B, w *benchWorkload, seqs []Sequence, lb loss.Batch) {
+	var opt time.Duration
+	loop(b, func() error {
+		st, err := w.learner.Step(Batch{Seqs: seqs}, 1, func(lp, _ []float64) (loss.Result, error) { return loss.Policy(w.grpo, lb, lp) })
+		opt += st.Optimizer
+		return err
+	})
+	b.ReportMetric(opt.Seconds()*1e3/float64(b.N+1), "optimizer-ms/op")
+}
+
 func BenchmarkLearnerStep(b *testing.B) {
 	for _, p := range benchPresets {
 		b.Run("preset="+p, func(b *testing.B) {
 			w, o := benchWork(b, p)
 			cfg := w.model.Config()
-			loop(b, w.learnerStep)
+			learnerLoop(b, w, w.seqs, w.lb)
 			sec := b.Elapsed().Seconds() / float64(b.N)
 			tokens := float64(o.Batch * (o.PromptLen + o.NewTokens))
 			b.ReportMetric(tokens/sec, "tok/s")
@@ -82,6 +97,27 @@ func BenchmarkScore(b *testing.B) {
 			b.ReportMetric(cfg.FlopsPerToken(o.PromptLen+o.NewTokens)*tokens/sec/1e9, "GFLOP/s")
 		})
 	}
+}
+
+// BenchmarkRagged is the `base` learner step and scoring on the bench
+// batch with completions of 1–16 tokens (uniform, seeded) instead of all
+// 16, as a run's batches are: what packing the batches saves.
+func BenchmarkRagged(b *testing.B) {
+	w, _ := benchWork(b, "base")
+	rng := rand.New(rand.NewPCG(9, 9))
+	seqs := make([]Sequence, len(w.seqs))
+	for i, s := range w.seqs {
+		seqs[i] = Sequence{Prompt: s.Prompt, Completion: s.Completion[:1+rng.IntN(len(s.Completion))]}
+	}
+	lb := Batch{Seqs: seqs}.LossBatch()
+	lb.OldLogp, lb.RefLogp = make([]float64, len(lb.Mask)), make([]float64, len(lb.Mask))
+	for range seqs {
+		lb.Advantages = append(lb.Advantages, rng.NormFloat64())
+	}
+	b.Run("learner", func(b *testing.B) { learnerLoop(b, w, seqs, lb) })
+	b.Run("score", func(b *testing.B) {
+		loop(b, func() error { _, err := w.model.Score(seqs, 1); return err })
+	})
 }
 
 // BenchmarkProducts runs, on one core, each weight product of a `base`
