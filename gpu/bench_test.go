@@ -109,6 +109,25 @@ func BenchmarkRagged(b *testing.B) {
 	for i, s := range w.seqs {
 		seqs[i] = Sequence{Prompt: s.Prompt, Completion: s.Completion[:1+rng.IntN(len(s.Completion))]}
 	}
+	learnAndScore(b, w, seqs, rng)
+}
+
+// BenchmarkGrouped is BenchmarkRagged on a GRPO batch: the bench's first
+// 16 prompts with 8 completions each: what sharing a group's prompt rows
+// saves.
+func BenchmarkGrouped(b *testing.B) {
+	w, _ := benchWork(b, "base")
+	rng := rand.New(rand.NewPCG(9, 9))
+	seqs := make([]Sequence, len(w.seqs))
+	for i, s := range w.seqs {
+		seqs[i] = Sequence{Prompt: w.seqs[i/8].Prompt, Completion: s.Completion[:1+rng.IntN(len(s.Completion))]}
+	}
+	learnAndScore(b, w, seqs, rng)
+}
+
+// learnAndScore runs the learner step (with random advantages) and
+// scoring on seqs as sub-benchmarks.
+func learnAndScore(b *testing.B, w *benchWorkload, seqs []Sequence, rng *rand.Rand) {
 	lb := Batch{Seqs: seqs}.LossBatch()
 	lb.OldLogp, lb.RefLogp = make([]float64, len(lb.Mask)), make([]float64, len(lb.Mask))
 	for range seqs {

@@ -15,7 +15,10 @@
 // (internal/vec, with portable Go twins elsewhere). A batch runs in shards
 // of sequences, one goroutine per core each with single-threaded kernels
 // and products (shard.go); sampling likewise decodes one group of
-// sequences per core.
+// sequences per core. A batch's rows are packed: no padding, and adjacent
+// sequences with the same prompt (a GRPO group) compute that prompt once,
+// the later ones reading its keys and values from the first's rows
+// (acts.load, attention.go).
 // The weight products (linear.go) go through one seam per model, so a
 // Learner on a CUDA device (LearnerConfig.Device, OpenDevice("cuda") in a
 // -tags cuda build) runs them as cuBLAS products and the rest on the CPU.
@@ -61,7 +64,9 @@
 //     results do not depend on goroutine scheduling; the number of workers
 //     (GOMAXPROCS) enters only through the order of a few sums (the
 //     shards' gradients, the gradient norm) and, with OpenBLAS, the
-//     rounding of a sampled row.
+//     rounding of a sampled row. Whether a sequence's neighbours share its
+//     prompt changes the order of its attention sums, so its scores may
+//     differ in the last bits from those it gets alone.
 //
 // Config.Validate bounds every size (hfconfig.MaxDim and friends, at most
 // MaxParams weights). Models, learners, samplers and scoring workspaces

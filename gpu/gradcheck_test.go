@@ -230,7 +230,7 @@ func testBatch(n *net[float64], lens []int, t int, seed uint64) *acts[float64] {
 func packedBatch(n *net[float64], seqs []Sequence, seed uint64) *acts[float64] {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	a := newActs[float64](n.cfg, len(seqs), paddedLen(n.cfg, seqs), n.workers, true)
-	a.load(seqs)
+	a.load(seqs, true)
 	for r := range a.N {
 		if a.need[r] {
 			a.dlp[r], a.dH[r] = rng.NormFloat64(), rng.NormFloat64()
@@ -263,13 +263,17 @@ func TestGradModel(t *testing.T) {
 		{"tiny", tiny, []int{6, 4}, 6, 1},
 		{"tiny tied T=0.7", tied, []int{5, 5, 3}, 5, 0.7},
 		{"gqa", gqa, []int{8, 2}, 8, 1.3},
-		{"gqa packed", gqa, nil, 8, 1.1}, // the rows of packedSeqs
+		{"gqa packed", gqa, nil, 8, 1.1},  // the rows of packedSeqs
+		{"gqa grouped", gqa, nil, 8, 0.9}, // groupedSeqs: groups share their prompts' rows
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := testNet(tc.cfg, 11)
 			a := testBatch(n, tc.lens, tc.t, 3)
-			if tc.lens == nil {
+			switch tc.name {
+			case "gqa packed":
 				a = packedBatch(n, packedSeqs(tc.cfg.Vocab), 3)
+			case "gqa grouped":
+				a = packedBatch(n, groupedSeqs(tc.cfg.Vocab), 3)
 			}
 			modelLoss(n, a, tc.temp)
 			grad := make([]float64, len(n.w.flat))

@@ -21,7 +21,7 @@ func newNet[F Float](cfg Config, flat []F, workers int) *net[F] {
 
 func (n *net[F]) attnShape(a *acts[F]) attnShape {
 	c := n.cfg
-	return attnShape{B: a.B, T: a.T, H: c.Heads, G: c.KVHeads, E: c.HeadDim(), start: a.start}
+	return attnShape{B: a.B, T: a.T, H: c.Heads, G: c.KVHeads, E: c.HeadDim(), start: a.start, pre: a.pre, from: a.from}
 }
 
 // acts is the workspace of B sequences of at most T rows each: every
@@ -29,11 +29,14 @@ func (n *net[F]) attnShape(a *acts[F]) attnShape {
 // is allocated once per shape (B, T), room for B·T rows, and reused by
 // every step of that shape. The sequences' rows are packed: sequence b
 // occupies rows start[b]..start[b+1]-1 and the N = start[B] rows in use
-// are the first; no row is padding (load).
+// are the first; no row is padding (load). A sequence whose prompt is
+// its predecessor's shares that prompt's rows but the last (pre, from).
 type acts[F Float] struct {
 	B, T    int
 	N       int       // rows in use
 	start   []int32   // [B+1] first row of each sequence; start[B] = N
+	pre     []int32   // [B] positions sequence b reads from its group's first sequence (0: none)
+	from    []int32   // [B] the row of the first of them
 	tokens  []int32   // [N] input ids
 	pos     []int32   // [N] position of each row within its sequence
 	targets []int32   // [N] next token of each row (for the log-prob gather)
@@ -89,7 +92,7 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		}
 		return s
 	}
-	a := &acts[F]{B: b, T: t, N: n, start: make([]int32, b+1), tokens: make([]int32, n), pos: make([]int32, n), targets: make([]int32, n), need: make([]bool, n),
+	a := &acts[F]{B: b, T: t, N: n, start: make([]int32, b+1), pre: make([]int32, b), from: make([]int32, b), tokens: make([]int32, n), pos: make([]int32, n), targets: make([]int32, n), need: make([]bool, n),
 		rows: make([]int32, 0, n), mid: mkL(n * d), xn1: mkL(n * d), inv1: mkL(n), qkv: mkL(n * qs),
 		probs: mkL(b * c.Heads * t * t), att: mkL(n * he), xn2: mkL(n * d), inv2: mkL(n), gu: mkL(n * 2 * m),
 		act: mkL(n * m), sig: mkL(sigLen(n, m, workers, train)), attRows: mk(n * he), xf: mk(n * d), invf: mk(n), logp: mk(n * c.Vocab), ent: mk(n),

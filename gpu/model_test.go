@@ -249,37 +249,124 @@ func packedSeqs(vocab int) []Sequence {
 	return seqs
 }
 
+// groupedSeqs are groups of completions that share their prompt, as GRPO
+// batches have them: a group of three of unequal lengths, a sequence
+// without a completion that ends it (the next with that prompt starts a
+// group of its own), a group whose one-token prompt leaves nothing to
+// share, and a group of two.
+func groupedSeqs(vocab int) []Sequence {
+	rng := rand.New(rand.NewPCG(13, 6))
+	ids := func(first, n int) []int {
+		s := []int{}
+		if first > 0 {
+			s = append(s, first)
+		}
+		for len(s) < n {
+			s = append(s, 3+rng.IntN(vocab-3))
+		}
+		return s
+	}
+	a, b, c := ids(1, 4), ids(1, 1), ids(1, 3)
+	var seqs []Sequence
+	for _, pc := range []struct {
+		prompt []int
+		n      int
+	}{{a, 3}, {a, 1}, {a, 4}, {a, 0}, {a, 2}, {b, 2}, {b, 3}, {c, 4}, {c, 2}} {
+		seqs = append(seqs, Sequence{Prompt: pc.prompt, Completion: ids(0, pc.n)})
+	}
+	return seqs
+}
+
 // TestPackedMatchesNaive: a workspace loaded with sequences of unequal
 // lengths packs their rows without padding or each one's last token (rows
 // in use: Σ (prompt + completion − 1), none for a sequence without a
-// completion), and the log-probs and entropies of every completion token
+// completion; a group's later sequences only from their prompt's last
+// token on), and the log-probs and entropies of every completion token
 // are those of forwardNaive over the whole sequence.
 func TestPackedMatchesNaive(t *testing.T) {
 	tiny, _ := Preset("tiny")
 	gqa := Config{Vocab: 11, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2, MLP: 24, Context: 9, RopeTheta: 500, NormEps: 1e-5}
 	for _, cfg := range []Config{tiny, gqa} {
-		n := testNet(cfg, 5)
-		seqs := packedSeqs(cfg.Vocab)
-		a := newActs[float64](cfg, len(seqs), paddedLen(cfg, seqs), n.workers, true)
-		a.load(seqs)
-		if want := 6 + 1 + 0 + 7 + 7; a.N != want {
-			t.Fatalf("%d rows in use, want %d", a.N, want)
+		for _, tc := range []struct {
+			name string
+			seqs []Sequence
+			rows int
+		}{
+			{"packed", packedSeqs(cfg.Vocab), 6 + 1 + 0 + 7 + 7},
+			{"grouped", groupedSeqs(cfg.Vocab), 6 + 1 + 4 + 0 + 5 + 2 + 3 + 6 + 2},
+		} {
+			n := testNet(cfg, 5)
+			n.workers = 3 // groups split over goroutines
+			seqs := tc.seqs
+			a := newActs[float64](cfg, len(seqs), paddedLen(cfg, seqs), n.workers, true)
+			a.load(seqs, true)
+			if a.N != tc.rows {
+				t.Fatalf("%s: %d rows in use, want %d", tc.name, a.N, tc.rows)
+			}
+			n.forward(a, 0.9)
+			worst := 0.0
+			for i, s := range seqs {
+				var ids []int32
+				for _, id := range append(append([]int(nil), s.Prompt...), s.Completion...) {
+					ids = append(ids, int32(id))
+				}
+				lp, ent := forwardNaive(cfg, n.w.flat, ids, 0.9)
+				for j, id := range s.Completion {
+					r, p := a.completionRow(i, s, j), len(s.Prompt)+j-1
+					worst = max(worst, math.Abs(ent[p]-a.ent[r]), math.Abs(lp[p][id]-a.logp[r*cfg.Vocab+id]))
+				}
+			}
+			if worst > 1e-11 {
+				t.Errorf("vocab %d, %s: packed forward differs from forwardNaive by %.3g (want ≤ 1e-11)", cfg.Vocab, tc.name, worst)
+			}
 		}
-		n.forward(a, 0.9)
-		worst := 0.0
+	}
+}
+
+// TestSharedPromptsMatchUnshared: loaded with its groups sharing their
+// prompts' rows, a batch has the log-probs, entropies and weight
+// gradients it has with every sequence on rows of its own, on one
+// goroutine and on several.
+func TestSharedPromptsMatchUnshared(t *testing.T) {
+	gqa := Config{Vocab: 11, Hidden: 16, Layers: 3, Heads: 4, KVHeads: 2, MLP: 24, Context: 9, RopeTheta: 500, NormEps: 1e-5}
+	seqs := groupedSeqs(gqa.Vocab)
+	run := func(share bool, workers int) (lp, ent, grad []float64) {
+		n := testNet(gqa, 8)
+		n.workers = workers
+		a := newActs[float64](gqa, len(seqs), paddedLen(gqa, seqs), workers, true)
+		a.load(seqs, share)
+		rng := rand.New(rand.NewPCG(4, 4))
 		for i, s := range seqs {
-			var ids []int32
-			for _, id := range append(append([]int(nil), s.Prompt...), s.Completion...) {
-				ids = append(ids, int32(id))
-			}
-			lp, ent := forwardNaive(cfg, n.w.flat, ids, 0.9)
-			for j, id := range s.Completion {
-				r, p := a.completionRow(i, s, j), len(s.Prompt)+j-1
-				worst = max(worst, math.Abs(ent[p]-a.ent[r]), math.Abs(lp[p][id]-a.logp[r*cfg.Vocab+id]))
+			for j := range s.Completion {
+				r := a.completionRow(i, s, j)
+				a.dlp[r], a.dH[r] = rng.NormFloat64(), rng.NormFloat64()
 			}
 		}
-		if worst > 1e-11 {
-			t.Errorf("vocab %d: packed forward differs from forwardNaive by %.3g (want ≤ 1e-11)", cfg.Vocab, worst)
+		n.forward(a, 0.8)
+		for i, s := range seqs {
+			for j := range s.Completion {
+				r := a.completionRow(i, s, j)
+				lp, ent = append(lp, a.logp[r*gqa.Vocab+s.Completion[j]]), append(ent, a.ent[r])
+			}
+		}
+		grad = make([]float64, len(n.w.flat))
+		n.backward(a, bindParams(gqa, grad), 0.8)
+		return lp, ent, grad
+	}
+	wantLp, wantEnt, wantGrad := run(false, 1)
+	for _, workers := range []int{1, 3, 5} { // 5: the goroutines' ranges start inside groups
+		lp, ent, grad := run(true, workers)
+		for _, c := range []struct {
+			name      string
+			got, want []float64
+		}{{"log-probs", lp, wantLp}, {"entropies", ent, wantEnt}, {"gradients", grad, wantGrad}} {
+			worst, scale := 0.0, 0.0
+			for i := range c.want {
+				worst, scale = max(worst, math.Abs(c.got[i]-c.want[i])), max(scale, math.Abs(c.want[i]))
+			}
+			if worst > 1e-12*max(scale, 1) {
+				t.Errorf("workers %d: shared prompts' %s differ from unshared by %.3g (scale %.3g)", workers, c.name, worst, scale)
+			}
 		}
 	}
 }

@@ -125,7 +125,7 @@ func TestSampleGreedyTopKAndEOS(t *testing.T) {
 	// Greedy tokens are the argmax of the full forward pass at every step.
 	seqs := samplesAsSequences(samplePrompts, greedy)
 	a := newActs[float64](tiny, len(seqs), paddedLen(tiny, seqs), 2, true)
-	a.load(seqs)
+	a.load(seqs, true)
 	n.forward(a, 1)
 	for i, s := range seqs {
 		for j, tok := range s.Completion {

@@ -1,6 +1,9 @@
 package gpu
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Sequence is one prompt and its completion as token ids. The model scores
 // the completion tokens: the log-prob of Completion[t] is read from the
@@ -57,38 +60,54 @@ func paddedLen(c Config, seqs []Sequence) int {
 // completion), one after another from row start[b]. Each row whose next
 // token is a completion token has it as its target and is marked needed.
 // No row is padding: the passes run on the N rows in use only.
-func (a *acts[F]) load(seqs []Sequence) {
-	r := 0
+//
+// With share, adjacent sequences with the same prompt (a group of
+// completions) form a group: the later ones have rows from the prompt's
+// last token on and read the positions before it from the first's rows
+// (pre, from), which computes the prompt once instead of once per
+// completion.
+func (a *acts[F]) load(seqs []Sequence, share bool) {
+	r, owner := 0, -1 // owner: the group's first sequence, -1 for none
 	for b, s := range seqs {
-		a.start[b] = int32(r)
-		n := 0
+		a.start[b], a.pre[b], a.from[b] = int32(r), 0, 0
+		n, p := 0, len(s.Prompt)
 		if len(s.Completion) > 0 {
-			n = len(s.Prompt) + len(s.Completion) - 1
+			n = p + len(s.Completion) - 1
 		}
-		for t := range n {
-			id, need := 0, t >= len(s.Prompt)-1
-			if t < len(s.Prompt) {
+		if share && n > 0 && p > 1 && owner >= 0 && slices.Equal(s.Prompt, seqs[owner].Prompt) {
+			a.pre[b], a.from[b] = int32(p-1), a.start[owner]
+		} else if n > 0 {
+			owner = b
+		} else {
+			owner = -1 // a group's sequences are adjacent
+		}
+		pre := int(a.pre[b])
+		for t := pre; t < n; t++ {
+			i, id, need := r+t-pre, 0, t >= p-1
+			if t < p {
 				id = s.Prompt[t]
 			} else {
-				id = s.Completion[t-len(s.Prompt)]
+				id = s.Completion[t-p]
 			}
-			a.tokens[r+t], a.pos[r+t], a.need[r+t] = int32(id), int32(t), need
-			a.targets[r+t] = 0
+			a.tokens[i], a.pos[i], a.need[i], a.targets[i] = int32(id), int32(t), need, 0
 			if need {
-				a.targets[r+t] = int32(s.Completion[t+1-len(s.Prompt)])
+				a.targets[i] = int32(s.Completion[t+1-p])
 			}
 		}
-		r += n
+		r += n - pre
 	}
 	for b := len(seqs); b <= a.B; b++ {
 		a.start[b] = int32(r)
+		if b < a.B {
+			a.pre[b], a.from[b] = 0, 0
+		}
 	}
 	a.N = r
 }
 
 // completionRow is the workspace row whose output scores completion token t.
 func (a *acts[F]) completionRow(b int, s Sequence, t int) int {
-	return int(a.start[b]) + len(s.Prompt) + t - 1
+	return int(a.start[b]) + len(s.Prompt) + t - 1 - int(a.pre[b])
 }
 
 // Score returns the per-token log-probs and entropies of every completion

@@ -82,7 +82,7 @@ func (bt *batch[F]) each(f func(i int, a *acts[F])) {
 // load writes seqs (B of them) into the parts.
 func (bt *batch[F]) load(seqs []Sequence) {
 	for i, a := range bt.parts {
-		a.load(seqs[bt.first[i]:bt.first[i+1]])
+		a.load(seqs[bt.first[i]:bt.first[i+1]], true)
 	}
 }
 
