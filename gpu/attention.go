@@ -114,20 +114,20 @@ func attentionSeqs[F Float](att, probs, qkv []F, s attnShape, rot *rotation[F], 
 		rows, shared := qkv[first*qs:], qkv[from*qs:]
 		for h := 0; h < s.H; h++ {
 			g := s.kvHead(h)
-			q, k, v := rows[h*s.E:], rows[(s.H+g)*s.E:], rows[(s.H+s.G+g)*s.E:]
-			p := probs[(b*s.H+h)*tt : (b*s.H+h+1)*tt]
+			kh, vh := (s.H+g)*s.E, (s.H+s.G+g)*s.E
+			q, k, v := rows[h*s.E:], rows[kh:], rows[vh:]
+			p, o := probs[(b*s.H+h)*tt:(b*s.H+h+1)*tt], att[first*he+h*s.E:]
 			if pre > 0 { // the shared keys: columns 0..pre-1
-				sk, sv := shared[(s.H+g)*s.E:], shared[(s.H+s.G+g)*s.E:]
-				gemm(false, true, n, pre, s.E, scale, q, qs, sk, qs, 0, p, s.T)
-				gemm(false, true, n, n, s.E, scale, q, qs, k, qs, 0, p[pre:], s.T)
-				causalSoftmax(p, n, pre, s.T)
-				gemm(false, false, n, s.E, pre, 1, p, s.T, sv, qs, 0, att[first*he+h*s.E:], he)
-				gemm(false, false, n, s.E, n, 1, p[pre:], s.T, v, qs, 1, att[first*he+h*s.E:], he)
-				continue
+				gemm(false, true, n, pre, s.E, scale, q, qs, shared[kh:], qs, 0, p, s.T)
 			}
-			gemm(false, true, n, n, s.E, scale, q, qs, k, qs, 0, p, s.T)
-			causalSoftmax(p, n, 0, s.T)
-			gemm(false, false, n, s.E, n, 1, p, s.T, v, qs, 0, att[first*he+h*s.E:], he)
+			gemm(false, true, n, n, s.E, scale, q, qs, k, qs, 0, p[pre:], s.T)
+			causalSoftmax(p, n, pre, s.T)
+			beta := F(0)
+			if pre > 0 {
+				gemm(false, false, n, s.E, pre, 1, p, s.T, shared[vh:], qs, 0, o, he)
+				beta = 1
+			}
+			gemm(false, false, n, s.E, n, 1, p[pre:], s.T, v, qs, beta, o, he)
 		}
 	}
 }
