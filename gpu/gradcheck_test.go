@@ -132,6 +132,8 @@ func TestGradAttention(t *testing.T) {
 		{B: 2, T: 5, H: 4, G: 2, E: 2},                                 // grouped KV heads (GQA)
 		{B: 1, T: 3, H: 3, G: 1, E: 4},                                 // multi-query
 		{B: 4, T: 5, H: 2, G: 1, E: 3, start: []int32{0, 5, 7, 7, 10}}, // packed: 5, 2, 0 and 3 rows
+		// a group: the last two read the first's 3 leading keys and values
+		{B: 3, T: 5, H: 2, G: 1, E: 3, start: []int32{0, 5, 7, 9}, pre: []int32{0, 3, 3}, from: []int32{0, 0, 0}},
 	} {
 		rng := rand.New(rand.NewPCG(5, uint64(s.H*10+s.G)))
 		n := s.B * s.T
@@ -256,24 +258,24 @@ func TestGradModel(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
-		lens []int
-		t    int
+		lens []int                // a padded batch of these lengths (testBatch) ...
+		t    int                  // ... and this width
+		seqs func(int) []Sequence // or these sequences, packed (packedBatch)
 		temp float64
 	}{
-		{"tiny", tiny, []int{6, 4}, 6, 1},
-		{"tiny tied T=0.7", tied, []int{5, 5, 3}, 5, 0.7},
-		{"gqa", gqa, []int{8, 2}, 8, 1.3},
-		{"gqa packed", gqa, nil, 8, 1.1},  // the rows of packedSeqs
-		{"gqa grouped", gqa, nil, 8, 0.9}, // groupedSeqs: groups share their prompts' rows
+		{"tiny", tiny, []int{6, 4}, 6, nil, 1},
+		{"tiny tied T=0.7", tied, []int{5, 5, 3}, 5, nil, 0.7},
+		{"gqa", gqa, []int{8, 2}, 8, nil, 1.3},
+		{"gqa packed", gqa, nil, 0, packedSeqs, 1.1},
+		{"gqa grouped", gqa, nil, 0, groupedSeqs, 0.9}, // groups share their prompts' rows
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := testNet(tc.cfg, 11)
-			a := testBatch(n, tc.lens, tc.t, 3)
-			switch tc.name {
-			case "gqa packed":
-				a = packedBatch(n, packedSeqs(tc.cfg.Vocab), 3)
-			case "gqa grouped":
-				a = packedBatch(n, groupedSeqs(tc.cfg.Vocab), 3)
+			var a *acts[float64]
+			if tc.seqs != nil {
+				a = packedBatch(n, tc.seqs(tc.cfg.Vocab), 3)
+			} else {
+				a = testBatch(n, tc.lens, tc.t, 3)
 			}
 			modelLoss(n, a, tc.temp)
 			grad := make([]float64, len(n.w.flat))

@@ -96,11 +96,10 @@ func (a *acts[F]) load(seqs []Sequence, share bool) {
 		}
 		r += n - pre
 	}
+	clear(a.pre[len(seqs):])
+	clear(a.from[len(seqs):])
 	for b := len(seqs); b <= a.B; b++ {
 		a.start[b] = int32(r)
-		if b < a.B {
-			a.pre[b], a.from[b] = 0, 0
-		}
 	}
 	a.N = r
 }
