@@ -62,7 +62,7 @@ func (CPU) Info() string {
 // Close does nothing: the CPU holds nothing to release.
 func (CPU) Close() error { return nil }
 
-func (CPU) linear32(workers int) linear[float32] { return cpuLinear[float32]{workers} }
+func (CPU) linear32(workers int) linear[float32] { return cpuLinear[float32]{workers: workers} }
 
 // OpenDevice returns the named device: "cpu", or "cuda" (GPU 0, or the
 // first of CUDA_VISIBLE_DEVICES) in a binary built with -tags cuda. Close

@@ -167,6 +167,9 @@ func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 	w, g := m.Weights(), make([]float32, m.NumParams())
 	l := &Learner{cfg: m.cfg, lc: lc, net: newNet(m.cfg, w, m.net.workers), shards: shards, grad: bindParams(m.cfg, g), opt: opt,
 		ws: map[[2]int]*batch[float32]{}}
+	if lc.Device == nil {
+		l.net.pack(true)
+	}
 	l.one = l.net.serial()
 	for i := 1; i < shards; i++ {
 		l.shardGrad = append(l.shardGrad, bindParams(m.cfg, make([]float32, m.NumParams())))
@@ -203,6 +206,7 @@ func (l *Learner) SetWeights(m *Model) error {
 		return fmt.Errorf("set weights: %w: model config %+v, learner %+v", ErrBadInput, m.cfg, l.cfg)
 	}
 	copy(l.net.w.flat, m.net.w.flat)
+	l.net.repack()
 	l.version = m.version
 	return nil
 }
@@ -330,6 +334,7 @@ func (l *Learner) update(lr float64) error {
 		return fmt.Errorf("lr %g: %w (not applied): %w", lr, ErrBadUpdate, err)
 	}
 	l.opt.Step(l.params, lr)
+	l.net.repack()
 	return nil
 }
 

@@ -99,6 +99,11 @@ func TestLearnerStepSignAndScores(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, _ := l.Score(seqs, 0.8)
+	// The learner's packed weights follow the update: it scores as a model
+	// made from its new weights does.
+	if snap, _ := l.Snapshot().Score(seqs, 0.8); !reflect.DeepEqual(snap, after) {
+		t.Errorf("after the step the learner scores %v, a snapshot of its weights %v", after, snap)
+	}
 	for i := range seqs {
 		var db, da float64
 		for t2 := range seqs[i].Completion {
@@ -139,6 +144,10 @@ func TestLearnerSnapshotIsImmutable(t *testing.T) {
 	}
 	if err := l.SetWeights(s0); err != nil || !same(l.Snapshot().Weights(), w0) || l.Version() != 0 {
 		t.Errorf("SetWeights(s0): err %v, version %d, or weights differ", err, l.Version())
+	}
+	got, _ := l.Score(seqs, 1)
+	if want, _ := s0.Score(seqs, 1); !reflect.DeepEqual(got, want) {
+		t.Errorf("after SetWeights(s0) the learner scores %v, s0 %v", got, want)
 	}
 	small, _ := Preset("small")
 	other, _ := NewModel(small, 1)
@@ -215,6 +224,7 @@ func TestLearnerWithLossPackage(t *testing.T) {
 	for i := range l.net.w.flat { // a peaked starting policy, so entropy can rise
 		l.net.w.flat[i] *= 4
 	}
+	l.net.repack()
 	seqs := randomSeqs(rand.New(rand.NewPCG(11, 12)), 8, 3, 5, 98)
 	b := Batch{Seqs: seqs, Width: 5}
 	lb := b.LossBatch()

@@ -1,5 +1,7 @@
 package gpu
 
+import "github.com/mgrpo/mgrpo/gpu/internal/panel"
+
 // linear runs the model's weight products on one device: every x·Wᵀ of the
 // forward pass (the q/k/v, o, gate/up and down projections and lm_head,
 // which hold nearly all of the model's FLOPs) and the two gradients of each.
@@ -21,19 +23,42 @@ type linear[F Float] interface {
 	Err() error
 }
 
-// cpuLinear runs the products through the build's BLAS, split by rows over
-// workers goroutines. It never fails.
-type cpuLinear[F Float] struct{ workers int }
+// cpuLinear runs the products on the CPU, split by rows over workers
+// goroutines: through the packed weights of pk for the weights it holds,
+// through the build's BLAS otherwise. It never fails.
+type cpuLinear[F Float] struct {
+	workers int
+	pk      *packedWeights // nil: BLAS only
+}
 
 func (c cpuLinear[F]) NT(dst, x, w []F, n, in, out int, accumulate bool) {
+	if c.pk != nil {
+		if b := lookup(c.pk.nt, w); b != nil {
+			mulPacked(b, dst[:n*out], x[:n*in], n, accumulate, c.workers)
+			return
+		}
+	}
 	matmulNT(dst, x, w, n, in, out, accumulate, c.workers)
 }
 
 func (c cpuLinear[F]) NN(dst, dy, w []F, n, in, out int, accumulate bool) {
+	if c.pk != nil {
+		if b := lookup(c.pk.nn, w); b != nil {
+			mulPacked(b, dst[:n*in], dy[:n*out], n, accumulate, c.workers)
+			return
+		}
+	}
 	matmulNN(dst, dy, w, n, in, out, accumulate, c.workers)
 }
 
 func (c cpuLinear[F]) TNAdd(dw, dy, x []F, n, in, out int) {
+	if c.pk != nil && in%16 == 0 {
+		d, y, xs := as32(dw), as32(dy), as32(x)
+		splitRows(out, c.workers, func(lo, hi int) {
+			panel.AddTN(d[lo*in:hi*in], y[lo:], out, xs, n, hi-lo, in)
+		})
+		return
+	}
 	matmulTNAdd(dw, dy, x, n, in, out, c.workers)
 }
 

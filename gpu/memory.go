@@ -29,23 +29,24 @@ const memCheckMin = 256 << 20
 // NumParams × 4 bytes.
 func (c Config) WeightBytes() int64 { return toBytes(4 * c.params()) }
 
-// ModelBytes is the memory of a Model: its weights and RoPE table.
+// ModelBytes is the memory of a Model: its weights, their packed copy
+// (when packed: packed.go) and the RoPE table.
 func (c Config) ModelBytes() int64 { return toBytes(c.modelBytes()) }
 
 func (c Config) modelBytes() float64 {
-	return 4*c.params() + 4*float64(c.Context)*float64(c.Hidden/max(c.Heads, 1))
+	return 4*c.params() + packedBytes(c, false) + 4*float64(c.Context)*float64(c.Hidden/max(c.Heads, 1))
 }
 
 // LearnerBytes is the memory a Learner needs to train batches of b
-// sequences padded to t tokens: its copy of the weights, the gradients,
-// AdamW's two moments (4 × WeightBytes), the RoPE table and the training
+// sequences padded to t tokens: its copy of the weights (packed both ways
+// when packed), the gradients, AdamW's two moments (4 × WeightBytes), the RoPE table and the training
 // workspace of that shape (every layer's activations, attention
 // probabilities [b, heads, t, t] included).
 func (c Config) LearnerBytes(b, t int) int64 {
 	workers := runtime.GOMAXPROCS(0)
 	shards := learnerShards(c, workers, false)
 	extra := 4 * float64(shards-1) * c.params() // the shards' gradients
-	return toBytes(c.modelBytes() + 12*c.params() + extra + batchBytes(c, b, t, min(shardCount(b, workers), shards), workers, true))
+	return toBytes(c.modelBytes() + packedBytes(c, true) - packedBytes(c, false) + 12*c.params() + extra + batchBytes(c, b, t, min(shardCount(b, workers), shards), workers, true))
 }
 
 // ScoreBytes is the memory of Model.Score's forward-only workspace for b
@@ -60,12 +61,17 @@ func (c Config) ScoreBytes(b, t int) int64 {
 // key/value cache of prompts·n sequences of promptLen + newTokens
 // positions (at most the context), the activations and logits of the
 // prefill rows, the samplers' buffers, the returned tokens, log-probs and
-// entropies, and (once per Model) a transposed copy of the weights.
+// entropies, and (once per Model, unless its weights are packed) a
+// transposed copy of the weights.
 func (c Config) SampleBytes(prompts, n, promptLen, newTokens int) int64 {
 	slots := float64(prompts) * float64(n)
 	tmax := min(float64(promptLen)+float64(newTokens), float64(c.Context))
 	rows := max(float64(prompts)*float64(promptLen), slots)
-	return toBytes(4*c.params() + sampleBytes(c, slots, tmax, rows, float64(newTokens), runtime.GOMAXPROCS(0)))
+	var transposed float64
+	if !packable(c) {
+		transposed = 4 * c.params()
+	}
+	return toBytes(transposed + sampleBytes(c, slots, tmax, rows, float64(newTokens), runtime.GOMAXPROCS(0)))
 }
 
 // sampleBytes is the decoder of slots sequences of tmax positions with

@@ -8,15 +8,16 @@ package gpu
 type net[F Float] struct {
 	cfg      Config
 	w        params[F]
-	cos, sin []F       // RoPE table: [Context, E/2] each
-	workers  int       // goroutines for the row-wise kernels
-	mm       linear[F] // the weight products: the CPU's BLAS unless a device was set
+	cos, sin []F            // RoPE table: [Context, E/2] each
+	workers  int            // goroutines for the row-wise kernels
+	mm       linear[F]      // the weight products: on the CPU unless a device was set
+	pk       *packedWeights // the weights packed for the CPU's products (pack), or nil
 }
 
 func newNet[F Float](cfg Config, flat []F, workers int) *net[F] {
 	cos, sin := ropeTable[F](cfg.Context, cfg.HeadDim(), cfg.RopeTheta)
 	workers = max(workers, 1)
-	return &net[F]{cfg: cfg, w: bindParams(cfg, flat), cos: cos, sin: sin, workers: workers, mm: cpuLinear[F]{workers}}
+	return &net[F]{cfg: cfg, w: bindParams(cfg, flat), cos: cos, sin: sin, workers: workers, mm: cpuLinear[F]{workers: workers}}
 }
 
 func (n *net[F]) attnShape(a *acts[F]) attnShape {

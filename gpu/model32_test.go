@@ -1,14 +1,31 @@
 package gpu
 
 import (
+	"fmt"
 	"math"
 	"testing"
+
+	"github.com/mgrpo/mgrpo/gpu/internal/panel"
 )
 
-// The float32 model (the vector kernels of vec.go, BLAS sgemm) against the
+// The float32 model (the vector kernels of vec.go, its products through
+// BLAS sgemm or through the packed weights of internal/panel) against the
 // float64 one (the generic kernels the gradient checks verify): forward
 // log-probs and entropies, and every weight gradient, at float32 accuracy.
+// The shapes give the packed products edge tiles on every side (rows not a
+// multiple of 6, outputs not of 16) and a gradient product (MLP 100) that
+// stays on BLAS.
 func TestFloat32MatchesFloat64(t *testing.T) {
+	for _, packed := range []bool{false, true} {
+		if packed && !panel.Available() {
+			t.Log("no packed kernel on this build: BLAS only")
+			continue
+		}
+		t.Run(fmt.Sprintf("packed=%v", packed), func(t *testing.T) { float32MatchesFloat64(t, packed) })
+	}
+}
+
+func float32MatchesFloat64(t *testing.T, packed bool) {
 	tiny, _ := Preset("tiny")
 	gqa := Config{Vocab: 11, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2, MLP: 24, Context: 8, RopeTheta: 10000, NormEps: 1e-6}
 	wide := Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 2, KVHeads: 1, MLP: 100, Context: 40, RopeTheta: 10000, NormEps: 1e-6}
@@ -30,6 +47,11 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 			w32[i] = float32(v)
 		}
 		n32 := newNet(tc.cfg, w32, 2)
+		if packed {
+			if n32.pack(true); n32.pk == nil {
+				t.Fatalf("%s: weights not packed", tc.name)
+			}
+		}
 		a32 := newActs[float32](tc.cfg, len(tc.lens), tc.t, 2, true)
 		copy(a32.tokens, a64.tokens)
 		copy(a32.targets, a64.targets)

@@ -59,6 +59,7 @@ func NewModelFromWeights(cfg Config, w []float32, version int64) (*Model, error)
 // newModel takes ownership of w.
 func newModel(cfg Config, w []float32, version int64) *Model {
 	n := newNet(cfg, w, runtime.GOMAXPROCS(0))
+	n.pack(false)
 	return &Model{cfg: cfg, version: version, net: n, one: n.serial(), spare: map[[2]int]*batch[float32]{}}
 }
 

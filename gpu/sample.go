@@ -139,12 +139,14 @@ func sampleNet[F Float](n *net[F], pool *decoderPool[F], prompts [][]int, num in
 		return nil, fmt.Errorf("sample: %w", err)
 	}
 	defer pool.put(ds)
-	wt, err := pool.transposed(n)
-	if err != nil {
-		return nil, fmt.Errorf("sample: %w", err)
-	}
-	for _, d := range ds {
-		d.wt = wt
+	if n.pk == nil { // the products need the weights transposed
+		wt, err := pool.transposed(n)
+		if err != nil {
+			return nil, fmt.Errorf("sample: %w", err)
+		}
+		for _, d := range ds {
+			d.wt = wt
+		}
 	}
 	parallelFor(len(groups), len(groups), func(g, _, _ int) { ds[g].sample(out, prompts, num, groups[g], opt) })
 	return out, nil
@@ -371,7 +373,7 @@ type decoder[F Float] struct {
 func newDecoder[F Float](n *net[F], slots, tmax, rows int) *decoder[F] {
 	c := n.cfg
 	ge, qs := c.KVHeads*c.HeadDim(), (c.Heads+2*c.KVHeads)*c.HeadDim()
-	d := &decoder[F]{n: n, mm: cpuLinear[F]{1}, slots: slots, tmax: tmax, tok: make([]int32, rows), pos: make([]int32, rows), slot: make([]int32, rows),
+	d := &decoder[F]{n: n, mm: cpuLinear[F]{workers: 1, pk: n.pk}, slots: slots, tmax: tmax, tok: make([]int32, rows), pos: make([]int32, rows), slot: make([]int32, rows),
 		x: make([]F, rows*c.Hidden), xn: make([]F, rows*c.Hidden), inv: make([]F, rows), qkv: make([]F, rows*qs),
 		att: make([]F, rows*c.Heads*c.HeadDim()), gu: make([]F, rows*2*c.MLP), act: make([]F, rows*c.MLP), sig: make([]F, rows*c.MLP),
 		logits: make([]F, rows*c.Vocab), scores: make([]F, tmax)}
@@ -430,15 +432,18 @@ func (d *decoder[F]) prefill(prompts [][]int, num int, g sampleGroup) []int {
 // keys are cached before any row attends. The last block after its keys
 // and values, the final norm and lm_head run on rows outs only.
 func (d *decoder[F]) run(r int, outs []int32) {
-	n, c, mm := d.n, d.n.cfg, d.mm
+	n, c := d.n, d.n.cfg
 	D, M, V, E := c.Hidden, c.MLP, c.Vocab, c.HeadDim()
 	qs, he := (c.Heads+2*c.KVHeads)*E, c.Heads*E
 	x, xn, inv, qkv := d.x[:r*D], d.xn[:r*D], d.inv[:r], d.qkv[:r*qs]
 	embed(x, n.w.embed, d.tok[:r], D)
 	for l, lw := range n.w.layers {
-		wt := d.wt.layers[l] // x·Wᵀ as NN products: dst = x·wt (see transposed)
+		var wt layerParams[F] // the transposed weights, without packed ones
+		if n.pk == nil {
+			wt = d.wt.layers[l]
+		}
 		rmsnorm(xn, inv, x, lw.attnNorm, D, c.NormEps, 1)
-		mm.NN(qkv, xn, wt.qkv, r, qs, D, false)
+		d.mul(qkv, xn, lw.qkv, wt.qkv, r, D, qs, false)
 		rope(qkv, d.pos[:r], qs, c.Heads+c.KVHeads, E, n.cos, n.sin, 1, 1)
 		d.cacheKV(l, r)
 		R, rows := r, []int32(nil) // the rows from here on: all, or the last block's outs
@@ -448,16 +453,31 @@ func (d *decoder[F]) run(r int, outs []int32) {
 		}
 		d.attend(l, r, rows)
 		xr, xnr, invr := x[:R*D], xn[:R*D], inv[:R]
-		mm.NN(xr, d.att[:R*he], wt.o, R, D, he, true)
+		d.mul(xr, d.att[:R*he], lw.o, wt.o, R, he, D, true)
 		rmsnorm(xnr, invr, xr, lw.mlpNorm, D, c.NormEps, 1)
-		mm.NN(d.gu[:R*2*M], xnr, wt.gateUp, R, 2*M, D, false)
+		d.mul(d.gu[:R*2*M], xnr, lw.gateUp, wt.gateUp, R, D, 2*M, false)
 		swiglu(d.act[:R*M], d.sig[:R*M], d.gu[:R*2*M], M, 1)
-		mm.NN(xr, d.act[:R*M], wt.down, R, D, M, true)
+		d.mul(xr, d.act[:R*M], lw.down, wt.down, R, M, D, true)
 		x, xn, inv = xr, xnr, invr
 	}
 	R := len(x) / D
 	rmsnorm(xn, inv, x, n.w.norm, D, c.NormEps, 1)
-	mm.NN(d.logits[:R*V], xn, d.wt.head, R, V, D, false)
+	var head []F
+	if n.pk == nil {
+		head = d.wt.head
+	}
+	d.mul(d.logits[:R*V], xn, n.w.head, head, R, D, V, false)
+}
+
+// mul computes dst = x·wᵀ (+ dst when accumulate) for the r rows of x, w
+// [out, in]: through the net's packed weights when it has them, else as
+// x·wt with wt = wᵀ stored (see transposed).
+func (d *decoder[F]) mul(dst, x, w, wt []F, r, in, out int, accumulate bool) {
+	if d.n.pk != nil {
+		d.mm.NT(dst, x, w, r, in, out, accumulate)
+		return
+	}
+	d.mm.NN(dst, x, wt, r, out, in, accumulate)
 }
 
 // gatherRowsInPlace moves rows rows (ascending) of x ([*, d]) to the front,

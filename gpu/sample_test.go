@@ -81,6 +81,7 @@ func TestSampleFloat32MatchesScoring(t *testing.T) {
 	for i := range m.net.w.flat { // larger weights: a peaked, non-uniform policy
 		m.net.w.flat[i] *= 4
 	}
+	m.net.repack()
 	samples, err := m.Sample(samplePrompts, 4, SampleOptions{Temperature: 0.9, MaxNewTokens: 16, Seeds: PromptSeeds(9, 16), EOS: 2})
 	if err != nil {
 		t.Fatal(err)

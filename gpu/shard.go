@@ -101,6 +101,6 @@ func (bt *batch[F]) row(b int, s Sequence, t int) (*acts[F], int) {
 // the calling goroutine (for one shard).
 func (n *net[F]) serial() *net[F] {
 	s := *n
-	s.workers, s.mm = 1, cpuLinear[F]{1}
+	s.workers, s.mm = 1, cpuLinear[F]{1, n.pk}
 	return &s
 }
