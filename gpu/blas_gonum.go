@@ -6,6 +6,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 
+	"github.com/mgrpo/mgrpo/gpu/internal/panel"
 	"github.com/mgrpo/mgrpo/gpu/internal/vec"
 )
 
@@ -17,6 +18,8 @@ var (
 	blas64Impl blas.Float64 = gonum.Implementation{}
 )
 
-// BLASInfo describes the BLAS in use and the vector kernels of the
-// element-wise work.
-func BLASInfo() string { return BLASName + "; vector kernels " + vec.Info() }
+// BLASInfo describes the BLAS in use, the kernel of the packed weight
+// products (packed.go) and the vector kernels of the element-wise work.
+func BLASInfo() string {
+	return BLASName + "; packed weight products " + panel.Info() + "; vector kernels " + vec.Info()
+}

@@ -52,6 +52,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/netlib/blas/netlib"
 
+	"github.com/mgrpo/mgrpo/gpu/internal/panel"
 	"github.com/mgrpo/mgrpo/gpu/internal/vec"
 )
 
@@ -73,8 +74,10 @@ var (
 // Zen set about 5% slower (docs/BENCHMARKS.md).
 var blasCore = C.GoString(C.mgrpo_openblas_setup())
 
-// BLASInfo describes the BLAS in use, with OpenBLAS's kernel set, and the
-// vector kernels of the element-wise work.
+// BLASInfo describes the BLAS in use, with OpenBLAS's kernel set, the
+// kernel of the packed weight products (packed.go) and the vector kernels
+// of the element-wise work.
 func BLASInfo() string {
-	return BLASName + " (" + blasCore + " kernels, 1 thread per goroutine); vector kernels " + vec.Info()
+	return BLASName + " (" + blasCore + " kernels, 1 thread per goroutine); packed weight products " +
+		panel.Info() + "; vector kernels " + vec.Info()
 }

@@ -6,8 +6,12 @@
 //
 // The model is written llm.c-style: hand-written, fused forward and
 // backward kernels over contiguous buffers (model.go reads top-down like
-// nanoGPT's forward), every matrix product through BLAS — pure-Go gonum by
-// default, OpenBLAS when built with -tags openblas (see blas_openblas.go).
+// nanoGPT's forward). The weight products of a float32 model whose
+// matrices fit in a core's L2 cache (the presets' do) run an AVX2+FMA
+// kernel over weights packed once into 16-column panels (internal/panel,
+// packed.go: a Model packs at creation, a Learner after every update);
+// every other product goes through BLAS — pure-Go gonum by default,
+// OpenBLAS when built with -tags openblas (see blas_openblas.go).
 // The kernels are generic over float32 and float64: the model runs in
 // float32, and the gradient checks run the very same code in float64. In
 // float32 the element-wise work (exponentials, SwiGLU, RMSNorm, RoPE,
@@ -47,11 +51,11 @@
 //
 //   - A Model is immutable: Sample and Score only read its weights, so one
 //     Model may serve many goroutines; training mutates only the Learner's
-//     private copy, published as a new Model by Snapshot.
+//     private copy (and repacks it), published as a new Model by Snapshot.
 //   - Same seed, same weights (NewModel); same model, inputs and options,
-//     same samples (Sample). With the pure-Go BLAS a prompt's samples do not
-//     depend on the rest of the batch either; OpenBLAS may round a row
-//     differently when the batch size changes.
+//     same samples (Sample). With the packed kernel or the pure-Go BLAS a
+//     prompt's samples do not depend on the rest of the batch either;
+//     OpenBLAS may round a row differently when the batch size changes.
 //   - Sample's log-probs are log_softmax(logits / T) of the drawn token over
 //     the full vocabulary, so they equal Score at the same temperature
 //     (tested to 1e-5 in float64, 1e-4 in float32); top-k/top-p restrict

@@ -196,7 +196,7 @@ func (l *Learner) Version() int64 { return l.version }
 // Snapshot returns the current weights as an immutable Model (a copy)
 // carrying the current version, for generators and checkpoints.
 func (l *Learner) Snapshot() *Model {
-	return newModel(l.cfg, append([]float32(nil), l.net.w.flat...), l.version)
+	return newModelLike(l.cfg, append([]float32(nil), l.net.w.flat...), l.version, l.net)
 }
 
 // SetWeights replaces the learner's weights and version by a copy of m's

@@ -101,6 +101,23 @@ func (n *net[F]) pack(backward bool) {
 	n.repack()
 }
 
+// packLike gives n, whose weights are a copy of src's, the packing of
+// src's for x·wᵀ, copied rather than packed again (a snapshot of a
+// learner); without src, or if src has none, it packs.
+func (n *net[F]) packLike(src *net[F]) {
+	if src == nil || src.pk == nil || !is32[F]() {
+		n.pack(false)
+		return
+	}
+	p := &packedWeights{nt: map[*float32]*panel.Matrix{}}
+	from := src.matrices()
+	for i, m := range n.matrices() {
+		p.nt[&as32(m.w)[0]] = src.pk.nt[&as32(from[i].w)[0]].Clone()
+	}
+	n.pk = p
+	n.mm = cpuLinear[F]{n.workers, p}
+}
+
 // repack packs n's current weights; it must run after every change to
 // them, before the next product.
 func (n *net[F]) repack() {

@@ -58,8 +58,14 @@ func NewModelFromWeights(cfg Config, w []float32, version int64) (*Model, error)
 
 // newModel takes ownership of w.
 func newModel(cfg Config, w []float32, version int64) *Model {
+	return newModelLike(cfg, w, version, nil)
+}
+
+// newModelLike is newModel for a copy w of the weights of net src (nil:
+// none), whose packing it copies (packLike).
+func newModelLike(cfg Config, w []float32, version int64, src *net[float32]) *Model {
 	n := newNet(cfg, w, runtime.GOMAXPROCS(0))
-	n.pack(false)
+	n.packLike(src)
 	return &Model{cfg: cfg, version: version, net: n, one: n.serial(), spare: map[[2]int]*batch[float32]{}}
 }
 

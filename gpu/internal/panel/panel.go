@@ -11,6 +11,14 @@ package panel
 // FMA on amd64). When it is false, Mul panics: callers keep their BLAS.
 func Available() bool { return haveKernel }
 
+// Info names the kernel: "AVX2+FMA", or "none" where Available is false.
+func Info() string {
+	if haveKernel {
+		return "AVX2+FMA"
+	}
+	return "none"
+}
+
 // MaxBytes is the largest packed matrix Fits accepts: the kernel reads the
 // whole of B for every six rows of A, so B must stay in the core's L2
 // cache (1 MiB and up on the AVX-512 servers, 512 KiB on Zen 2 and 3).
@@ -31,6 +39,11 @@ func panels(n int) int { return (n + 15) / 16 }
 // NewPacked returns room for a k×n matrix.
 func New(k, n int) *Matrix {
 	return &Matrix{k: k, n: n, p: make([]float32, panels(n)*16*k)}
+}
+
+// Clone returns a copy of b.
+func (b *Matrix) Clone() *Matrix {
+	return &Matrix{k: b.k, n: b.n, p: append([]float32(nil), b.p...)}
 }
 
 // K and N are the matrix's dimensions.
@@ -150,5 +163,6 @@ func AddTN(c, a []float32, lda int, b []float32, k, m, n int) {
 
 // tnBlock is AddTN's block of k: 128 rows of b's 16-column panel and of
 // the tile's columns of a, 8 KiB each (measured against 64 to 512 on Zen 4,
-// where 128 and 256 were fastest).
+// where 128 and 256 were fastest; packing each block of b as Mul's B is
+// packed measured the same in a learner step, and was dropped).
 const tnBlock = 128
