@@ -121,8 +121,12 @@ func TestLearnerSnapshotIsImmutable(t *testing.T) {
 	s0 := l.Snapshot()
 	w0 := s0.Weights()
 	seqs := randomSeqs(rand.New(rand.NewPCG(5, 6)), 4, 3, 3, 98)
+	score0, _ := s0.Score(seqs, 1)
 	if _, err := l.SupervisedStep(seqs); err != nil {
 		t.Fatal(err)
+	}
+	if got, _ := s0.Score(seqs, 1); !reflect.DeepEqual(got, score0) { // its packed weights too
+		t.Errorf("a learner step changed how an earlier snapshot scores: %v, then %v", score0, got)
 	}
 	s1 := l.Snapshot()
 	if s0.Version() != 0 || s1.Version() != 1 {
