@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu/internal/panel"
@@ -35,13 +36,21 @@ func float32MatchesFloat64(t *testing.T, packed bool) {
 		lens []int
 		t    int
 		temp float64
+		seqs []Sequence // if set, the packed batch of these (lens and t unused)
 	}{
-		{"tiny", tiny, []int{6, 4, 1}, 6, 1},
-		{"gqa", gqa, []int{8, 2}, 8, 1.3},
-		{"head width 32, MLP 100", wide, []int{37, 20, 9}, 40, 0.7},
+		{"tiny", tiny, []int{6, 4, 1}, 6, 1, nil},
+		{"gqa", gqa, []int{8, 2}, 8, 1.3, nil},
+		{"head width 32, MLP 100", wide, []int{37, 20, 9}, 40, 0.7, nil},
+		{"head width 32, groups sharing prompts", wide, nil, 0, 0.7, longGroupedSeqs(wide.Vocab)},
 	} {
 		n64 := testNet(tc.cfg, 13)
-		a64 := testBatch(n64, tc.lens, tc.t, 5)
+		var a64 *acts[float64]
+		if tc.seqs != nil {
+			a64 = packedBatch(n64, tc.seqs, 5)
+			tc.t = a64.T
+		} else {
+			a64 = testBatch(n64, tc.lens, tc.t, 5)
+		}
 		w32 := make([]float32, len(n64.w.flat))
 		for i, v := range n64.w.flat {
 			w32[i] = float32(v)
@@ -52,7 +61,10 @@ func float32MatchesFloat64(t *testing.T, packed bool) {
 				t.Fatalf("%s: weights not packed", tc.name)
 			}
 		}
-		a32 := newActs[float32](tc.cfg, len(tc.lens), tc.t, 2, true)
+		a32 := newActs[float32](tc.cfg, a64.B, tc.t, 2, true)
+		if tc.seqs != nil {
+			a32.load(tc.seqs, true)
+		}
 		copy(a32.tokens, a64.tokens)
 		copy(a32.targets, a64.targets)
 		copy(a32.need, a64.need)
@@ -118,4 +130,25 @@ func TestGatherScatterRows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// longGroupedSeqs is three groups of sequences sharing prompts of 12, 7 and
+// 1 tokens, with completions of 0 to 20 tokens: enough rows for the
+// products' full tiles and their edges.
+func longGroupedSeqs(vocab int) []Sequence {
+	rng := rand.New(rand.NewPCG(21, 3))
+	ids := func(n int) []int {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = 3 + rng.IntN(vocab-3)
+		}
+		return s
+	}
+	var seqs []Sequence
+	for _, g := range []struct{ prompt, completions []int }{{ids(12), []int{20, 3, 11, 0}}, {ids(7), []int{8, 15}}, {ids(1), []int{6}}} {
+		for _, n := range g.completions {
+			seqs = append(seqs, Sequence{Prompt: g.prompt, Completion: ids(n)})
+		}
+	}
+	return seqs
 }
