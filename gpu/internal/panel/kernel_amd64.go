@@ -8,15 +8,9 @@ import "golang.org/x/sys/cpu"
 // CPU since Haswell (2013) and Zen (2017) has AVX2 and FMA.
 var haveKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// kernel6x16 computes the 6×16 tile c (row stride ldc) = a·b (+ c when
-// acc): row i of a starts at a[i] and is k long; b is one packed panel,
-// k rows of 16.
-//
-//go:noescape
-func kernel6x16(a *[6]*float32, b *float32, k int, c *float32, ldc int, acc bool)
-
-// kernel6x16s is kernel6x16 over strided operands: element l of row i of
-// a at a[i] + l·astep, row l of b (16 contiguous values) at b + l·bstep.
+// kernel6x16s computes the 6×16 tile c (row stride ldc) = a·b (+ c when
+// acc) over k: element l of row i of a at a[i] + l·astep, row l of b (16
+// contiguous values) at b + l·bstep (16 for a packed panel).
 //
 //go:noescape
 func kernel6x16s(a *[6]*float32, astep int, b *float32, bstep int, k int, c *float32, ldc int, acc bool)

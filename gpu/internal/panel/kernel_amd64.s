@@ -2,24 +2,26 @@
 
 #include "textflag.h"
 
-// The 6×16 kernel of gemm.go: C (6 rows × 16 columns) = A (6 rows × k) ·
-// B (one packed panel, k × 16) (+ C), eight float32 lanes per ymm register.
+// The 6×16 kernel of panel.go: C (6 rows × 16 columns) = A (6 rows × k) ·
+// B (k rows of 16) (+ C), eight float32 lanes per ymm register.
 // Y0-Y11 accumulate the tile (row i in Y(2i), Y(2i+1)); Y12:Y13 hold B's
 // row, Y14 and Y15 the broadcast A elements. Each element is one FMA chain
 // over k in order.
 
 #define FMA2(bc, lo, hi) VFMADD231PS Y12, bc, lo; VFMADD231PS Y13, bc, hi
 
-// STEP multiplies column AX+off of the six A rows (SI, DI, R10-R13) by the
-// B row at BX+boff.
-#define STEP(off, boff) \
-	VMOVUPS boff(BX), Y12; VMOVUPS boff+32(BX), Y13; \
-	VBROADCASTSS off(SI)(AX*1), Y14; FMA2(Y14, Y0, Y1); \
-	VBROADCASTSS off(DI)(AX*1), Y15; FMA2(Y15, Y2, Y3); \
-	VBROADCASTSS off(R10)(AX*1), Y14; FMA2(Y14, Y4, Y5); \
-	VBROADCASTSS off(R11)(AX*1), Y15; FMA2(Y15, Y6, Y7); \
-	VBROADCASTSS off(R12)(AX*1), Y14; FMA2(Y14, Y8, Y9); \
-	VBROADCASTSS off(R13)(AX*1), Y15; FMA2(Y15, Y10, Y11)
+// STEP multiplies the A elements at byte offset AX of the six A rows (SI,
+// DI, R10-R13) by the B row at BX, then moves AX on by R8 bytes and BX by
+// R9.
+#define STEP \
+	VMOVUPS (BX), Y12; VMOVUPS 32(BX), Y13; \
+	VBROADCASTSS (SI)(AX*1), Y14; FMA2(Y14, Y0, Y1); \
+	VBROADCASTSS (DI)(AX*1), Y15; FMA2(Y15, Y2, Y3); \
+	VBROADCASTSS (R10)(AX*1), Y14; FMA2(Y14, Y4, Y5); \
+	VBROADCASTSS (R11)(AX*1), Y15; FMA2(Y15, Y6, Y7); \
+	VBROADCASTSS (R12)(AX*1), Y14; FMA2(Y14, Y8, Y9); \
+	VBROADCASTSS (R13)(AX*1), Y15; FMA2(Y15, Y10, Y11); \
+	ADDQ R8, AX; ADDQ R9, BX
 
 // ADDROW adds C's row at DX to the accumulators lo, hi and moves DX on.
 #define ADDROW(lo, hi) VADDPS (DX), lo, lo; VADDPS 32(DX), hi, hi; ADDQ R9, DX
@@ -27,80 +29,16 @@
 // PUTROW stores the accumulators lo, hi to C's row at DX and moves DX on.
 #define PUTROW(lo, hi) VMOVUPS lo, (DX); VMOVUPS hi, 32(DX); ADDQ R9, DX
 
-// func kernel6x16(a *[6]*float32, b *float32, k int, c *float32, ldc int, acc bool)
-TEXT ·kernel6x16(SB), NOSPLIT, $0-41
-	MOVQ a+0(FP), DX
-	MOVQ 0(DX), SI
-	MOVQ 8(DX), DI
-	MOVQ 16(DX), R10
-	MOVQ 24(DX), R11
-	MOVQ 32(DX), R12
-	MOVQ 40(DX), R13
-	MOVQ b+8(FP), BX
-	MOVQ k+16(FP), CX
-	XORQ AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+// ZERO_TILE clears the twelve accumulators.
+#define ZERO_TILE \
+	VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1; VXORPS Y2, Y2, Y2; VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; VXORPS Y5, Y5, Y5; VXORPS Y6, Y6, Y6; VXORPS Y7, Y7, Y7; \
+	VXORPS Y8, Y8, Y8; VXORPS Y9, Y9, Y9; VXORPS Y10, Y10, Y10; VXORPS Y11, Y11, Y11
 
-loop4:
-	CMPQ CX, $4
-	JL   loop1
-	STEP(0, 0)
-	STEP(4, 64)
-	STEP(8, 128)
-	STEP(12, 192)
-	ADDQ $16, AX
-	ADDQ $256, BX
-	SUBQ $4, CX
-	JMP  loop4
-
-loop1:
-	TESTQ CX, CX
-	JZ    store
-	STEP(0, 0)
-	ADDQ $4, AX
-	ADDQ $64, BX
-	DECQ CX
-	JMP  loop1
-
-store:
-	MOVQ    ldc+32(FP), R9
-	SHLQ    $2, R9
-	MOVBLZX acc+40(FP), AX
-	TESTQ   AX, AX
-	JZ      put
-	MOVQ    c+24(FP), DX
-	ADDROW(Y0, Y1)
-	ADDROW(Y2, Y3)
-	ADDROW(Y4, Y5)
-	ADDROW(Y6, Y7)
-	ADDROW(Y8, Y9)
-	ADDROW(Y10, Y11)
-
-put:
-	MOVQ c+24(FP), DX
-	PUTROW(Y0, Y1)
-	PUTROW(Y2, Y3)
-	PUTROW(Y4, Y5)
-	PUTROW(Y6, Y7)
-	PUTROW(Y8, Y9)
-	PUTROW(Y10, Y11)
-	VZEROUPPER
-	RET
-
-// STRIDED is one k of kernel6x16s: STEP at AX and BX, which then move on
-// by R8 and R9 bytes.
-#define STRIDED STEP(0, 0); ADDQ R8, AX; ADDQ R9, BX
+// ADD_TILE adds the six C rows from DX on (stride R9) to the accumulators;
+// PUT_TILE stores the accumulators there.
+#define ADD_TILE ADDROW(Y0, Y1); ADDROW(Y2, Y3); ADDROW(Y4, Y5); ADDROW(Y6, Y7); ADDROW(Y8, Y9); ADDROW(Y10, Y11)
+#define PUT_TILE PUTROW(Y0, Y1); PUTROW(Y2, Y3); PUTROW(Y4, Y5); PUTROW(Y6, Y7); PUTROW(Y8, Y9); PUTROW(Y10, Y11)
 
 // func kernel6x16s(a *[6]*float32, astep int, b *float32, bstep int, k int, c *float32, ldc int, acc bool)
 TEXT ·kernel6x16s(SB), NOSPLIT, $0-57
@@ -118,57 +56,36 @@ TEXT ·kernel6x16s(SB), NOSPLIT, $0-57
 	SHLQ $2, R9
 	MOVQ k+32(FP), CX
 	XORQ AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	ZERO_TILE
 
-sloop4:
+loop4:
 	CMPQ CX, $4
-	JL   sloop1
-	STRIDED
-	STRIDED
-	STRIDED
-	STRIDED
+	JL   loop1
+	STEP
+	STEP
+	STEP
+	STEP
 	SUBQ $4, CX
-	JMP  sloop4
+	JMP  loop4
 
-sloop1:
+loop1:
 	TESTQ CX, CX
-	JZ    sstore
-	STRIDED
+	JZ    store
+	STEP
 	DECQ CX
-	JMP  sloop1
+	JMP  loop1
 
-sstore:
+store:
 	MOVQ    ldc+48(FP), R9
 	SHLQ    $2, R9
 	MOVBLZX acc+56(FP), AX
 	TESTQ   AX, AX
-	JZ      sput
+	JZ      put
 	MOVQ    c+40(FP), DX
-	ADDROW(Y0, Y1)
-	ADDROW(Y2, Y3)
-	ADDROW(Y4, Y5)
-	ADDROW(Y6, Y7)
-	ADDROW(Y8, Y9)
-	ADDROW(Y10, Y11)
+	ADD_TILE
 
-sput:
+put:
 	MOVQ c+40(FP), DX
-	PUTROW(Y0, Y1)
-	PUTROW(Y2, Y3)
-	PUTROW(Y4, Y5)
-	PUTROW(Y6, Y7)
-	PUTROW(Y8, Y9)
-	PUTROW(Y10, Y11)
+	PUT_TILE
 	VZEROUPPER
 	RET

@@ -6,10 +6,6 @@ package panel
 // reports false and the callers keep their BLAS.
 const haveKernel = false
 
-func kernel6x16(a *[6]*float32, b *float32, k int, c *float32, ldc int, acc bool) {
-	panic("panel: no kernel on this build")
-}
-
 func kernel6x16s(a *[6]*float32, astep int, b *float32, bstep int, k int, c *float32, ldc int, acc bool) {
 	panic("panel: no kernel on this build")
 }

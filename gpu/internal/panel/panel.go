@@ -104,7 +104,7 @@ func (b *Matrix) Mul(c, a []float32, m int, acc bool) {
 			bp := &b.p[p*16*k]
 			at := r*n + 16*p
 			if h == 6 && w == 16 {
-				kernel6x16(&rows, bp, k, &c[at], n, acc)
+				kernel6x16s(&rows, 1, bp, 16, k, &c[at], n, acc)
 				continue
 			}
 			if acc {
@@ -112,7 +112,7 @@ func (b *Matrix) Mul(c, a []float32, m int, acc bool) {
 					copy(tile[16*i:16*i+w], c[at+i*n:at+i*n+w])
 				}
 			}
-			kernel6x16(&rows, bp, k, &tile[0], 16, acc)
+			kernel6x16s(&rows, 1, bp, 16, k, &tile[0], 16, acc)
 			for i := 0; i < h; i++ {
 				copy(c[at+i*n:at+i*n+w], tile[16*i:16*i+w])
 			}
