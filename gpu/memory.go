@@ -38,10 +38,11 @@ func (c Config) modelBytes() float64 {
 }
 
 // LearnerBytes is the memory a Learner needs to train batches of b
-// sequences padded to t tokens: its copy of the weights (packed both ways
-// when packed), the gradients, AdamW's two moments (4 × WeightBytes), the RoPE table and the training
-// workspace of that shape (every layer's activations, attention
-// probabilities [b, heads, t, t] included).
+// sequences padded to t tokens: its copy of the weights (and their packed
+// copies for both products, when packed), the gradients, AdamW's two
+// moments (4 × WeightBytes), the RoPE table and the training workspace of
+// that shape (every layer's activations, attention probabilities
+// [b, heads, t, t] included).
 func (c Config) LearnerBytes(b, t int) int64 {
 	workers := runtime.GOMAXPROCS(0)
 	shards := learnerShards(c, workers, false)

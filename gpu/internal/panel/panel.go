@@ -36,7 +36,7 @@ type Matrix struct {
 
 func panels(n int) int { return (n + 15) / 16 }
 
-// NewPacked returns room for a k×n matrix.
+// New returns room for a k×n matrix (all zero).
 func New(k, n int) *Matrix {
 	return &Matrix{k: k, n: n, p: make([]float32, panels(n)*16*k)}
 }
