@@ -7,8 +7,8 @@
 // The model is written llm.c-style: hand-written, fused forward and
 // backward kernels over contiguous buffers (model.go reads top-down like
 // nanoGPT's forward). The weight products of a float32 model whose
-// matrices fit in a core's L2 cache (the presets' do) run an AVX2+FMA
-// kernel over weights packed once into 16-column panels (internal/panel,
+// matrices fit in a core's L2 cache (the presets' do) run an AVX-512 or
+// AVX2+FMA kernel over weights packed once into panels (internal/panel,
 // packed.go: a Model packs at creation, a Learner after every update);
 // every other product goes through BLAS — pure-Go gonum by default,
 // OpenBLAS when built with -tags openblas (see blas_openblas.go).

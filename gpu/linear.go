@@ -52,7 +52,7 @@ func (c cpuLinear[F]) NN(dst, dy, w []F, n, in, out int, accumulate bool) {
 }
 
 func (c cpuLinear[F]) TNAdd(dw, dy, x []F, n, in, out int) {
-	if c.pk != nil && in%16 == 0 {
+	if c.pk != nil && in%panel.Width() == 0 {
 		d, y, xs := as32(dw), as32(dy), as32(x)
 		splitRows(out, c.workers, func(lo, hi int) {
 			panel.AddTN(d[lo*in:hi*in], y[lo:], out, xs, n, hi-lo, in)

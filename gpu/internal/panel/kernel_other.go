@@ -6,6 +6,8 @@ package panel
 // reports false and the callers keep their BLAS.
 const haveKernel = false
 
-func kernel6x16s(a *[6]*float32, astep int, b *float32, bstep int, k int, c *float32, ldc int, acc bool) {
+var width = 16
+
+func kernel(a *[6]*float32, astep int, b *float32, bstep int, k int, c *float32, ldc int, acc bool) {
 	panic("panel: no kernel on this build")
 }

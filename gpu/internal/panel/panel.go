@@ -1,5 +1,6 @@
 // Package panel multiplies row-major float32 matrices by a matrix packed
-// once into panels of 16 columns, for the model's weight products: a
+// once into panels of 16 or 32 columns (the kernel's width: AVX2 or
+// AVX-512), for the model's weight products: a
 // weight is packed after each update and then serves every product of a
 // pass, where a BLAS call packs its operands again on every call. On the
 // model's shapes (a few dozen to a thousand rows, inner and outer
@@ -11,12 +12,28 @@ package panel
 // FMA on amd64). When it is false, Mul panics: callers keep their BLAS.
 func Available() bool { return haveKernel }
 
-// Info names the kernel: "AVX2+FMA", or "none" where Available is false.
+// Info names the kernel: "AVX-512", "AVX2+FMA", or "none" where
+// Available is false.
 func Info() string {
-	if haveKernel {
-		return "AVX2+FMA"
+	switch {
+	case !haveKernel:
+		return "none"
+	case width == 32:
+		return "AVX-512"
 	}
-	return "none"
+	return "AVX2+FMA"
+}
+
+// Width is the kernel's panel width, 16 or 32 columns: AddTN's n must be a
+// multiple of it.
+func Width() int { return width }
+
+// kernelWidth is the panel width for a CPU with or without AVX-512.
+func kernelWidth(avx512 bool) int {
+	if avx512 {
+		return 32
+	}
+	return 16
 }
 
 // MaxBytes is the largest packed matrix Fits accepts: the kernel reads the
@@ -25,20 +42,20 @@ func Info() string {
 const MaxBytes = 512 << 10
 
 // Fits reports whether a k×n matrix is small enough to pack (MaxBytes).
-func Fits(k, n int) bool { return panels(n)*16*k*4 <= MaxBytes }
+func Fits(k, n int) bool { return panels(n)*width*k*4 <= MaxBytes }
 
-// Matrix is a k×n matrix B in the kernel's layout: panels of 16 columns,
-// panel p holding B[i][16p+j] at p·16k + 16i + j, zero past column n.
+// Matrix is a k×n matrix B in the kernel's layout: panels of W = Width()
+// columns, panel p holding B[i][Wp+j] at p·Wk + Wi + j, zero past column n.
 type Matrix struct {
 	k, n int
 	p    []float32
 }
 
-func panels(n int) int { return (n + 15) / 16 }
+func panels(n int) int { return (n + width - 1) / width }
 
 // New returns room for a k×n matrix (all zero).
 func New(k, n int) *Matrix {
-	return &Matrix{k: k, n: n, p: make([]float32, panels(n)*16*k)}
+	return &Matrix{k: k, n: n, p: make([]float32, panels(n)*width*k)}
 }
 
 // Clone returns a copy of b.
@@ -55,10 +72,10 @@ func (b *Matrix) Set(m []float32) {
 	k, n := b.k, b.n
 	_ = m[:k*n]
 	for p := 0; p < panels(n); p++ {
-		w := min(16, n-16*p)
-		dst := b.p[p*16*k : (p+1)*16*k]
+		w := min(width, n-width*p)
+		dst := b.p[p*width*k : (p+1)*width*k]
 		for i := 0; i < k; i++ {
-			copy(dst[16*i:16*i+w], m[i*n+16*p:i*n+16*p+w])
+			copy(dst[width*i:width*i+w], m[i*n+width*p:i*n+width*p+w])
 		}
 	}
 }
@@ -68,10 +85,10 @@ func (b *Matrix) SetT(m []float32) {
 	k, n := b.k, b.n
 	_ = m[:k*n]
 	for c := 0; c < n; c++ {
-		p, j := c/16, c%16
-		dst := b.p[p*16*k:]
+		p, j := c/width, c%width
+		dst := b.p[p*width*k:]
 		for i, v := range m[c*k : (c+1)*k] {
-			dst[16*i+j] = v
+			dst[width*i+j] = v
 		}
 	}
 }
@@ -93,28 +110,28 @@ func (b *Matrix) Mul(c, a []float32, m int, acc bool) {
 	}
 	_ = a[m*k-1]
 	var rows [6]*float32
-	var tile [6 * 16]float32 // edge tiles: fewer than 6 rows or 16 columns
+	var tile [6 * 32]float32 // edge tiles: fewer than 6 rows or width columns
 	for r := 0; r < m; r += 6 {
 		h := min(6, m-r)
 		for i := range rows {
 			rows[i] = &a[(r+min(i, h-1))*k] // rows past m repeat the last
 		}
 		for p := 0; p < panels(n); p++ {
-			w := min(16, n-16*p)
-			bp := &b.p[p*16*k]
-			at := r*n + 16*p
-			if h == 6 && w == 16 {
-				kernel6x16s(&rows, 1, bp, 16, k, &c[at], n, acc)
+			w := min(width, n-width*p)
+			bp := &b.p[p*width*k]
+			at := r*n + width*p
+			if h == 6 && w == width {
+				kernel(&rows, 1, bp, width, k, &c[at], n, acc)
 				continue
 			}
 			if acc {
 				for i := 0; i < h; i++ {
-					copy(tile[16*i:16*i+w], c[at+i*n:at+i*n+w])
+					copy(tile[width*i:width*i+w], c[at+i*n:at+i*n+w])
 				}
 			}
-			kernel6x16s(&rows, 1, bp, 16, k, &tile[0], 16, acc)
+			kernel(&rows, 1, bp, width, k, &tile[0], width, acc)
 			for i := 0; i < h; i++ {
-				copy(c[at+i*n:at+i*n+w], tile[16*i:16*i+w])
+				copy(c[at+i*n:at+i*n+w], tile[width*i:width*i+w])
 			}
 		}
 	}
@@ -125,17 +142,17 @@ func (b *Matrix) Mul(c, a []float32, m int, acc bool) {
 // from a range of dy's columns. Neither operand is packed (both change
 // with every call); k runs in blocks of tnBlock, over which the six
 // columns of a that a tile reads stay in the L1 cache. n must be a
-// multiple of 16.
+// multiple of Width().
 func AddTN(c, a []float32, lda int, b []float32, k, m, n int) {
-	if n%16 != 0 {
-		panic("panel: AddTN needs n a multiple of 16")
+	if n%width != 0 {
+		panic("panel: AddTN needs n a multiple of the panel width")
 	}
 	if m == 0 || n == 0 || k == 0 {
 		return
 	}
 	_, _, _ = a[(k-1)*lda+m-1], b[k*n-1], c[m*n-1]
 	var rows [6]*float32
-	var tile [6 * 16]float32 // the last tile when m is not a multiple of 6
+	var tile [6 * 32]float32 // the last tile when m is not a multiple of 6
 	for l0 := 0; l0 < k; l0 += tnBlock {
 		kb := min(tnBlock, k-l0)
 		for r := 0; r < m; r += 6 {
@@ -143,26 +160,26 @@ func AddTN(c, a []float32, lda int, b []float32, k, m, n int) {
 			for i := range rows {
 				rows[i] = &a[l0*lda+r+min(i, h-1)] // column r+i of a: row r+i of aᵀ
 			}
-			for p := 0; p < n/16; p++ {
-				at, bp := r*n+16*p, &b[l0*n+16*p]
+			for p := 0; p < n/width; p++ {
+				at, bp := r*n+width*p, &b[l0*n+width*p]
 				if h == 6 {
-					kernel6x16s(&rows, lda, bp, n, kb, &c[at], n, true)
+					kernel(&rows, lda, bp, n, kb, &c[at], n, true)
 					continue
 				}
 				for i := 0; i < h; i++ {
-					copy(tile[16*i:16*i+16], c[at+i*n:at+i*n+16])
+					copy(tile[width*i:width*(i+1)], c[at+i*n:at+i*n+width])
 				}
-				kernel6x16s(&rows, lda, bp, n, kb, &tile[0], 16, true)
+				kernel(&rows, lda, bp, n, kb, &tile[0], width, true)
 				for i := 0; i < h; i++ {
-					copy(c[at+i*n:at+i*n+16], tile[16*i:16*i+16])
+					copy(c[at+i*n:at+i*n+width], tile[width*i:width*(i+1)])
 				}
 			}
 		}
 	}
 }
 
-// tnBlock is AddTN's block of k: 128 rows of b's 16-column panel and of
-// the tile's columns of a, 8 KiB each (measured against 64 to 512 on Zen 4,
+// tnBlock is AddTN's block of k: 128 rows of b's panel (8 or 16 KiB) and
+// of the tile's columns of a (8 KiB) (measured against 64 to 512 on Zen 4,
 // where 128 and 256 were fastest; packing each block of b as Mul's B is
 // packed measured the same in a learner step, and was dropped).
 const tnBlock = 128
