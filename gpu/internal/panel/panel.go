@@ -1,15 +1,15 @@
 // Package panel multiplies row-major float32 matrices by a matrix packed
 // once into panels of 16 or 32 columns (the kernel's width: AVX2 or
-// AVX-512), for the model's weight products: a
-// weight is packed after each update and then serves every product of a
-// pass, where a BLAS call packs its operands again on every call. On the
-// model's shapes (a few dozen to a thousand rows, inner and outer
-// dimensions of a few hundred) packing and zeroing the output took a tenth
-// of a BLAS call's time.
+// AVX-512), for the model's weight products: a weight is packed after each
+// update and then serves every product of a pass, where a BLAS call packs
+// its operands again on every call. On the model's shapes (a few dozen to
+// a thousand rows, inner and outer dimensions of a few hundred) packing
+// and zeroing the output took a tenth of a BLAS call's time.
 package panel
 
-// Available reports whether this build and CPU have the kernel (AVX2 and
-// FMA on amd64). When it is false, Mul panics: callers keep their BLAS.
+// Available reports whether this build and CPU have a kernel (AVX2 and
+// FMA, or AVX-512, on amd64). When it is false, Mul and AddTN panic:
+// callers keep their BLAS.
 func Available() bool { return haveKernel }
 
 // Info names the kernel: "AVX-512", "AVX2+FMA", or "none" where
@@ -63,8 +63,10 @@ func (b *Matrix) Clone() *Matrix {
 	return &Matrix{k: b.k, n: b.n, p: append([]float32(nil), b.p...)}
 }
 
-// K and N are the matrix's dimensions.
+// K is the matrix's number of rows (the products' inner dimension).
 func (b *Matrix) K() int { return b.k }
+
+// N is the matrix's number of columns.
 func (b *Matrix) N() int { return b.n }
 
 // Set packs B = m, m row-major [k, n].
