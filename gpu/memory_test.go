@@ -238,3 +238,19 @@ func TestBenchRefusesBatchTooLargeForMemory(t *testing.T) {
 		t.Errorf("Bench(batch 1e8) = %v, want ErrMemory naming the batch", err)
 	}
 }
+
+// packedBytes is what pack allocates: a learner's panels both ways, a
+// model's one way.
+func TestPackedBytesMatchesAllocation(t *testing.T) {
+	if !packable(Config{Vocab: 98, Hidden: 128, Layers: 1, Heads: 4, KVHeads: 4, MLP: 384, Context: 64}) {
+		t.Skip("no packed kernel on this build")
+	}
+	cfg, _ := Preset("base")
+	for _, backward := range []bool{false, true} {
+		n := newNet(cfg, make([]float32, cfg.NumParams()), 1)
+		grew, _ := heapGrowth(func() any { n.pack(backward); return n })
+		if est := int64(packedBytes(cfg, backward)); math.Abs(float64(est-grew)) > 0.02*float64(grew) {
+			t.Errorf("backward %v: packedBytes %d, pack allocated %d", backward, est, grew)
+		}
+	}
+}

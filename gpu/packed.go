@@ -1,10 +1,6 @@
 package gpu
 
-import (
-	"math"
-
-	"github.com/mgrpo/mgrpo/gpu/internal/panel"
-)
+import "github.com/mgrpo/mgrpo/gpu/internal/panel"
 
 // packedWeights holds a float32 net's weight matrices packed once for the
 // kernel of internal/panel, so that no product packs them again (a BLAS
@@ -69,10 +65,9 @@ func packedBytes(c Config, backward bool) float64 {
 	}
 	var sum float64
 	for _, s := range c.matrixShapes() {
-		out, in := float64(s[0]), float64(s[1])
-		sum += 4 * in * 16 * math.Ceil(out/16)
+		sum += float64(panel.Bytes(s[1], s[0]))
 		if backward {
-			sum += 4 * out * 16 * math.Ceil(in/16)
+			sum += float64(panel.Bytes(s[0], s[1]))
 		}
 	}
 	return sum

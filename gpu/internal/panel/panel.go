@@ -42,7 +42,11 @@ func kernelWidth(avx512 bool) int {
 const MaxBytes = 512 << 10
 
 // Fits reports whether a k×n matrix is small enough to pack (MaxBytes).
-func Fits(k, n int) bool { return panels(n)*width*k*4 <= MaxBytes }
+func Fits(k, n int) bool { return Bytes(k, n) <= MaxBytes }
+
+// Bytes is the memory of a packed k×n matrix: its columns rounded up to
+// whole panels.
+func Bytes(k, n int) int { return panels(n) * width * k * 4 }
 
 // Matrix is a k×n matrix B in the kernel's layout: panels of W = Width()
 // columns, panel p holding B[i][Wp+j] at p·Wk + Wi + j, zero past column n.
@@ -55,7 +59,7 @@ func panels(n int) int { return (n + width - 1) / width }
 
 // New returns room for a k×n matrix (all zero).
 func New(k, n int) *Matrix {
-	return &Matrix{k: k, n: n, p: make([]float32, panels(n)*width*k)}
+	return &Matrix{k: k, n: n, p: make([]float32, Bytes(k, n)/4)}
 }
 
 // Clone returns a copy of b.
