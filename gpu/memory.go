@@ -34,7 +34,8 @@ func (c Config) WeightBytes() int64 { return toBytes(4 * c.params()) }
 func (c Config) ModelBytes() int64 { return toBytes(c.modelBytes()) }
 
 func (c Config) modelBytes() float64 {
-	return 4*c.params() + packedBytes(c, false) + 4*float64(c.Context)*float64(c.Hidden/max(c.Heads, 1))
+	nt, _ := packedBytes(c)
+	return 4*c.params() + nt + 4*float64(c.Context)*float64(c.Hidden/max(c.Heads, 1))
 }
 
 // LearnerBytes is the memory a Learner needs to train batches of b
@@ -47,7 +48,8 @@ func (c Config) LearnerBytes(b, t int) int64 {
 	workers := runtime.GOMAXPROCS(0)
 	shards := learnerShards(c, workers, false)
 	extra := 4 * float64(shards-1) * c.params() // the shards' gradients
-	return toBytes(c.modelBytes() + packedBytes(c, true) - packedBytes(c, false) + 12*c.params() + extra + batchBytes(c, b, t, min(shardCount(b, workers), shards), workers, true))
+	_, nn := packedBytes(c)                     // the x·wᵀ packing is in modelBytes
+	return toBytes(c.modelBytes() + nn + 12*c.params() + extra + batchBytes(c, b, t, min(shardCount(b, workers), shards), workers, true))
 }
 
 // ScoreBytes is the memory of Model.Score's forward-only workspace for b

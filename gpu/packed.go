@@ -8,8 +8,24 @@ import "github.com/mgrpo/mgrpo/gpu/internal/panel"
 // also for dy·w. A net has them when the kernel runs on this CPU and
 // every matrix fits (panel.Fits); the learner repacks after each update.
 type packedWeights struct {
-	nt map[*float32]*panel.Matrix // keyed by the weight's first element: B = wᵀ
-	nn map[*float32]*panel.Matrix // B = w (nil unless packed for backward)
+	list []packedMatrix             // every weight, in matrixShapes' order
+	nt   map[*float32]*panel.Matrix // keyed by the weight's first element: B = wᵀ
+	nn   map[*float32]*panel.Matrix // B = w (nil unless packed for backward)
+}
+
+// packedMatrix is one weight and its packings (nn nil without backward).
+type packedMatrix struct {
+	w      []float32
+	nt, nn *panel.Matrix
+}
+
+// add records weight w with its packings.
+func (p *packedWeights) add(w []float32, nt, nn *panel.Matrix) {
+	p.list = append(p.list, packedMatrix{w, nt, nn})
+	p.nt[&w[0]] = nt
+	if nn != nil {
+		p.nn[&w[0]] = nn
+	}
 }
 
 // matrix is one weight matrix of a net, [out, in].
@@ -57,20 +73,18 @@ func packable(c Config) bool {
 	return true
 }
 
-// packedBytes is the memory of pack's copies of the weights: for x·wᵀ,
-// and for dy·w too when backward; 0 when c is not packable.
-func packedBytes(c Config, backward bool) float64 {
+// packedBytes is the memory of pack's copies of the weights: for x·wᵀ
+// (every net that packs) and for dy·w (a learner's); 0 when c is not
+// packable.
+func packedBytes(c Config) (nt, nn float64) {
 	if !packable(c) {
-		return 0
+		return 0, 0
 	}
-	var sum float64
 	for _, s := range c.matrixShapes() {
-		sum += float64(panel.Bytes(s[1], s[0]))
-		if backward {
-			sum += float64(panel.Bytes(s[0], s[1]))
-		}
+		nt += float64(panel.Bytes(s[1], s[0]))
+		nn += float64(panel.Bytes(s[0], s[1]))
 	}
-	return sum
+	return nt, nn
 }
 
 // pack gives n packed weights (for the backward products too when
@@ -85,11 +99,11 @@ func (n *net[F]) pack(backward bool) {
 		p.nn = map[*float32]*panel.Matrix{}
 	}
 	for _, m := range n.matrices() {
-		k := &as32(m.w)[0]
-		p.nt[k] = panel.New(m.in, m.out)
+		var nn *panel.Matrix
 		if backward {
-			p.nn[k] = panel.New(m.out, m.in)
+			nn = panel.New(m.out, m.in)
 		}
+		p.add(as32(m.w), panel.New(m.in, m.out), nn)
 	}
 	n.pk = p
 	n.mm = cpuLinear[F]{n.workers, p}
@@ -105,9 +119,8 @@ func (n *net[F]) packLike(src *net[F]) {
 		return
 	}
 	p := &packedWeights{nt: map[*float32]*panel.Matrix{}}
-	from := src.matrices()
 	for i, m := range n.matrices() {
-		p.nt[&as32(m.w)[0]] = src.pk.nt[&as32(from[i].w)[0]].Clone()
+		p.add(as32(m.w), src.pk.list[i].nt.Clone(), nil)
 	}
 	n.pk = p
 	n.mm = cpuLinear[F]{n.workers, p}
@@ -119,13 +132,12 @@ func (n *net[F]) repack() {
 	if n.pk == nil {
 		return
 	}
-	ms := n.matrices()
+	ms := n.pk.list
 	parallelFor(len(ms), n.workers, func(_, lo, hi int) {
 		for _, m := range ms[lo:hi] {
-			w := as32(m.w)
-			n.pk.nt[&w[0]].SetT(w)
-			if n.pk.nn != nil {
-				n.pk.nn[&w[0]].Set(w)
+			m.nt.SetT(m.w)
+			if m.nn != nil {
+				m.nn.Set(m.w)
 			}
 		}
 	})
