@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgrpo/mgrpo/gpu/internal/panel"
 	"github.com/mgrpo/mgrpo/gpu/loss"
 )
 
@@ -143,7 +144,9 @@ func learnAndScore(b *testing.B, w *benchWorkload, seqs []Sequence, rng *rand.Ra
 // learner step on one shard's rows (32 sequences × 32 tokens; the last
 // block's on the 16 scored rows of each), next to a 1024³ product: the
 // GFLOP/s the step's products reach when nothing else runs, which is the
-// step's ceiling (docs/BENCHMARKS.md).
+// step's ceiling (docs/BENCHMARKS.md). Each product runs through BLAS
+// (blas/…) and, where this CPU has the kernel, through the packed weights
+// (packed/…), as cpuLinear runs them.
 func BenchmarkProducts(b *testing.B) {
 	cfg, _ := Preset("base")
 	const rows = 32 * 32
@@ -164,20 +167,36 @@ func BenchmarkProducts(b *testing.B) {
 	} {
 		x, w, y, dw := fill(s.rows*s.in), fill(s.out*s.in), fill(s.rows*s.out), fill(s.out*s.in)
 		flops := 2 * float64(s.rows*s.in*s.out)
-		for _, p := range []struct {
-			kind string
-			f    func()
-		}{
-			{"NT", func() { matmulNT(y, x, w, s.rows, s.in, s.out, false, 1) }},
-			{"NN", func() { matmulNN(x, y, w, s.rows, s.in, s.out, false, 1) }},
-			{"TNAdd", func() { matmulTNAdd(dw, y, x, s.rows, s.in, s.out, 1) }},
-		} {
-			b.Run(s.name+"/"+p.kind, func(b *testing.B) {
-				for b.Loop() {
-					p.f()
-				}
-				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+		engines := []struct {
+			name string
+			mm   linear[float32]
+		}{{"blas", cpuLinear[float32]{workers: 1}}}
+		if panel.Available() {
+			pk := &packedWeights{nt: map[*float32]*panel.Matrix{}, nn: map[*float32]*panel.Matrix{}}
+			pk.add(w, panel.New(s.in, s.out), panel.New(s.out, s.in))
+			pk.list[0].nt.SetT(w)
+			pk.list[0].nn.Set(w)
+			engines = append(engines, struct {
+				name string
+				mm   linear[float32]
+			}{"packed", cpuLinear[float32]{1, pk}})
+		}
+		for _, e := range engines {
+			for _, p := range []struct {
+				kind string
+				f    func()
+			}{
+				{"NT", func() { e.mm.NT(y, x, w, s.rows, s.in, s.out, false) }},
+				{"NN", func() { e.mm.NN(x, y, w, s.rows, s.in, s.out, false) }},
+				{"TNAdd", func() { e.mm.TNAdd(dw, y, x, s.rows, s.in, s.out) }},
+			} {
+				b.Run(e.name+"/"+s.name+"/"+p.kind, func(b *testing.B) {
+					for b.Loop() {
+						p.f()
+					}
+					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
 		}
 	}
 	const n = 1024
