@@ -268,7 +268,8 @@ type MetaController struct {
 	// truncated_backprop and backprop, which falls back to the analytic
 	// gradients when no backprop callback gives any (as the original's
 	// listwise loss, whose weights do not carry τ's gradient). An unknown
-	// name is refused here; the original accepted it and made no update.
+	// name is refused here; the original accepted it, fell back to the
+	// analytic objective and updated (so does rewards.Controllers).
 	Method string `koanf:"method" help:"analytic|analytic_grad|potential|first_order|truncated|truncated_backprop|backprop"`
 	// LR is the shared learning rate.
 	LR float64 `koanf:"lr" help:"shared learning rate (0..1)"`
@@ -561,3 +562,4 @@ type Output struct {
 	// served live while it trains; "" serves nothing.
 	Serve string `koanf:"serve" help:"serve the live run page on HOST:PORT or :PORT (127.0.0.1) while training (\"\" = off)"`
 }
+
