@@ -24,6 +24,7 @@ type Config struct {
 	Cluster    Cluster    `koanf:"cluster" help:"node role and cluster membership"`
 	Trace      Trace      `koanf:"trace" help:"OpenTelemetry tracing"`
 	Output     Output     `koanf:"output" help:"run directory and logging"`
+	Metrics    Metrics    `koanf:"metrics" help:"optional training diagnostics"`
 }
 
 // Model selects the policy architecture (DESIGN §4) and where its weights
@@ -563,3 +564,11 @@ type Output struct {
 	Serve string `koanf:"serve" help:"serve the live run page on HOST:PORT or :PORT (127.0.0.1) while training (\"\" = off)"`
 }
 
+// Metrics selects optional diagnostics of the train/ metrics (docs/METRICS.md).
+type Metrics struct {
+	// TopKKL writes, into each sampled step's samples/ file, the K
+	// completion tokens of the step with the largest per-token KL between
+	// the behaviour and the learner's log-probs (twinkle's top_k_kl); 0 is
+	// off.
+	TopKKL int `koanf:"top_k_kl" help:"tokens with the largest per-token KL written into each sample table (0 = off, at most 1000)"`
+}
