@@ -23,6 +23,7 @@ type learnSettings struct {
 	alpha       float64     // maxent_entropy: base entropy coefficient
 	alphaCtl    loss.AlphaControl
 	temperature float64 // the sampling temperature: log-probs are taken at it
+	topKKL      int     // metrics.top_k_kl: tokens with the largest K3 the report names
 	vocab       int
 	tokenizer   tokenizer.Tokenizer // written beside the weights in a checkpoint
 }
@@ -55,7 +56,9 @@ func learn(l *gpu.Learner, s learnSettings, pb *messages.PreparedBatch) (*messag
 	if s.objective == rewards.ObjectiveMaxEntListwise {
 		cfg.Beta = 0 // beta tilts the listwise weights; the KL is only measured (spec §1.9b)
 	}
+	var pm *messages.PolicyMetrics
 	st, err := l.Step(batch, s.temperature, func(lp, ent []float64) (loss.Result, error) {
+		pm = policyMetrics(s, lb, ro, lp, ent)
 		switch s.objective {
 		case rewards.ObjectiveMaxEntListwise:
 			return loss.Listwise(cfg, lb, lp)
@@ -82,6 +85,7 @@ func learn(l *gpu.Learner, s learnSettings, pb *messages.PreparedBatch) (*messag
 		IsWeightMean: ls.ISWeightMean, IsTruncatedFrac: ls.ISTruncatedFrac,
 		StalenessMin: lag.min, StalenessMax: lag.max, ListwiseClipLoss: ls.ListwiseClipLoss,
 		ForwardSeconds: st.Forward.Seconds(), BackwardSeconds: st.Backward.Seconds(), OptimizerSeconds: st.Optimizer.Seconds(),
+		PolicyMetrics: pm,
 	}, nil
 }
 

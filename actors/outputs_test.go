@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -102,6 +103,35 @@ func sameAsMetrics(t *testing.T, run string) {
 	}
 }
 
+// twinkleKeys are the keys of twinkle's GRPOMetric (seed page 003) that
+// the learner reports on every trained step.
+var twinkleKeys = []string{"train/policy_confidence", "train/mean_new_logp", "train/mean_old_logp", "train/logp_diff_mean",
+	"train/approx_kl", "train/token_kl_max", "train/token_ratio_max", "train/entropy",
+	"train/clip_ratio", "train/clip_ratio_low", "train/clip_ratio_high"}
+
+// everyStepHasTwinkleKeys requires every step line (line 0 aside) of the
+// run's metrics.jsonl to carry the twinkle keys, each finite, with
+// policy_confidence = exp(mean_new_logp) and clip_ratio = low + high.
+func everyStepHasTwinkleKeys(t *testing.T, run string) {
+	t.Helper()
+	recs, err := runlog.ReadMetrics(filepath.Join(run, runlog.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs[1:] {
+		for _, k := range twinkleKeys {
+			if _, ok := r.Values[k]; !ok {
+				t.Errorf("step %d has no %s", r.Step, k)
+			}
+		}
+		v := r.Values
+		if math.Abs(v["train/policy_confidence"]-math.Exp(v["train/mean_new_logp"])) > 1e-12 ||
+			v["train/clip_ratio"] != v["train/clip_ratio_low"]+v["train/clip_ratio_high"] || v["train/approx_kl"] < 0 {
+			t.Errorf("step %d: twinkle keys do not fit their formulas: %v", r.Step, v)
+		}
+	}
+}
+
 // TestRunTensorBoard: a run with output.tensorboard writes its metrics
 // lines, line 0 included, as TensorBoard events that an independent reader
 // reads back with the same values; resumed from an earlier checkpoint (the
@@ -115,7 +145,8 @@ func TestRunTensorBoard(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	run := filepath.Join(cfg.Output.Dir, "run")
-	sameAsMetrics(t, run)
+	sameAsMetrics(t, run) // so the twinkle keys below are TensorBoard scalars too
+	everyStepHasTwinkleKeys(t, run)
 	if recs, _ := runlog.ReadMetrics(filepath.Join(run, runlog.MetricsFile)); len(recs) != 5 || recs[0].Step != 0 {
 		t.Fatalf("metrics lines %+v, want steps 0..4", recs)
 	}
@@ -135,7 +166,8 @@ func TestRunTensorBoard(t *testing.T) {
 }
 
 // scrapeSteps fetches the Prometheus endpoint at url and returns the
-// trained-step counter and the names of the metrics on the page, parsed
+// trained-step counter and the names of the metrics on the page (and
+// name{key=K} for each key label), parsed
 // by the Prometheus client's own parser (ok false while nothing answers
 // or the counter is not there yet).
 func scrapeSteps(url string) (steps float64, names map[string]bool, ok bool) {
@@ -154,8 +186,15 @@ func scrapeSteps(url string) (steps float64, names map[string]bool, ok bool) {
 		return 0, nil, false
 	}
 	names = map[string]bool{}
-	for name := range fams {
+	for name, fam := range fams {
 		names[name] = true
+		for _, m := range fam.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "key" {
+					names[name+"{key="+l.GetValue()+"}"] = true
+				}
+			}
+		}
 	}
 	for _, m := range fams["mgrpo_steps_total"].GetMetric() {
 		for _, l := range m.GetLabel() {
@@ -234,6 +273,11 @@ func TestRunPrometheus(t *testing.T) {
 		"mgrpo_tokens_per_second", "mgrpo_queue_depth", "protoactor_actor_spawn_count_total", "target_info"} {
 		if !page[name] {
 			t.Errorf("the scrape during the run has no %s", name)
+		}
+	}
+	for _, k := range twinkleKeys { // new report keys reach Prometheus with no code of their own
+		if !page["mgrpo_metric{key="+k+"}"] {
+			t.Errorf("the scrape during the run has no mgrpo_metric{key=%q}", k)
 		}
 	}
 	if !strings.Contains(out.String(), "metrics for Prometheus at "+url) {

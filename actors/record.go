@@ -60,7 +60,8 @@ func (r *runner) record(ctx context.Context, res stepResult) error {
 		r.tokens += batchTokens(out.Scored)
 		maps.Copy(m, stepMetrics(d, n, out, r.tokens))
 		if every := d.Cfg.Output.SampleEvery; every > 0 && step%every == 0 {
-			if err := r.dir.WriteSamples(step, runlog.StandardSampleColumns(out.Scored.GetRewardNames()), sampleRows(step, out, d.Cfg.Output.SampleRows)); err != nil {
+			if err := r.dir.WriteSamples(step, runlog.StandardSampleColumns(out.Scored.GetRewardNames()), sampleRows(step, out, d.Cfg.Output.SampleRows),
+				highKLTables(d.Tokenizer, out)...); err != nil {
 				return err
 			}
 		}
@@ -205,6 +206,7 @@ func stepMetrics(d *Deps, n int64, out *Outcome, numTokens float64) map[string]f
 			ClipLow: rep.GetClipLow(), ClipHigh: rep.GetClipHigh(), ClipRegion: rep.GetClipRegion(),
 			ISWeightMean: rep.GetIsWeightMean(), ISTruncatedFrac: rep.GetIsTruncatedFrac(),
 			PolicyVersion: rep.GetMeta().GetPolicyVersion(), StalenessMin: rep.GetStalenessMin(), StalenessMax: rep.GetStalenessMax()},
+		Policy:     policyStats(rep.GetPolicyMetrics()),
 		Prepared:   &p.Stats,
 		Controller: controllerMetrics(d, out),
 	}

@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -10,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -39,7 +41,7 @@ func runConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
 // TestRunWritesOutputsAndResumes runs 4 steps, checks every output, then
 // resumes the run to 6 steps from its last checkpoint.
 func TestRunWritesOutputsAndResumes(t *testing.T) {
-	cfg := runConfig(t, nil)
+	cfg := runConfig(t, func(c *config.Config) { c.Metrics.TopKKL = 5 })
 	var out bytes.Buffer
 	if err := Run(context.Background(), cfg, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
@@ -59,6 +61,7 @@ func TestRunWritesOutputsAndResumes(t *testing.T) {
 	if _, ok := recs[1].Values["eval/greedy_accuracy"]; !ok {
 		t.Errorf("step 2 metrics lack eval/greedy_accuracy: %v", recs[1].Values)
 	}
+	checkHighKLTable(t, filepath.Join(run, "samples/step_000002.json"), 5)
 	cfg.Train.Steps, cfg.Train.Resume = 6, run
 	out.Reset()
 	if err := Run(context.Background(), cfg, &out); err != nil {
@@ -645,5 +648,38 @@ func TestRunKeepsCheckpoints(t *testing.T) {
 	}
 	if fmt.Sprint(steps) != fmt.Sprint(want) {
 		t.Errorf("checkpoints kept %v, want %v (the newest 2 and the best, step %d at %v)", steps, want, best, acc)
+	}
+}
+
+// checkHighKLTable requires the sample file to hold want metrics.top_k_kl
+// tokens, the largest per-token KL first, each with its K3 = e^d − d − 1
+// of its own log-probs and the text of its token.
+func checkHighKLTable(t *testing.T, path string, want int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		HighKL struct {
+			Columns []string `json:"columns"`
+			Data    [][]any  `json:"data"`
+		} `json:"high_kl_tokens"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	hk := f.HighKL
+	if !slices.Equal(hk.Columns, runlog.HighKLColumns()) || len(hk.Data) != want {
+		t.Fatalf("%s: high-KL table %v with %d rows, want %d", path, hk.Columns, len(hk.Data), want)
+	}
+	col := func(row []any, name string) any { return row[slices.Index(hk.Columns, name)] }
+	prev := math.Inf(1)
+	for _, row := range hk.Data {
+		kl, old, lp := col(row, "kl").(float64), col(row, "logp_old").(float64), col(row, "logp_new").(float64)
+		if d := lp - old; kl > prev || math.Abs(kl-(math.Exp(d)-d-1)) > 1e-12 || col(row, "token") == "" {
+			t.Errorf("high-KL row %v: not sorted, not its own K3 or no token text", row)
+		}
+		prev = kl
 	}
 }

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -128,9 +129,15 @@ type Outcome struct {
 	Timings  map[string]time.Duration // by stage: generate_reward, reference, learn, control, weight_sync
 }
 
-// stepStats are the statistics of a step that the controllers read.
+// stepStats are the statistics of a step that the controllers read. A
+// batch without listwise weights has no weight entropy (NaN), so that the
+// meta-controller takes no tau gradient from it under GRPO (spec §2.3).
 func stepStats(r *messages.StepReport, p *rewards.Prepared) *messages.StepStats {
-	return &messages.StepStats{Meta: messages.DeriveMeta(r.GetMeta()), WeightEntropy: p.Stats.Weight.Mean, Kl: r.GetKl(),
+	h := math.NaN()
+	if p.Stats.HasWeights {
+		h = p.Stats.Weight.Mean
+	}
+	return &messages.StepStats{Meta: messages.DeriveMeta(r.GetMeta()), WeightEntropy: h, Kl: r.GetKl(),
 		PolicyEntropy: r.GetEntropy()}
 }
 

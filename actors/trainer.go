@@ -194,7 +194,7 @@ func referenceSettingsOf(d *Deps) referenceSettings {
 
 func learnSettingsOf(d *Deps) learnSettings {
 	return learnSettings{objective: d.Prepare.Objective, loss: d.Loss, alpha: d.Cfg.MaxEnt.Alpha, alphaCtl: d.Alpha,
-		temperature: d.Cfg.Generation.Temperature, vocab: d.Model.Vocab, tokenizer: d.Tokenizer}
+		temperature: d.Cfg.Generation.Temperature, topKKL: d.Cfg.Metrics.TopKKL, vocab: d.Model.Vocab, tokenizer: d.Tokenizer}
 }
 
 func controlSettingsOf(d *Deps) rewards.Controllers {

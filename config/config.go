@@ -24,6 +24,7 @@ type Config struct {
 	Cluster    Cluster    `koanf:"cluster" help:"node role and cluster membership"`
 	Trace      Trace      `koanf:"trace" help:"OpenTelemetry tracing"`
 	Output     Output     `koanf:"output" help:"run directory and logging"`
+	Metrics    Metrics    `koanf:"metrics" help:"optional training diagnostics"`
 }
 
 // Model selects the policy architecture (DESIGN §4) and where its weights
@@ -268,7 +269,8 @@ type MetaController struct {
 	// truncated_backprop and backprop, which falls back to the analytic
 	// gradients when no backprop callback gives any (as the original's
 	// listwise loss, whose weights do not carry τ's gradient). An unknown
-	// name is refused here; the original accepted it and made no update.
+	// name is refused here; the original accepted it, fell back to the
+	// analytic objective and updated (so does rewards.Controllers).
 	Method string `koanf:"method" help:"analytic|analytic_grad|potential|first_order|truncated|truncated_backprop|backprop"`
 	// LR is the shared learning rate.
 	LR float64 `koanf:"lr" help:"shared learning rate (0..1)"`
@@ -560,4 +562,13 @@ type Output struct {
 	// Serve is HOST:PORT (or :PORT, on 127.0.0.1) where the run's page is
 	// served live while it trains; "" serves nothing.
 	Serve string `koanf:"serve" help:"serve the live run page on HOST:PORT or :PORT (127.0.0.1) while training (\"\" = off)"`
+}
+
+// Metrics selects optional diagnostics of the train/ metrics (docs/METRICS.md).
+type Metrics struct {
+	// TopKKL writes, into each sampled step's samples/ file, the K
+	// completion tokens of the step with the largest per-token KL between
+	// the behaviour and the learner's log-probs (twinkle's top_k_kl); 0 is
+	// off.
+	TopKKL int `koanf:"top_k_kl" help:"tokens with the largest per-token KL written into each sample table (0 = off, at most 1000)"`
 }

@@ -85,10 +85,17 @@ func TestLayerTypes(t *testing.T) {
 		"MGRPO_TRACE__SLOW_STEP=1500ms",
 		"MGRPO_TRAIN__DYNAMIC_SAMPLING=true",
 		"MGRPO_CLUSTER__SEEDS=10.0.0.1:8090,10.0.0.2:8090",
+		"MGRPO_METRICS__TOP_K_KL=5",
 	}
 	c, err := loadArgs([]string{"--model.tie_embeddings", "--role", "learner"}, env) // --resume: TestLoadResume
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.Metrics.TopKKL != 5 {
+		t.Errorf("metrics.top_k_kl from the environment = %d, want 5", c.Metrics.TopKKL)
+	}
+	if f, err := loadArgs([]string{"--metrics.top_k_kl", "7"}, env); err != nil || f.Metrics.TopKKL != 7 {
+		t.Errorf("--metrics.top_k_kl 7 over the environment: %d (%v)", f.Metrics.TopKKL, err)
 	}
 	if got := c.Rewards.Funcs; !reflect.DeepEqual(got, []string{"accuracy", "format"}) {
 		t.Errorf("rewards.funcs = %q", got)

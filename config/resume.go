@@ -22,7 +22,7 @@ const RunConfigFile = "config.yaml"
 // configuration and the one resuming it: how long the run goes on and how
 // often it checkpoints, evaluates and logs, which checkpoints it keeps,
 // its safety limits (skipped steps, update size), its metrics outputs
-// (output.tensorboard and the metrics endpoints), where it runs
+// (output.tensorboard, the metrics endpoints, metrics.top_k_kl), where it runs
 // (model.device, cluster.*) and how it is traced. model.checkpoint is the run's starting
 // point, replaced on resume by its own checkpoint (Validate refuses setting
 // it together with train.resume). Every other key changes what the
@@ -33,7 +33,7 @@ func resumeMayChange(key string) bool {
 	case "train.steps", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
 		"train.max_skipped_steps", "optim.max_update_ratio", "output.keep_checkpoints",
 		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint",
-		"output.tensorboard", "output.prometheus_port", "output.otlp_metrics_endpoint", "output.serve":
+		"output.tensorboard", "output.prometheus_port", "output.otlp_metrics_endpoint", "output.serve", "metrics.top_k_kl":
 		return true
 	}
 	return strings.HasPrefix(key, "cluster.") || strings.HasPrefix(key, "trace.")
@@ -49,7 +49,7 @@ func resumeMayChange(key string) bool {
 // train.max_skipped_steps, optim.max_update_ratio, output.log_every,
 // output.sample_every, output.sample_rows, output.keep_checkpoints,
 // output.tensorboard, output.prometheus_port, output.otlp_metrics_endpoint,
-// output.serve, model.device, cluster.* and trace.* (and train.resume and
+// output.serve, metrics.top_k_kl, model.device, cluster.* and trace.* (and train.resume and
 // model.checkpoint, which a resume sets itself).
 func CheckResume(saved, effective *Config) error {
 	t := keys()

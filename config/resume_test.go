@@ -29,6 +29,7 @@ func TestCheckResume(t *testing.T) {
 		{"output.log_every", func(c *Config) { c.Output.LogEvery = 10 }, ""},
 		{"output.sample_every", func(c *Config) { c.Output.SampleEvery = 0 }, ""},
 		{"output.sample_rows", func(c *Config) { c.Output.SampleRows = 2 }, ""},
+		{"metrics.top_k_kl", func(c *Config) { c.Metrics.TopKKL = 5 }, ""},
 		{"cluster.*", func(c *Config) { c.Cluster.Port = 9000; c.Cluster.RequestTimeout = time.Minute }, ""},
 		{"trace.*", func(c *Config) { c.Trace.OTLPEndpoint = "127.0.0.1:4317"; c.Trace.SampleRatio = 0.5 }, ""},
 		{"model.device", func(c *Config) { c.Model.Device = "cuda" }, ""},

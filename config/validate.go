@@ -48,7 +48,7 @@ func (c *Config) Validate() error {
 	for _, check := range []func(*validator, *Config){
 		validateModel, validateTask, validateGeneration, validateRewards,
 		validateMaxEnt, validateController, validateLoss, validateOptim,
-		validateTrain, validateDifficulty, validateCluster, validateTrace, validateOutput,
+		validateTrain, validateDifficulty, validateCluster, validateTrace, validateOutput, validateMetrics,
 	} {
 		if v.err != nil {
 			break
@@ -412,6 +412,15 @@ func validateOutput(v *validator, c *Config) {
 		"must differ from cluster.port and cluster.remote_port")
 	v.need(o.OTLPMetricsEndpoint == "" || validHostPort(o.OTLPMetricsEndpoint), "output.otlp_metrics_endpoint", o.OTLPMetricsEndpoint, "must be host:port or empty")
 	v.need(o.Serve == "" || validServeAddr(o.Serve), "output.serve", o.Serve, "must be HOST:PORT, :PORT (127.0.0.1) or empty")
+}
+
+// maxTopKKL bounds metrics.top_k_kl: every step's report carries that many
+// tokens from the learner.
+const maxTopKKL = 1000
+
+func validateMetrics(v *validator, c *Config) {
+	k := c.Metrics.TopKKL
+	v.need(k >= 0 && k <= maxTopKKL, "metrics.top_k_kl", k, fmt.Sprintf("must be in [0, %d] (0 = off)", maxTopKKL))
 }
 
 // validServeAddr accepts HOST:PORT and :PORT, port 0 (any free port) to 65535.

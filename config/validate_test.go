@@ -185,6 +185,9 @@ func TestValidate(t *testing.T) {
 		{"sample every", func(c *Config) { c.Output.SampleEvery = -1 }, "output.sample_every", ErrRange},
 		{"sample rows", func(c *Config) { c.Output.SampleRows = -1 }, "output.sample_rows", ErrRange},
 		{"keep checkpoints", func(c *Config) { c.Output.KeepCheckpoints = -1 }, "output.keep_checkpoints", ErrRange},
+		// metrics
+		{"top k kl negative", func(c *Config) { c.Metrics.TopKKL = -1 }, "metrics.top_k_kl", ErrRange},
+		{"top k kl above the cap", func(c *Config) { c.Metrics.TopKKL = 1001 }, "metrics.top_k_kl", ErrRange},
 		// values that cannot be meant (the fault probe's)
 		{"lr 1e308", func(c *Config) { c.Optim.LR = 1e308 }, "optim.lr", ErrRange},
 		{"lr above 1", func(c *Config) { c.Optim.LR = 1.5 }, "optim.lr", ErrRange},

@@ -48,6 +48,13 @@ func controller() *ControllerState {
 			AnalyticSteps: 1, TruncationSteps: 1, LastTauGrad: 0.1, LastBetaGrad: -0.2}}
 }
 
+// policyMetrics is a fully populated PolicyMetrics with one high-KL token.
+func policyMetrics() *PolicyMetrics {
+	return &PolicyMetrics{Tokens: 512, MeanNewLogp: -1.2, HasOld: true, MeanOldLogp: -1.1, LogpDiffMean: -0.1, ApproxKl: 0.02,
+		TokenKlMax: 0.3, TokenRatioMax: 1.5, HasEntropy: true, Entropy: 1.3, HasClip: true, ClipRatioLow: 0.1, ClipRatioHigh: 0.2,
+		HighKl: []*HighKLToken{{Completion: 5, Position: 2, TokenId: 20, Kl: 0.3, Ratio: 1.5, LogpNew: -0.9, LogpOld: -1.3, Advantage: -0.7}}}
+}
+
 // samples has one fully populated value of every message type.
 func samples(t *testing.T) []proto.Message {
 	return []proto.Message{
@@ -69,7 +76,9 @@ func samples(t *testing.T) []proto.Message {
 		&StepReport{Meta: meta(), Loss: -0.1, PolicyLoss: -0.12, Kl: 0.01, WeightedKl: 0.0004, Entropy: 1.2, GradNorm: 0.9,
 			LearningRate: 1e-4, Tokens: 512, ClipLow: 0.01, ClipHigh: 0.02, ClipRegion: 0.03, IsWeightMean: 0.98,
 			IsTruncatedFrac: 0.01, StalenessMin: 1, StalenessMax: 2, ListwiseClipLoss: 0.3,
-			ForwardSeconds: 0.01, BackwardSeconds: 0.02, OptimizerSeconds: 0.001},
+			ForwardSeconds: 0.01, BackwardSeconds: 0.02, OptimizerSeconds: 0.001, PolicyMetrics: policyMetrics()},
+		policyMetrics(),
+		policyMetrics().HighKl[0],
 		&CheckpointRequest{Meta: meta(), Dir: "runs/a/checkpoints/.tmp-step-5"},
 		&CheckpointDone{Meta: meta(), Error: "disk full"},
 		&JoinRequest{NodeId: "host-12-ab", Roles: []string{"generator", "reward"}, Build: "v1 abc", Protocol: 1, Address: "10.0.0.2:4101"},

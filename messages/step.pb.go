@@ -1475,6 +1475,7 @@ type StepReport struct {
 	ForwardSeconds   float64                `protobuf:"fixed64,18,opt,name=forward_seconds,json=forwardSeconds,proto3" json:"forward_seconds,omitempty"`         // the step's forward pass and loss
 	BackwardSeconds  float64                `protobuf:"fixed64,19,opt,name=backward_seconds,json=backwardSeconds,proto3" json:"backward_seconds,omitempty"`      // its backward pass
 	OptimizerSeconds float64                `protobuf:"fixed64,20,opt,name=optimizer_seconds,json=optimizerSeconds,proto3" json:"optimizer_seconds,omitempty"`   // gradient clipping and AdamW
+	PolicyMetrics    *PolicyMetrics         `protobuf:"bytes,21,opt,name=policy_metrics,json=policyMetrics,proto3" json:"policy_metrics,omitempty"`              // twinkle's GRPOMetric of the step; absent when no completion token counted
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1649,6 +1650,268 @@ func (x *StepReport) GetOptimizerSeconds() float64 {
 	return 0
 }
 
+func (x *StepReport) GetPolicyMetrics() *PolicyMetrics {
+	if x != nil {
+		return x.PolicyMetrics
+	}
+	return nil
+}
+
+// PolicyMetrics are twinkle's GRPOMetric diagnostics of one step
+// (rewards.PolicyMetrics, spec §3.3), measured by the learner over every
+// completion token of the step's batch: new = the learner's log-probs
+// before the update, old = the rollouts' behaviour log-probs, both
+// multiplied by the sampling temperature (twinkle's rescaling to T = 1),
+// d = new − old. Means are over the n counted tokens.
+type PolicyMetrics struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        int64                  `protobuf:"varint,1,opt,name=tokens,proto3" json:"tokens,omitempty"`                                       // n, completion tokens counted
+	MeanNewLogp   float64                `protobuf:"fixed64,2,opt,name=mean_new_logp,json=meanNewLogp,proto3" json:"mean_new_logp,omitempty"`       // Σ new / n
+	HasOld        bool                   `protobuf:"varint,3,opt,name=has_old,json=hasOld,proto3" json:"has_old,omitempty"`                         // the next five are set: every rollout carried its log-probs
+	MeanOldLogp   float64                `protobuf:"fixed64,4,opt,name=mean_old_logp,json=meanOldLogp,proto3" json:"mean_old_logp,omitempty"`       // Σ old / n
+	LogpDiffMean  float64                `protobuf:"fixed64,5,opt,name=logp_diff_mean,json=logpDiffMean,proto3" json:"logp_diff_mean,omitempty"`    // Σ d / n
+	ApproxKl      float64                `protobuf:"fixed64,6,opt,name=approx_kl,json=approxKl,proto3" json:"approx_kl,omitempty"`                  // Σ (e^d − d − 1) / n, K3 of KL(old‖new)
+	TokenKlMax    float64                `protobuf:"fixed64,7,opt,name=token_kl_max,json=tokenKlMax,proto3" json:"token_kl_max,omitempty"`          // largest e^d − d − 1 of the batch
+	TokenRatioMax float64                `protobuf:"fixed64,8,opt,name=token_ratio_max,json=tokenRatioMax,proto3" json:"token_ratio_max,omitempty"` // largest e^d of the batch
+	HasEntropy    bool                   `protobuf:"varint,9,opt,name=has_entropy,json=hasEntropy,proto3" json:"has_entropy,omitempty"`
+	Entropy       float64                `protobuf:"fixed64,10,opt,name=entropy,proto3" json:"entropy,omitempty"`                                    // nats per token, the learner's policy entropy
+	HasClip       bool                   `protobuf:"varint,11,opt,name=has_clip,json=hasClip,proto3" json:"has_clip,omitempty"`                      // the clip fractions are set (old log-probs and advantages known)
+	ClipRatioLow  float64                `protobuf:"fixed64,12,opt,name=clip_ratio_low,json=clipRatioLow,proto3" json:"clip_ratio_low,omitempty"`    // r < 1−ε and A < 0 (GSPO: per sequence; CISPO: no sign gate)
+	ClipRatioHigh float64                `protobuf:"fixed64,13,opt,name=clip_ratio_high,json=clipRatioHigh,proto3" json:"clip_ratio_high,omitempty"` // r > 1+ε_high and A > 0
+	HighKl        []*HighKLToken         `protobuf:"bytes,14,rep,name=high_kl,json=highKl,proto3" json:"high_kl,omitempty"`                          // metrics.top_k_kl tokens with the largest K3, largest first
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicyMetrics) Reset() {
+	*x = PolicyMetrics{}
+	mi := &file_messages_step_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicyMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicyMetrics) ProtoMessage() {}
+
+func (x *PolicyMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_step_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicyMetrics.ProtoReflect.Descriptor instead.
+func (*PolicyMetrics) Descriptor() ([]byte, []int) {
+	return file_messages_step_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PolicyMetrics) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *PolicyMetrics) GetMeanNewLogp() float64 {
+	if x != nil {
+		return x.MeanNewLogp
+	}
+	return 0
+}
+
+func (x *PolicyMetrics) GetHasOld() bool {
+	if x != nil {
+		return x.HasOld
+	}
+	return false
+}
+
+func (x *PolicyMetrics) GetMeanOldLogp() float64 {
+	if x != nil {
+		return x.MeanOldLogp
+	}
+	return 0
+}
+
+func (x *PolicyMetrics) GetLogpDiffMean() float64 {
+	if x != nil {
+		return x.LogpDiffMean
+	}
+	return 0
+}
+
+func (x *PolicyMetrics) GetApproxKl() float64 {
+	if x != nil {
+		return x.ApproxKl
+	}
+	return 0
+}
+
+func (x *PolicyMetrics) GetTokenKlMax() float64 {
+	if x != nil {
+		return x.TokenKlMax
+	}
+	return 0
+}
+
+func (x *PolicyMetrics) GetTokenRatioMax() float64 {
+	if x != nil {
+		return x.TokenRatioMax
+	}
+	return 0
+}
+
+func (x *PolicyMetrics) GetHasEntropy() bool {
+	if x != nil {
+		return x.HasEntropy
+	}
+	return false
+}
+
+func (x *PolicyMetrics) GetEntropy() float64 {
+	if x != nil {
+		return x.Entropy
+	}
+	return 0
+}
+
+func (x *PolicyMetrics) GetHasClip() bool {
+	if x != nil {
+		return x.HasClip
+	}
+	return false
+}
+
+func (x *PolicyMetrics) GetClipRatioLow() float64 {
+	if x != nil {
+		return x.ClipRatioLow
+	}
+	return 0
+}
+
+func (x *PolicyMetrics) GetClipRatioHigh() float64 {
+	if x != nil {
+		return x.ClipRatioHigh
+	}
+	return 0
+}
+
+func (x *PolicyMetrics) GetHighKl() []*HighKLToken {
+	if x != nil {
+		return x.HighKl
+	}
+	return nil
+}
+
+// HighKLToken is one token of PolicyMetrics.high_kl.
+type HighKLToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Completion    int32                  `protobuf:"varint,1,opt,name=completion,proto3" json:"completion,omitempty"` // index of its rollout in the batch (prompt p, completion k at p*K + k)
+	Position      int32                  `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`     // token index in the completion
+	TokenId       int32                  `protobuf:"varint,3,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	Kl            float64                `protobuf:"fixed64,4,opt,name=kl,proto3" json:"kl,omitempty"`                          // e^d − d − 1
+	Ratio         float64                `protobuf:"fixed64,5,opt,name=ratio,proto3" json:"ratio,omitempty"`                    // e^d
+	LogpNew       float64                `protobuf:"fixed64,6,opt,name=logp_new,json=logpNew,proto3" json:"logp_new,omitempty"` // rescaled, as in PolicyMetrics
+	LogpOld       float64                `protobuf:"fixed64,7,opt,name=logp_old,json=logpOld,proto3" json:"logp_old,omitempty"`
+	Advantage     float64                `protobuf:"fixed64,8,opt,name=advantage,proto3" json:"advantage,omitempty"` // the completion's advantage
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HighKLToken) Reset() {
+	*x = HighKLToken{}
+	mi := &file_messages_step_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HighKLToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HighKLToken) ProtoMessage() {}
+
+func (x *HighKLToken) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_step_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HighKLToken.ProtoReflect.Descriptor instead.
+func (*HighKLToken) Descriptor() ([]byte, []int) {
+	return file_messages_step_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *HighKLToken) GetCompletion() int32 {
+	if x != nil {
+		return x.Completion
+	}
+	return 0
+}
+
+func (x *HighKLToken) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *HighKLToken) GetTokenId() int32 {
+	if x != nil {
+		return x.TokenId
+	}
+	return 0
+}
+
+func (x *HighKLToken) GetKl() float64 {
+	if x != nil {
+		return x.Kl
+	}
+	return 0
+}
+
+func (x *HighKLToken) GetRatio() float64 {
+	if x != nil {
+		return x.Ratio
+	}
+	return 0
+}
+
+func (x *HighKLToken) GetLogpNew() float64 {
+	if x != nil {
+		return x.LogpNew
+	}
+	return 0
+}
+
+func (x *HighKLToken) GetLogpOld() float64 {
+	if x != nil {
+		return x.LogpOld
+	}
+	return 0
+}
+
+func (x *HighKLToken) GetAdvantage() float64 {
+	if x != nil {
+		return x.Advantage
+	}
+	return 0
+}
+
 // CheckpointRequest asks the learner to write its policy (Hugging Face
 // layout) and optimiser state into dir, a directory on the learner's node.
 type CheckpointRequest struct {
@@ -1661,7 +1924,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_messages_step_proto_msgTypes[16]
+	mi := &file_messages_step_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1673,7 +1936,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[16]
+	mi := &file_messages_step_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1686,7 +1949,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{16}
+	return file_messages_step_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckpointRequest) GetMeta() *StepMeta {
@@ -1714,7 +1977,7 @@ type CheckpointDone struct {
 
 func (x *CheckpointDone) Reset() {
 	*x = CheckpointDone{}
-	mi := &file_messages_step_proto_msgTypes[17]
+	mi := &file_messages_step_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1726,7 +1989,7 @@ func (x *CheckpointDone) String() string {
 func (*CheckpointDone) ProtoMessage() {}
 
 func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[17]
+	mi := &file_messages_step_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1739,7 +2002,7 @@ func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDone.ProtoReflect.Descriptor instead.
 func (*CheckpointDone) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{17}
+	return file_messages_step_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CheckpointDone) GetMeta() *StepMeta {
@@ -1770,7 +2033,7 @@ type SkipNotice struct {
 
 func (x *SkipNotice) Reset() {
 	*x = SkipNotice{}
-	mi := &file_messages_step_proto_msgTypes[18]
+	mi := &file_messages_step_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +2045,7 @@ func (x *SkipNotice) String() string {
 func (*SkipNotice) ProtoMessage() {}
 
 func (x *SkipNotice) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[18]
+	mi := &file_messages_step_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +2058,7 @@ func (x *SkipNotice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipNotice.ProtoReflect.Descriptor instead.
 func (*SkipNotice) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{18}
+	return file_messages_step_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SkipNotice) GetMeta() *StepMeta {
@@ -1952,7 +2215,7 @@ const file_messages_step_proto_rawDesc = "" +
 	"hasTauGrad\x12\x19\n" +
 	"\btau_grad\x18\x05 \x01(\x01R\atauGrad\x12\"\n" +
 	"\rhas_beta_grad\x18\x06 \x01(\bR\vhasBetaGrad\x12\x1b\n" +
-	"\tbeta_grad\x18\a \x01(\x01R\bbetaGrad\"\xb8\x05\n" +
+	"\tbeta_grad\x18\a \x01(\x01R\bbetaGrad\"\xfe\x05\n" +
 	"\n" +
 	"StepReport\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x12\n" +
@@ -1978,7 +2241,37 @@ const file_messages_step_proto_rawDesc = "" +
 	"\x12listwise_clip_loss\x18\x11 \x01(\x01R\x10listwiseClipLoss\x12'\n" +
 	"\x0fforward_seconds\x18\x12 \x01(\x01R\x0eforwardSeconds\x12)\n" +
 	"\x10backward_seconds\x18\x13 \x01(\x01R\x0fbackwardSeconds\x12+\n" +
-	"\x11optimizer_seconds\x18\x14 \x01(\x01R\x10optimizerSeconds\"S\n" +
+	"\x11optimizer_seconds\x18\x14 \x01(\x01R\x10optimizerSeconds\x12D\n" +
+	"\x0epolicy_metrics\x18\x15 \x01(\v2\x1d.mgrpo.messages.PolicyMetricsR\rpolicyMetrics\"\xef\x03\n" +
+	"\rPolicyMetrics\x12\x16\n" +
+	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\"\n" +
+	"\rmean_new_logp\x18\x02 \x01(\x01R\vmeanNewLogp\x12\x17\n" +
+	"\ahas_old\x18\x03 \x01(\bR\x06hasOld\x12\"\n" +
+	"\rmean_old_logp\x18\x04 \x01(\x01R\vmeanOldLogp\x12$\n" +
+	"\x0elogp_diff_mean\x18\x05 \x01(\x01R\flogpDiffMean\x12\x1b\n" +
+	"\tapprox_kl\x18\x06 \x01(\x01R\bapproxKl\x12 \n" +
+	"\ftoken_kl_max\x18\a \x01(\x01R\n" +
+	"tokenKlMax\x12&\n" +
+	"\x0ftoken_ratio_max\x18\b \x01(\x01R\rtokenRatioMax\x12\x1f\n" +
+	"\vhas_entropy\x18\t \x01(\bR\n" +
+	"hasEntropy\x12\x18\n" +
+	"\aentropy\x18\n" +
+	" \x01(\x01R\aentropy\x12\x19\n" +
+	"\bhas_clip\x18\v \x01(\bR\ahasClip\x12$\n" +
+	"\x0eclip_ratio_low\x18\f \x01(\x01R\fclipRatioLow\x12&\n" +
+	"\x0fclip_ratio_high\x18\r \x01(\x01R\rclipRatioHigh\x124\n" +
+	"\ahigh_kl\x18\x0e \x03(\v2\x1b.mgrpo.messages.HighKLTokenR\x06highKl\"\xde\x01\n" +
+	"\vHighKLToken\x12\x1e\n" +
+	"\n" +
+	"completion\x18\x01 \x01(\x05R\n" +
+	"completion\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\x05R\bposition\x12\x19\n" +
+	"\btoken_id\x18\x03 \x01(\x05R\atokenId\x12\x0e\n" +
+	"\x02kl\x18\x04 \x01(\x01R\x02kl\x12\x14\n" +
+	"\x05ratio\x18\x05 \x01(\x01R\x05ratio\x12\x19\n" +
+	"\blogp_new\x18\x06 \x01(\x01R\alogpNew\x12\x19\n" +
+	"\blogp_old\x18\a \x01(\x01R\alogpOld\x12\x1c\n" +
+	"\tadvantage\x18\b \x01(\x01R\tadvantage\"S\n" +
 	"\x11CheckpointRequest\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\"T\n" +
@@ -2035,7 +2328,7 @@ func file_messages_step_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_step_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_messages_step_proto_goTypes = []any{
 	(FinishReason)(0),           // 0: mgrpo.messages.FinishReason
 	(Stage)(0),                  // 1: mgrpo.messages.Stage
@@ -2056,13 +2349,15 @@ var file_messages_step_proto_goTypes = []any{
 	(*StepStats)(nil),           // 16: mgrpo.messages.StepStats
 	(*ControllerUpdate)(nil),    // 17: mgrpo.messages.ControllerUpdate
 	(*StepReport)(nil),          // 18: mgrpo.messages.StepReport
-	(*CheckpointRequest)(nil),   // 19: mgrpo.messages.CheckpointRequest
-	(*CheckpointDone)(nil),      // 20: mgrpo.messages.CheckpointDone
-	(*SkipNotice)(nil),          // 21: mgrpo.messages.SkipNotice
-	nil,                         // 22: mgrpo.messages.StepMeta.TraceEntry
+	(*PolicyMetrics)(nil),       // 19: mgrpo.messages.PolicyMetrics
+	(*HighKLToken)(nil),         // 20: mgrpo.messages.HighKLToken
+	(*CheckpointRequest)(nil),   // 21: mgrpo.messages.CheckpointRequest
+	(*CheckpointDone)(nil),      // 22: mgrpo.messages.CheckpointDone
+	(*SkipNotice)(nil),          // 23: mgrpo.messages.SkipNotice
+	nil,                         // 24: mgrpo.messages.StepMeta.TraceEntry
 }
 var file_messages_step_proto_depIdxs = []int32{
-	22, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
+	24, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
 	3,  // 1: mgrpo.messages.PromptBatch.meta:type_name -> mgrpo.messages.StepMeta
 	4,  // 2: mgrpo.messages.PromptBatch.prompts:type_name -> mgrpo.messages.Prompt
 	0,  // 3: mgrpo.messages.Rollout.finish_reason:type_name -> mgrpo.messages.FinishReason
@@ -2085,16 +2380,18 @@ var file_messages_step_proto_depIdxs = []int32{
 	3,  // 20: mgrpo.messages.ControllerUpdate.meta:type_name -> mgrpo.messages.StepMeta
 	14, // 21: mgrpo.messages.ControllerUpdate.state:type_name -> mgrpo.messages.ControllerState
 	3,  // 22: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 23: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 24: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 25: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
-	1,  // 26: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
-	2,  // 27: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	19, // 23: mgrpo.messages.StepReport.policy_metrics:type_name -> mgrpo.messages.PolicyMetrics
+	20, // 24: mgrpo.messages.PolicyMetrics.high_kl:type_name -> mgrpo.messages.HighKLToken
+	3,  // 25: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 26: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 27: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
+	1,  // 28: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
+	2,  // 29: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_messages_step_proto_init() }
@@ -2108,7 +2405,7 @@ func file_messages_step_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_step_proto_rawDesc), len(file_messages_step_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -47,15 +47,16 @@ type ControllerUpdate struct {
 
 // Update returns the controller state after one optimiser step. With the
 // meta-controller enabled, it runs on its interval and the plain controllers
-// are bypassed (the TRL rule, spec §2.3; an unknown method makes no update,
-// as in the original) and its entropy signal is the
-// policy entropy under a MaxEnt objective, the weight entropy under GRPO;
-// otherwise τ follows the weight entropy (§2.1) and β the KL (§2.2). s is
-// not modified.
+// are bypassed (the TRL rule, spec §2.3; an unknown method falls back to
+// the analytic objective and updates, as the original's
+// build_controller_objective) and its entropy signal is the policy entropy
+// under a MaxEnt objective, the weight entropy under GRPO (never the policy
+// entropy: a GRPO batch without weights gives no τ gradient); otherwise τ
+// follows the weight entropy (§2.1) and β the KL (§2.2). s is not modified.
 func (c Controllers) Update(s ControllerState, in ControllerInputs) (ControllerState, ControllerUpdate) {
 	var up ControllerUpdate
 	if c.Meta.Enabled {
-		if !c.Meta.ShouldRun(in.Step) || !knownMetaMethod(c.Meta.Method) {
+		if !c.Meta.ShouldRun(in.Step) {
 			return s, up
 		}
 		sig := MetaSignals{Entropy: in.WeightEntropy, TargetEntropy: math.NaN(), KL: in.KL, KLTarget: c.Beta.Target}

@@ -39,17 +39,14 @@ func TestControllersUpdate(t *testing.T) {
 		t.Errorf("meta grads with the plain controllers off %+v", up.Grads)
 	}
 	// every method name of the original updates (the truncated family falls
-	// back to analytic without a backprop callback); an unknown one makes no
-	// update, as in the original (config refuses it before a run).
-	for _, name := range []string{"analytic", "analytic_grad", "potential", "first_order", "truncated", "truncated_backprop", "backprop", ""} {
+	// back to analytic without a backprop callback), and so does an unknown
+	// one: the original falls back to the analytic objective (spec §2.3
+	// "unknown -> analytic"; config refuses it before a run).
+	for _, name := range []string{"analytic", "analytic_grad", "potential", "first_order", "truncated", "truncated_backprop", "backprop", "", "bogus"} {
 		c.Meta.Method = name
-		if got, up := c.Update(s0, in); !up.MetaRan || !near(got.Tau, 0.5+0.1*0.1, 1e-15) {
-			t.Errorf("method %q: ran %v tau %v", name, up.MetaRan, got.Tau)
+		if got, up := c.Update(s0, in); !up.MetaRan || !near(got.Tau, 0.5+0.1*0.1, 1e-15) || !near(got.Beta, 0.2+0.1*0.07, 1e-15) {
+			t.Errorf("method %q: ran %v tau %v beta %v", name, up.MetaRan, got.Tau, got.Beta)
 		}
-	}
-	c.Meta.Method = "bogus"
-	if got, up := c.Update(s0, in); up.MetaRan || got != s0 {
-		t.Errorf("unknown method updated: ran %v state %+v", up.MetaRan, got)
 	}
 	c.Meta.Method = MetaMethodAnalytic
 	// no target configured: no tau gradient.
@@ -85,5 +82,29 @@ func TestControllersMetaEntropySignal(t *testing.T) {
 		if !up.MetaRan || !near(up.Grads.Tau, tc.want, 1e-15) {
 			t.Errorf("%q policy entropy %v: g_tau %v, want %v", tc.obj, tc.policy, up.Grads.Tau, tc.want)
 		}
+	}
+}
+
+// TestControllersMetaGRPOIgnoresPolicyEntropy: under the grpo objective the
+// meta-controller's tau gradient never reads the policy entropy (spec §2.3:
+// entropy_value returns it only in MaxEnt mode). A GRPO batch has no
+// listwise weights, so its weight entropy is NaN and there is no tau
+// gradient at all; the beta gradient still steps beta, and tau stays.
+func TestControllersMetaGRPOIgnoresPolicyEntropy(t *testing.T) {
+	meta := DefaultMetaController()
+	meta.Enabled, meta.LR = true, 0.1
+	in := ControllerInputs{Step: 1, WeightEntropy: math.NaN(), PolicyEntropy: 0.3, KL: 0.5, LRScale: 1}
+	for _, obj := range []Objective{ObjectiveGRPO, ObjectiveGRPOEntropyBonus} {
+		c := Controllers{Tau: TauController{Target: 1}, Beta: BetaController{Target: 0.2}, Meta: meta, Objective: obj}
+		s0 := NewControllerState(0.5, 0.1, meta)
+		s, up := c.Update(s0, in)
+		if up.Grads.HasTau || !up.Grads.HasBeta || !near(up.Grads.Beta, 0.3, 1e-15) || s.Tau != 0.5 || !near(s.Beta, 0.1+0.1*0.3, 1e-15) {
+			t.Errorf("%s: grads %+v, tau %v beta %v; want no tau gradient, g_beta .3, tau .5, beta .13", obj, up.Grads, s.Tau, s.Beta)
+		}
+	}
+	// the same inputs under a MaxEnt objective: g_tau = H_policy - H* = -.7.
+	c := Controllers{Tau: TauController{Target: 1}, Meta: meta, Objective: ObjectiveMaxEntEntropy}
+	if _, up := c.Update(NewControllerState(0.5, 0.1, meta), in); !up.Grads.HasTau || !near(up.Grads.Tau, -0.7, 1e-15) {
+		t.Errorf("maxent_entropy: grads %+v, want g_tau -.7 from the policy entropy", up.Grads)
 	}
 }

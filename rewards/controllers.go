@@ -176,19 +176,6 @@ func MetaMethod(name string) string {
 	return MetaMethodAnalytic
 }
 
-// knownMetaMethod reports whether name is one of the original's method
-// names ("" counts as the default, analytic). The original builds the
-// analytic objective for an unknown name but then makes no update
-// (apply_meta_controller_update needs a known method); config refuses
-// unknown names before a run starts.
-func knownMetaMethod(name string) bool {
-	switch name {
-	case "", "analytic", "analytic_grad", "potential", "first_order", "truncated", "truncated_backprop", "backprop":
-		return true
-	}
-	return false
-}
-
 // MetaController adapts τ and β by gradient steps on a controller objective
 // (spec §2.3; config controller_meta_*).
 type MetaController struct {

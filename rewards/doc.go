@@ -40,12 +40,13 @@
 //	state, _ = ctl.Update(state, rewards.ControllerInputs{Step: step,
 //		WeightEntropy: out.Stats.Weight.Mean, PolicyEntropy: h, KL: kl, LRScale: 1})
 //	err = rewards.SaveControllerState(filepath.Join(dir, rewards.ControllerStateFile), state)
-//	metrics := rewards.StepMetrics{Step: step, Prepared: &out.Stats, Learner: &learned}.Flatten()
+//	pol, err := rewards.PolicyMetrics(tokens, rewards.DefaultPolicyMetricsConfig()) // learner side
+//	metrics := rewards.StepMetrics{Step: step, Prepared: &out.Stats, Learner: &learned, Policy: &pol}.Flatten()
 //
 // # Metrics
 //
 // StepMetrics.Flatten returns the step's "train/..." keys, listed with their
-// meaning and source (the original's legacy metrics, its TRL trainer, or
-// mgrpo) in docs/METRICS.md. Keys whose part is absent or whose value is not
+// meaning, formula and source (the original's legacy metrics, its TRL
+// trainer, twinkle's GRPOMetric family, or mgrpo) in docs/METRICS.md. Keys whose part is absent or whose value is not
 // finite are left out.
 package rewards

@@ -75,6 +75,9 @@ type StepMetrics struct {
 	Loss LossStats
 	// Learner are the learner's diagnostics besides the loss.
 	Learner *LearnerStats
+	// Policy are twinkle's policy diagnostics (PolicyMetrics), measured by
+	// the learner; nil when the step had no completion token.
+	Policy *PolicyStats
 	// Prepared are the reward-side statistics from Prepare.
 	Prepared *PrepareStats
 	// Lengths are the completion length statistics.
@@ -134,6 +137,9 @@ func (s StepMetrics) Flatten() map[string]float64 {
 	}
 	if s.Learner != nil {
 		learnerBlock(m, s.Learner)
+	}
+	if s.Policy != nil {
+		policyBlock(m, s.Policy)
 	}
 	if s.Lengths != nil {
 		lengthBlock(m, s.Lengths)
@@ -261,6 +267,31 @@ func learnerBlock(m metricSet, l *LearnerStats) {
 	m.set("policy_version", float64(l.PolicyVersion))
 	m.set("staleness_min", float64(l.StalenessMin))
 	m.set("staleness_max", float64(l.StalenessMax))
+}
+
+// policyBlock fills twinkle's GRPOMetric keys (spec §3.3, seed page 003);
+// nothing when no token was counted.
+func policyBlock(m metricSet, p *PolicyStats) {
+	if p.Tokens == 0 {
+		return
+	}
+	m.set("policy_confidence", p.PolicyConfidence)
+	m.set("mean_new_logp", p.MeanNewLogp)
+	if p.HasOld {
+		m.set("mean_old_logp", p.MeanOldLogp)
+		m.set("logp_diff_mean", p.LogpDiffMean)
+		m.set("approx_kl", p.ApproxKL)
+		m.set("token_kl_max", p.TokenKLMax)
+		m.set("token_ratio_max", p.TokenRatioMax)
+	}
+	if p.HasEntropy {
+		m.set("entropy", p.Entropy)
+	}
+	if p.HasClip {
+		m.set("clip_ratio", p.ClipRatio)
+		m.set("clip_ratio_low", p.ClipRatioLow)
+		m.set("clip_ratio_high", p.ClipRatioHigh)
+	}
 }
 
 // lengthBlock fills the completion-length keys with their TRL aliases.

@@ -657,6 +657,8 @@
 
   // ---- samples
   const SAMPLE_LABELS = { prompt_index: "group", completion_index: "#", reward_total: "reward", update_weight_raw: "weight", q_mass: "q", reward_rank_desc: "rank" };
+  const HIGH_KL = "high_kl_tokens";
+  const HIGH_KL_LABELS = { prompt_index: "group", completion_index: "#", logp_old: "old logp", logp_new: "new logp", kl: "KL (k3)", ratio: "ratio" };
   class Samples {
     constructor(box) {
       this.ri = 0;
@@ -673,7 +675,8 @@
       if (multi) controls.append(el("label", {}, "run ", this.runSel));
       controls.append(el("label", {}, "step ", prev, this.stepSel, next), this.filter, this.info);
       this.wrap = el("div", { class: "tablewrap" });
-      box.append(controls, this.wrap);
+      this.high = el("div", { id: "high-kl" });
+      box.append(controls, this.wrap, this.high);
       this.runSel.addEventListener("change", () => { this.ri = +this.runSel.value; this.follow = true; this.refresh(); });
       this.stepSel.addEventListener("change", () => { this.follow = this.stepSel.selectedIndex === this.stepSel.options.length - 1; this.draw(); });
       this.filter.addEventListener("change", () => this.draw());
@@ -688,7 +691,7 @@
     refresh() {
       const r = runs[this.ri], steps = [...r.samples.keys()].sort((a, b) => a - b), cur = this.stepSel.value;
       this.stepSel.replaceChildren(...steps.map((s) => el("option", { value: String(s) }, String(s))));
-      if (!steps.length) { this.wrap.innerHTML = '<p class="muted">&nbsp;No sample tables (output.sample_every is 0, or no step has written one yet).</p>'; return; }
+      if (!steps.length) { this.wrap.innerHTML = '<p class="muted">&nbsp;No sample tables (output.sample_every is 0, or no step has written one yet).</p>'; this.high.replaceChildren(); return; }
       this.stepSel.value = this.follow || !steps.includes(+cur) ? String(steps[steps.length - 1]) : cur;
       this.draw();
     }
@@ -736,6 +739,29 @@
         this.sort = { col: c, dir: this.sort.col === c ? -this.sort.dir : 1 };
         this.draw();
       }));
+      this.drawHighKL(t[HIGH_KL]);
+    }
+    // drawHighKL shows the step's metrics.top_k_kl tokens (largest per-token
+    // KL between the behaviour and the learner's log-probs) under the samples.
+    drawHighKL(hk) {
+      if (!hk || !hk.data || !hk.data.length) { this.high.replaceChildren(); return; }
+      const at = (name) => hk.columns.indexOf(name);
+      const cols = hk.columns.filter((c) => c !== "token_id");
+      let html = `<h3>Tokens with the largest KL (metrics.top_k_kl ${hk.data.length})</h3><div class="tablewrap"><table id="high-kl-table"><tr>`;
+      for (const c of cols) html += `<th>${esc(HIGH_KL_LABELS[c] || c)}</th>`;
+      html += "</tr>";
+      for (const row of hk.data) {
+        html += "<tr>";
+        for (const c of cols) {
+          const v = row[at(c)];
+          if (c === "token") html += `<td class="text"><code>${esc(JSON.stringify(v ?? ""))}</code></td>`;
+          else if (typeof v === "number") html += `<td class="num">${Number.isInteger(v) ? v : num(v)}</td>`;
+          else if (v === null) html += '<td class="num muted">-</td>';
+          else html += `<td class="text">${esc(v)}</td>`;
+        }
+        html += "</tr>";
+      }
+      this.high.innerHTML = html + "</table></div>";
     }
   }
 

@@ -32,6 +32,28 @@ func StandardSampleColumns(rewardKeys []string) []string {
 	return append(cols, "generator")
 }
 
+// HighKLTable is the name, in a sample file, of the table of the step's
+// metrics.top_k_kl tokens with the largest per-token KL.
+const HighKLTable = "high_kl_tokens"
+
+// HighKLColumns returns the columns of the HighKLTable: the token's
+// completion (prompt_index, completion_index as in the samples), its
+// position and id in the completion, its text, its K3 term e^d − d − 1 and
+// ratio e^d, its old (behaviour) and new (learner) log-probs, rescaled to
+// temperature 1 as the train/ keys, the completion's advantage and text.
+func HighKLColumns() []string {
+	return []string{"prompt_index", "completion_index", "position", "token_id", "token", "kl", "ratio",
+		"logp_old", "logp_new", "advantage", "completion"}
+}
+
+// SampleTable is a table written into a sample file beside the samples,
+// under Name as {"columns": [...], "data": [[...], ...]}.
+type SampleTable struct {
+	Name    string
+	Columns []string
+	Rows    [][]any
+}
+
 // SamplesFileName is the sidecar file name for step: step_NNNNNN.json
 // (six digits, zero padded, as the original's "step_{step:06d}").
 func SamplesFileName(step int) string {
@@ -40,11 +62,11 @@ func SamplesFileName(step int) string {
 
 // WriteSamples writes the sample table of step to samples/step_NNNNNN.json,
 // atomically, as {"columns": [...], "data": [[...], ...]} with one row per
-// line. Every row must have one value per column; values are anything
-// encoding/json accepts, and float NaN/±Inf are written as null. The rows
-// are not modified.
-func (d *Dir) WriteSamples(step int, columns []string, rows [][]any) error {
-	data, err := EncodeSamples(columns, rows)
+// line, then each extra table under its name. Every row must have one
+// value per column; values are anything encoding/json accepts, and float
+// NaN/±Inf are written as null. The rows are not modified.
+func (d *Dir) WriteSamples(step int, columns []string, rows [][]any, extra ...SampleTable) error {
+	data, err := EncodeSamples(columns, rows, extra...)
 	if err != nil {
 		return fmt.Errorf("write samples step %d: %w", step, err)
 	}
@@ -55,27 +77,49 @@ func (d *Dir) WriteSamples(step int, columns []string, rows [][]any) error {
 	return nil
 }
 
-// EncodeSamples returns the sidecar JSON of a sample table (see
-// WriteSamples).
-func EncodeSamples(columns []string, rows [][]any) ([]byte, error) {
+// EncodeSamples returns the sidecar JSON of a sample table and its extra
+// tables (see WriteSamples).
+func EncodeSamples(columns []string, rows [][]any, extra ...SampleTable) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	if err := encodeTable(&b, columns, rows); err != nil {
+		return nil, err
+	}
+	for _, t := range extra {
+		name, err := json.Marshal(t.Name)
+		if err != nil || t.Name == "" || t.Name == "columns" || t.Name == "data" {
+			return nil, fmt.Errorf("table name %q: %w", t.Name, ErrBadTable)
+		}
+		fmt.Fprintf(&b, ",\n%s: {", name)
+		if err := encodeTable(&b, t.Columns, t.Rows); err != nil {
+			return nil, fmt.Errorf("table %s: %w", t.Name, err)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString("}\n")
+	return b.Bytes(), nil
+}
+
+// encodeTable writes "columns": [...], "data": [[...], ...] to b, one row
+// per line.
+func encodeTable(b *bytes.Buffer, columns []string, rows [][]any) error {
 	cols, err := json.Marshal(columns)
 	if err != nil {
-		return nil, fmt.Errorf("columns: %w", err)
+		return fmt.Errorf("columns: %w", err)
 	}
 	if columns == nil {
 		cols = []byte("[]")
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"columns": `)
+	b.WriteString(`"columns": `)
 	b.Write(cols)
 	b.WriteString(`, "data": [`)
 	for i, row := range rows {
 		if len(row) != len(columns) {
-			return nil, fmt.Errorf("row %d has %d values for %d columns: %w", i, len(row), len(columns), ErrBadTable)
+			return fmt.Errorf("row %d has %d values for %d columns: %w", i, len(row), len(columns), ErrBadTable)
 		}
 		rb, err := json.Marshal(finiteRow(row))
 		if err != nil {
-			return nil, fmt.Errorf("row %d: %v: %w", i, err, ErrBadTable)
+			return fmt.Errorf("row %d: %v: %w", i, err, ErrBadTable)
 		}
 		if i > 0 {
 			b.WriteByte(',')
@@ -86,8 +130,8 @@ func EncodeSamples(columns []string, rows [][]any) ([]byte, error) {
 	if len(rows) > 0 {
 		b.WriteByte('\n')
 	}
-	b.WriteString("]}\n")
-	return b.Bytes(), nil
+	b.WriteByte(']')
+	return nil
 }
 
 // finiteRow returns a copy of row with non-finite floats replaced by nil.

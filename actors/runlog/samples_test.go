@@ -40,6 +40,40 @@ func TestEncodeSamples(t *testing.T) {
 	}
 }
 
+// TestEncodeSamplesExtraTable: an extra table (the top-k KL tokens) goes
+// beside the samples under its name, in the same columns/data form; the
+// samples stay where a reader of the original's sidecar looks.
+func TestEncodeSamplesExtraTable(t *testing.T) {
+	high := SampleTable{Name: HighKLTable, Columns: []string{"position", "kl"}, Rows: [][]any{{3, 0.25}, {0, math.Inf(1)}}}
+	got, err := EncodeSamples([]string{"a"}, [][]any{{1}}, high)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\"columns\": [\"a\"], \"data\": [\n  [1]\n],\n\"high_kl_tokens\": {\"columns\": [\"position\",\"kl\"], \"data\": [\n  [3,0.25],\n  [0,null]\n]}}\n"
+	if string(got) != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	var v struct {
+		Data [][]any `json:"data"`
+		High struct {
+			Columns []string `json:"columns"`
+			Data    [][]any  `json:"data"`
+		} `json:"high_kl_tokens"`
+	}
+	if err := json.Unmarshal(got, &v); err != nil || len(v.Data) != 1 || len(v.High.Data) != 2 || v.High.Columns[1] != "kl" {
+		t.Errorf("does not parse back: %v %+v", err, v)
+	}
+	for _, bad := range []SampleTable{{Name: "", Columns: []string{"x"}}, {Name: "data", Columns: []string{"x"}},
+		{Name: HighKLTable, Columns: []string{"x"}, Rows: [][]any{{1, 2}}}} {
+		if _, err := EncodeSamples([]string{"a"}, nil, bad); !errors.Is(err, ErrBadTable) {
+			t.Errorf("table %+v: err = %v, want ErrBadTable", bad, err)
+		}
+	}
+	if n := len(HighKLColumns()); n != 11 {
+		t.Errorf("%d high-KL columns: %v", n, HighKLColumns())
+	}
+}
+
 func TestEncodeSamplesKeepsInput(t *testing.T) {
 	row := []any{math.NaN()}
 	if _, err := EncodeSamples([]string{"x"}, [][]any{row}); err != nil {

@@ -131,8 +131,8 @@ func dataValue(t *testing.T, n *html.Node, key string) float64 {
 }
 
 // pageRunConfig is a short real run: a 4-step warm start (evaluated at steps
-// 1-3), then steps RL steps evaluated every 2, sample tables every 2; the
-// guards warn.
+// 1-3), then steps RL steps evaluated every 2, sample tables every 2 with
+// the 5 tokens of largest KL (metrics.top_k_kl); the guards warn.
 func pageRunConfig(t *testing.T, root, name, objective string, steps int) *config.Config {
 	t.Helper()
 	cfg := config.Default()
@@ -143,6 +143,7 @@ func pageRunConfig(t *testing.T, root, name, objective string, steps int) *confi
 	cfg.Train.EvalEvery, cfg.Train.EvalPrompts, cfg.Train.CheckpointEvery = 2, 4, 0
 	cfg.Output.Dir, cfg.Output.Name, cfg.Output.SampleEvery, cfg.Output.SampleRows = root, name, 2, 8
 	cfg.Train.Guard = "warn" // a tiny policy that never trained is rightly stopped at step 50
+	cfg.Metrics.TopKKL = 5
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +282,9 @@ func TestReportPages(t *testing.T) {
 		marked := len(find(raw, "tr", "class=correct")) + len(find(raw, "tr", "class=wrong"))
 		if len(rows) != 9 || marked != 8 {
 			t.Errorf("sample table: %d rows (%d marked), want a header and 8 completions, each correct or wrong", len(rows), marked)
+		}
+		if rows := find(one(t, raw, "table", "id=high-kl-table"), "tr"); len(rows) != 6 {
+			t.Errorf("high-KL table: %d rows, want a header and the step's 5 tokens (metrics.top_k_kl)", len(rows))
 		}
 		if len(find(one(t, raw, "figure", "id=time-chart"), "path", "class=stage")) < 2 {
 			t.Errorf("no stacked stage times")
