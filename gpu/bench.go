@@ -252,7 +252,7 @@ func Bench(preset string, opt BenchOptions) (BenchResult, error) {
 		return r, fmt.Errorf("bench %s: score: %w", preset, err)
 	}
 	r.ScoreTokPerS, r.ScoreGFLOPS, r.ScoreTokPerSMax = float64(r.SeqTokens)/sec, flops/sec/1e9, float64(r.SeqTokens)/best
-	r.SgemmGFLOPS = sgemmGFLOPS(o.MinTime/4, o.Reps, w.model.net.workers)
+	r.SgemmGFLOPS = sgemmGFLOPS(o.MinTime/4, o.Reps, runtime.GOMAXPROCS(0))
 	return r, nil
 }
 

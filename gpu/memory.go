@@ -107,7 +107,7 @@ func actsBytes(c Config, b, t, workers int, train bool) float64 {
 		sig = n * m
 	}
 	floats := layers*(perLayer+sig) + resid*n*d + n*(he+d+2+2*v)
-	bytes := 4*floats + 17*n // tokens, pos, targets, rows (int32), need (bool)
+	bytes := 4*floats + 21*n // tokens, pos, targets, rows, slots (int32), need (bool)
 	if train {
 		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf
 		bytes += 4*scratch + 16*n // + dlp, dH (float64)
