@@ -65,12 +65,24 @@ func learnerShards(c Config, workers int, device bool) int {
 	return shardCount(math.MaxInt, workers)
 }
 
-// workspace returns the workspace of shape (b, t), keeping at most two
-// shapes alive; a new one must fit in the memory available.
+// workspace returns a workspace for b sequences of at most tt rows: the
+// one of shape (b, tt), or else the one of b sequences with the fewest
+// rows above tt (micro-batches of one size and different lengths share
+// it; a pass gives the same results in either), or else a new one, which
+// must fit in the memory available. It keeps at most two shapes alive.
 func (t *cpuTrainer[F]) workspace(b, tt int) (*batch[F], error) {
 	key := [2]int{b, tt}
 	if bt, ok := t.ws[key]; ok {
 		return bt, nil
+	}
+	var best *batch[F]
+	for _, bt := range t.ws {
+		if bt.B == b && bt.T > tt && (best == nil || bt.T < best.T) {
+			best = bt
+		}
+	}
+	if best != nil {
+		return best, nil
 	}
 	if len(t.ws) >= 2 {
 		clear(t.ws)
