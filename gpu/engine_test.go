@@ -47,13 +47,7 @@ func contractConfigs() []Config {
 // contractSeqs is a batch of groups of completions sharing prompts (one
 // without a completion), then single sequences: every layout planRows has.
 func contractSeqs(rng *rand.Rand, vocab int) []Sequence {
-	ids := func(n int) []int {
-		s := make([]int, n)
-		for i := range s {
-			s[i] = 3 + rng.IntN(vocab-3)
-		}
-		return s
-	}
+	ids := func(n int) []int { return randomIDs(rng, n, vocab) }
 	var seqs []Sequence
 	for g, n := range []int{3, 1, 4} {
 		p := append([]int{1}, ids(2+3*g)...)

@@ -202,13 +202,7 @@ func (l *Learner) Score(seqs []Sequence, temperature float64) ([]TokenScores, er
 	if len(seqs) == 0 {
 		return []TokenScores{}, nil
 	}
-	b := Batch{Seqs: seqs}
-	w := b.width()
-	lp, ent := make([]float64, len(seqs)*w), make([]float64, len(seqs)*w)
-	if err := l.eng.Score(b, temperature, lp, ent); err != nil {
-		return nil, fmt.Errorf("score: %w", err)
-	}
-	return tokenScores(seqs, w, lp, ent), nil
+	return scoreOn(l.eng.Score, seqs, temperature)
 }
 
 // Step runs one update: per-token log-probs and entropies of the batch's

@@ -59,10 +59,16 @@ func (m *Model) Score(seqs []Sequence, temperature float64) ([]TokenScores, erro
 	if err := checkScore(m.cfg, seqs, temperature); err != nil {
 		return nil, err
 	}
+	return scoreOn(m.eng.Score, seqs, temperature)
+}
+
+// scoreOn scores seqs (valid, at a valid temperature) with an engine's
+// Score.
+func scoreOn(score func(b Batch, temperature float64, lp, ent []float64) error, seqs []Sequence, temperature float64) ([]TokenScores, error) {
 	b := Batch{Seqs: seqs}
 	w := b.width()
 	lp, ent := make([]float64, len(seqs)*w), make([]float64, len(seqs)*w)
-	if err := m.eng.Score(b, temperature, lp, ent); err != nil {
+	if err := score(b, temperature, lp, ent); err != nil {
 		return nil, fmt.Errorf("score: %w", err)
 	}
 	return tokenScores(seqs, w, lp, ent), nil
