@@ -24,8 +24,8 @@ type BenchOptions struct {
 	MinTime   time.Duration // measure each figure for at least this long
 	Reps      int           // and at least this many runs (after one warm-up run)
 	Seed      uint64
-	// Device runs the learner step's weight products (nil: the CPU);
-	// sampling and scoring run on the CPU, as in training.
+	// Device makes the learner's engine (nil: the CPU); sampling and
+	// scoring run on the CPU's, as in training.
 	Device Device
 }
 
