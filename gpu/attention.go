@@ -9,7 +9,7 @@ import (
 // attnShape describes the fused qkv rows of one batch: B sequences, H query
 // heads and G key/value heads of width E. Each row of qkv holds [q heads |
 // k heads | v heads], so its stride is (H+2G)·E. Sequence b occupies rows
-// start[b]..start[b+1]-1, at most T of them (packed, see acts.load); a nil
+// start[b]..start[b+1]-1, at most T of them (packed, see planRows); a nil
 // start means every sequence has T rows (row b·T + t is position t of
 // sequence b).
 //

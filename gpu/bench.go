@@ -24,8 +24,8 @@ type BenchOptions struct {
 	MinTime   time.Duration // measure each figure for at least this long
 	Reps      int           // and at least this many runs (after one warm-up run)
 	Seed      uint64
-	// Device runs the learner step's weight products (nil: the CPU);
-	// sampling and scoring run on the CPU, as in training.
+	// Device makes the learner's engine (nil: the CPU); sampling and
+	// scoring run on the CPU's, as in training.
 	Device Device
 }
 
@@ -252,7 +252,7 @@ func Bench(preset string, opt BenchOptions) (BenchResult, error) {
 		return r, fmt.Errorf("bench %s: score: %w", preset, err)
 	}
 	r.ScoreTokPerS, r.ScoreGFLOPS, r.ScoreTokPerSMax = float64(r.SeqTokens)/sec, flops/sec/1e9, float64(r.SeqTokens)/best
-	r.SgemmGFLOPS = sgemmGFLOPS(o.MinTime/4, o.Reps, w.model.net.workers)
+	r.SgemmGFLOPS = sgemmGFLOPS(o.MinTime/4, o.Reps, runtime.GOMAXPROCS(0))
 	return r, nil
 }
 

@@ -67,9 +67,10 @@ func SaveCheckpoint(dir string, m *Model, tok tokenizer.Tokenizer) error {
 		return wrap(err)
 	}
 	var tensors []safetensors.Tensor
+	w := modelWeights(m)
 	for _, s := range newLayout(m.cfg).specs {
 		tensors = append(tensors, safetensors.Tensor{Name: s.Name, Shape: s.Shape,
-			F32: m.net.w.flat[s.Offset : s.Offset+s.Size()]})
+			F32: w[s.Offset : s.Offset+s.Size()]})
 	}
 	meta := map[string]string{"format": "pt", metaVersion: strconv.FormatInt(m.version, 10)}
 	if err := safetensors.Write(filepath.Join(dir, WeightsFileName), tensors, meta); err != nil {

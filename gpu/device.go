@@ -27,10 +27,12 @@ func (e *noDevice) Error() string {
 func (e *noDevice) Is(target error) bool { return target == ErrNoDevice }
 func (e *noDevice) Unwrap() error        { return e.cause }
 
-// Device is the compute device a Learner runs on (LearnerConfig.Device).
-// On "cuda" the weight products of the forward and backward passes run as
-// cuBLAS products on the GPU; everything else, and every Model (sampling
-// and scoring), runs on the CPU.
+// Device is a compute device: it makes the engines that hold a model's
+// weights and run its passes (engine.go). A Learner trains on the
+// Engine of LearnerConfig.Device; Models made by NewModel, LoadModel and
+// NewModelFromWeights run on the CPU's ModelEngine, a Learner's snapshots
+// on its device's. On "cuda" today the Engine is the CPU engine with its
+// weight products on cuBLAS, and snapshots run on the CPU.
 type Device interface {
 	// Name is "cpu" or "cuda".
 	Name() string
@@ -40,9 +42,13 @@ type Device interface {
 	// Close releases what the device holds (a CUDA context and its
 	// buffers); learners using it must not step afterwards.
 	Close() error
-	// linear32 returns the engine of a float32 model's weight products;
-	// workers is the model's CPU goroutine count.
-	linear32(workers int) linear[float32]
+	// newEngine returns a trainable engine over a copy of w (flat,
+	// TensorNames order; read only) with lc's optimiser settings, after
+	// checking that it fits in the device's memory.
+	newEngine(cfg Config, w []float32, lc LearnerConfig) (Engine, error)
+	// newModelEngine returns an immutable engine over w, which it takes
+	// (it keeps it, or drops it once copied to the device).
+	newModelEngine(cfg Config, w []float32) (ModelEngine, error)
 }
 
 // CPU is the default device: Go kernels on GOMAXPROCS goroutines and the
@@ -62,7 +68,13 @@ func (CPU) Info() string {
 // Close does nothing: the CPU holds nothing to release.
 func (CPU) Close() error { return nil }
 
-func (CPU) linear32(workers int) linear[float32] { return cpuLinear[float32]{workers: workers} }
+func (CPU) newEngine(cfg Config, w []float32, lc LearnerConfig) (Engine, error) {
+	return newCPUEngine(cfg, w, lc, nil)
+}
+
+func (CPU) newModelEngine(cfg Config, w []float32) (ModelEngine, error) {
+	return newCPUModel(cfg, w, nil), nil
+}
 
 // OpenDevice returns the named device: "cpu", or "cuda" (GPU 0, or the
 // first of CUDA_VISIBLE_DEVICES) in a binary built with -tags cuda. Close

@@ -8,10 +8,10 @@ import (
 	"github.com/mgrpo/mgrpo/gpu/cuda"
 )
 
-// cudaDevice is GPU 0 with a cuBLAS handle: a Learner on it runs its
-// weight products as cuBLAS Sgemm (operands copied over per product, so it
-// pays off for the larger presets and batches) and the rest of the model
-// on the CPU.
+// cudaDevice is GPU 0 with a cuBLAS handle. Until the CUDA engine
+// replaces it, its Engine is the CPU engine with the weight products as
+// cuBLAS Sgemm (operands copied over per product, so it pays off only for
+// the larger presets and batches), and its models are CPU models.
 type cudaDevice struct {
 	gpu  cuda.Device
 	blas *cuda.BLAS
@@ -40,4 +40,10 @@ func (d *cudaDevice) Info() string {
 
 func (d *cudaDevice) Close() error { return d.blas.Close() }
 
-func (d *cudaDevice) linear32(int) linear[float32] { return &deviceLinear{dev: d.blas} }
+func (d *cudaDevice) newEngine(cfg Config, w []float32, lc LearnerConfig) (Engine, error) {
+	return newCPUEngine(cfg, w, lc, &deviceLinear{dev: d.blas})
+}
+
+func (d *cudaDevice) newModelEngine(cfg Config, w []float32) (ModelEngine, error) {
+	return CPU{}.newModelEngine(cfg, w)
+}

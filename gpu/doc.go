@@ -22,10 +22,27 @@
 // sequences per core. A batch's rows are packed: no padding, and adjacent
 // sequences with the same prompt (a GRPO group) compute that prompt once,
 // the later ones reading its keys and values from the first's rows
-// (acts.load, attention.go).
-// The weight products (linear.go) go through one seam per model, so a
-// Learner on a CUDA device (LearnerConfig.Device, OpenDevice("cuda") in a
-// -tags cuda build) runs them as cuBLAS products and the rest on the CPU.
+// (planRows in plan.go, attention.go).
+//
+// # The engine seam
+//
+// Where the weights live and the passes run is an engine's business
+// (engine.go, docs/ENGINE.md): a Device makes an Engine for a Learner
+// (forward to per-token log-probs and entropies, backward from per-token
+// upstream gradients, zeroing, clipping and AdamW over its own gradient
+// buffer, weights and optimiser state in and out, snapshots) and a
+// ModelEngine for a Model (Score, Sample, weights out). The CPU engine
+// (cpu.go, cpu_model.go) is the code described above; its packing,
+// shards, workspaces and decoders are invisible outside it. Everything
+// else is host code shared by every engine: input checks, the row plan
+// that lays out a batch's rows (plan.go), the Batch layout of per-token
+// arrays, the loss (gpu/loss), the schedule, micro-batching
+// (LearnerConfig.MicroBatch), checkpoints. Per step only token ids,
+// per-token arrays and scalars cross the seam; the weights cross only on
+// request, as one flat float32 buffer. Every engine passes one contract
+// suite (engine_test.go: runEngineContract). On "cuda" (OpenDevice in a
+// -tags cuda build) the Engine is, until the CUDA engine lands, the CPU
+// engine with its weight products (linear.go) on cuBLAS.
 //
 // # What it provides
 //
@@ -37,7 +54,7 @@
 //	(*Learner).SupervisedStep(seqs)                         warm start on gold completions
 //	(*Learner).Snapshot()                                   immutable *Model with the policy version
 //	SaveCheckpoint(dir, model, tok) / LoadCheckpoint(dir)   config.json + model.safetensors + tokenizer.json
-//	OpenDevice("cpu"|"cuda")                               the learner's device (LearnerConfig.Device)
+//	OpenDevice("cpu"|"cuda")                               the learner's device (LearnerConfig.Device): it makes the engines
 //	Bench(preset, opts)                                     `mgrpo-node bench` figures
 //
 // Sub-packages: tokenizer, safetensors, hfconfig, optim (AdamW, schedules),
@@ -51,7 +68,13 @@
 //
 //   - A Model is immutable: Sample and Score only read its weights, so one
 //     Model may serve many goroutines; training mutates only the Learner's
-//     private copy (and repacks it), published as a new Model by Snapshot.
+//     engine's private copy (and repacks it), published as a new Model by
+//     Snapshot on the same device.
+//   - A step is exact in micro-batches: the loss sees the whole batch's
+//     log-probs and entropies at once, and the gradients are summed over
+//     micro-batches before one clip and one update (equal to the whole
+//     batch's to rounding; bit-identical to today's single pass when
+//     MicroBatch is 0 or at least the batch).
 //   - Same seed, same weights (NewModel); same model, inputs and options,
 //     same samples (Sample). With the packed kernel or the pure-Go BLAS a
 //     prompt's samples do not depend on the rest of the batch either;
@@ -62,8 +85,10 @@
 //     only which tokens are drawn, as Hugging Face generate and vLLM do:
 //     top-k keeps the tokens tied with the k-th, then top-p measures mass
 //     renormalised over the top-k set.
-//   - The learner allocates its activations once per batch shape (B, T)
-//     and reuses them; the heap stays flat across steps.
+//   - The CPU engine allocates its activations once per batch shape
+//     (B, T), and runs a batch of B sequences in the workspace of a longer
+//     one when it has it (the same results); the heap stays flat across
+//     steps.
 //   - Parallel work is split by rows, sequences or elements only, so
 //     results do not depend on goroutine scheduling; the number of workers
 //     (GOMAXPROCS) enters only through the order of a few sums (the

@@ -84,7 +84,17 @@ type LearnerConfig struct {
 	// step returns ErrBadUpdate and nothing changes. A step that would
 	// leave any weight or moment non-finite is always refused.
 	MaxUpdateRatio float64
-	// Device runs the learner's weight products (nil: the CPU). The
+	// MicroBatch is how many sequences one forward and backward pass
+	// takes (gradient accumulation); 0, or at least the batch's size,
+	// means the whole batch in one pass. The step stays exact: every
+	// micro-batch is run forward for the whole batch's log-probs and
+	// entropies, the loss sees them all at once, and each micro-batch is
+	// then run forward again and backward with its share of the loss's
+	// gradients, summed before one clip and one update. Memory for
+	// activations follows the micro-batch; the time is about one extra
+	// forward pass.
+	MicroBatch int
+	// Device is where the learner's engine runs (nil: the CPU). The
 	// learner does not close it.
 	Device Device
 }
@@ -110,80 +120,46 @@ type StepStats struct {
 	Forward, Backward, Optimizer time.Duration
 }
 
-// Learner trains a copy of a model's weights: forward over a packed batch,
-// a caller-given loss, backward, global-norm clipping and AdamW. It keeps
-// one workspace per batch shape, so steady-state steps do not allocate
-// activations. A Learner is not safe for concurrent use.
+// Learner trains a copy of a model's weights on a device's Engine:
+// forward over a packed batch, a caller-given loss on the host, backward,
+// global-norm clipping and AdamW. The engine keeps one workspace per
+// batch shape, so steady-state steps do not allocate activations. A
+// Learner is not safe for concurrent use.
 type Learner struct {
-	cfg       Config
-	lc        LearnerConfig
-	net       *net[float32]
-	one       *net[float32] // net's weights, single-threaded: each shard's (shard.go)
-	shards    int           // shards of a batch, at most
-	grad      params[float32]
-	shardGrad []params[float32] // gradients of shards 1.. (shard 0 writes grad)
-	params    []optim.Param
-	opt       *optim.AdamW
-	ws        map[[2]int]*batch[float32]
-	version   int64
-}
-
-// learnerShards is the most shards a learner splits its batches into:
-// shardsPerWorker per worker on the CPU, when the shards' extra gradient
-// buffers stay small; one (each product split over the cores, or run by
-// the device) otherwise.
-func learnerShards(c Config, workers int, device bool) int {
-	if device || 4*c.params() > maxShardGradBytes {
-		return 1
-	}
-	return shardCount(math.MaxInt, workers)
+	cfg     Config
+	lc      LearnerConfig
+	eng     Engine
+	hyper   *optim.AdamW // lc's AdamW settings, validated: saved with the engine's optimiser state
+	version int64
 }
 
 // NewLearner returns a learner starting from m's weights (copied) at
-// version m.Version().
+// version m.Version(), on lc.Device.
 func NewLearner(m *Model, lc LearnerConfig) (*Learner, error) {
 	if lc.Schedule.Kind == "" {
 		lc.Schedule = optim.Schedule{Kind: optim.Constant, Base: lc.LR}
 	}
-	opt, err := optim.NewAdamW(lc.LR, lc.Beta1, lc.Beta2, lc.Eps, lc.WeightDecay)
+	hyper, err := optim.NewAdamW(lc.LR, lc.Beta1, lc.Beta2, lc.Eps, lc.WeightDecay)
 	if err != nil {
 		return nil, fmt.Errorf("new learner: %w", err)
 	}
-	if lc.MaxGradNorm < 0 || math.IsNaN(lc.MaxGradNorm) {
+	switch {
+	case lc.MaxGradNorm < 0 || math.IsNaN(lc.MaxGradNorm):
 		return nil, fmt.Errorf("new learner: max grad norm %g must be ≥ 0", lc.MaxGradNorm)
-	}
-	if !(lc.MaxUpdateRatio >= 0) {
+	case !(lc.MaxUpdateRatio >= 0):
 		return nil, fmt.Errorf("new learner: max update ratio %g must be ≥ 0", lc.MaxUpdateRatio)
+	case lc.MicroBatch < 0:
+		return nil, fmt.Errorf("new learner: micro-batch %d must be ≥ 0", lc.MicroBatch)
 	}
-	// Weights, AdamW moments and a gradient per shard: 3 + shards float32
-	// per parameter.
-	if _, cpu := lc.Device.(CPU); cpu {
-		lc.Device = nil // the CPU's products are the default; its batches run in shards
+	dev := lc.Device
+	if dev == nil {
+		dev = CPU{}
 	}
-	shards := learnerShards(m.cfg, m.net.workers, lc.Device != nil)
-	if err := CheckMemory("the learner (weights, gradients and AdamW state)", toBytes((12+4*float64(shards))*m.cfg.params())); err != nil {
+	eng, err := dev.newEngine(m.cfg, modelWeights(m), lc)
+	if err != nil {
 		return nil, fmt.Errorf("new learner: %w", err)
 	}
-	w, g := m.Weights(), make([]float32, m.NumParams())
-	l := &Learner{cfg: m.cfg, lc: lc, net: newNet(m.cfg, w, m.net.workers), shards: shards, grad: bindParams(m.cfg, g), opt: opt,
-		ws: map[[2]int]*batch[float32]{}}
-	if lc.Device == nil {
-		l.net.pack(true)
-	}
-	l.one = l.net.serial()
-	for i := 1; i < shards; i++ {
-		l.shardGrad = append(l.shardGrad, bindParams(m.cfg, make([]float32, m.NumParams())))
-	}
-	for _, s := range newLayout(m.cfg).specs {
-		l.params = append(l.params, optim.Param{Name: s.Name, W: w[s.Offset : s.Offset+s.Size()],
-			G: g[s.Offset : s.Offset+s.Size()], NoDecay: s.Norm})
-	}
-	if lc.Device != nil {
-		l.net.mm = lc.Device.linear32(l.net.workers)
-	}
-	opt.Workers = l.net.workers
-	l.version = m.version
-	return l, nil
+	return &Learner{cfg: m.cfg, lc: lc, eng: eng, hyper: hyper, version: m.version}, nil
 }
 
 // Config returns the model dimensions the learner trains.
@@ -193,10 +169,16 @@ func (l *Learner) Config() Config { return l.cfg }
 // model's version plus the optimiser steps taken.
 func (l *Learner) Version() int64 { return l.version }
 
-// Snapshot returns the current weights as an immutable Model (a copy)
-// carrying the current version, for generators and checkpoints.
+// Snapshot returns the current weights as an immutable Model (a copy, on
+// the learner's device) carrying the current version, for generators and
+// checkpoints. It panics if the device cannot make the copy (a device
+// failure, not an input error).
 func (l *Learner) Snapshot() *Model {
-	return newModelLike(l.cfg, append([]float32(nil), l.net.w.flat...), l.version, l.net)
+	e, err := l.eng.Snapshot()
+	if err != nil {
+		panic(fmt.Sprintf("gpu: learner snapshot: %v", err))
+	}
+	return &Model{cfg: l.cfg, version: l.version, eng: e}
 }
 
 // SetWeights replaces the learner's weights and version by a copy of m's
@@ -205,114 +187,55 @@ func (l *Learner) SetWeights(m *Model) error {
 	if m.cfg != l.cfg {
 		return fmt.Errorf("set weights: %w: model config %+v, learner %+v", ErrBadInput, m.cfg, l.cfg)
 	}
-	copy(l.net.w.flat, m.net.w.flat)
-	l.net.repack()
+	if err := l.eng.SetWeights(modelWeights(m)); err != nil {
+		return fmt.Errorf("set weights: %w", err)
+	}
 	l.version = m.version
 	return nil
 }
 
-// workspace returns the workspace of shape (b, t), keeping at most two
-// shapes alive; a new one must fit in the memory available.
-func (l *Learner) workspace(b, t int) (*batch[float32], error) {
-	key := [2]int{b, t}
-	if bt, ok := l.ws[key]; ok {
-		return bt, nil
-	}
-	if len(l.ws) >= 2 {
-		clear(l.ws)
-	}
-	shards := min(shardCount(b, l.net.workers), l.shards)
-	need := toBytes(batchBytes(l.cfg, b, t, shards, l.net.workers, true))
-	if err := CheckMemory(fmt.Sprintf("a learner batch of %d sequences × %d tokens", b, t), need); err != nil {
-		return nil, err
-	}
-	bt := newBatch[float32](l.cfg, b, t, shards, l.net.workers, true)
-	l.ws[key] = bt
-	return bt, nil
-}
-
-// passNet is the net a pass over bt runs on: the single-threaded view for
-// several shards, the whole net (each product and kernel split over the
-// workers, or on the device) for one.
-func passNet[F Float](full, one *net[F], bt *batch[F]) *net[F] {
-	if len(bt.parts) > 1 {
-		return one
-	}
-	return full
-}
-
 // Score is Model.Score on the learner's current weights.
 func (l *Learner) Score(seqs []Sequence, temperature float64) ([]TokenScores, error) {
-	if !(temperature > 0) {
-		return nil, fmt.Errorf("%w: temperature %g must be > 0", ErrBadInput, temperature)
+	if err := checkScore(l.cfg, seqs, temperature); err != nil {
+		return nil, err
 	}
-	if err := checkSequences(l.cfg, seqs); err != nil {
-		return nil, fmt.Errorf("score: %w", err)
+	if len(seqs) == 0 {
+		return []TokenScores{}, nil
 	}
-	out := make([]TokenScores, len(seqs))
-	if len(seqs) > 0 {
-		bt, err := l.workspace(len(seqs), paddedLen(l.cfg, seqs))
-		if err != nil {
-			return nil, fmt.Errorf("score: %w", err)
-		}
-		scoreInto(out, passNet(l.net, l.one, bt), bt, seqs, temperature)
-		if err := l.net.mm.Err(); err != nil {
-			return nil, fmt.Errorf("score: %w", err)
-		}
-	}
-	return out, nil
+	return scoreOn(l.eng.Score, seqs, temperature)
 }
 
 // Step runs one update: per-token log-probs and entropies of the batch's
 // completions at the given temperature, the loss and its gradients from
 // lossFn, backward, global-norm clipping and one AdamW step at the
-// scheduled learning rate. On an error (bad batch, loss error, non-finite
-// loss or gradient) the weights are unchanged.
+// scheduled learning rate, in micro-batches of LearnerConfig.MicroBatch
+// sequences. On an error (bad batch, loss error, non-finite loss or
+// gradient, refused update) the weights are unchanged.
 func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats, error) {
 	if err := l.checkBatch(b, temperature); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
-	bt, err := l.workspace(len(b.Seqs), paddedLen(l.cfg, b.Seqs))
-	if err != nil {
-		return StepStats{}, fmt.Errorf("learner step: %w", err)
-	}
 	start := time.Now()
-	n := passNet(l.net, l.one, bt)
-	bt.load(b.Seqs)
-	bt.each(func(_ int, a *acts[float32]) { n.forward(a, temperature) })
-	if err := l.net.mm.Err(); err != nil {
-		return StepStats{}, fmt.Errorf("learner step: forward: %w", err)
-	}
-	lp, ent, st := l.tokenOutputs(bt, b)
-	g, err := lossFn(lp, ent)
+	g, ent, err := forwardLoss(l.eng, b, temperature, l.lc.MicroBatch, lossFn)
 	if err != nil {
-		return StepStats{}, fmt.Errorf("learner step: loss: %w", err)
-	}
-	if err := l.setUpstream(bt, b, g); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
+	st := tokenStats(b, ent)
 	forwardEnd := time.Now()
-	bt.each(func(i int, a *acts[float32]) {
-		g := l.grad
-		if i > 0 {
-			g = l.shardGrad[i-1]
-		}
-		clear(g.flat)
-		n.backward(a, g, temperature)
-	})
-	if err := l.net.mm.Err(); err != nil {
-		return StepStats{}, fmt.Errorf("learner step: backward: %w", err)
+	if err := backprop(l.eng, b, temperature, l.lc.MicroBatch, g); err != nil {
+		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
-	l.sumShardGrads(len(bt.parts) - 1)
 	backwardEnd := time.Now()
-	st.GradNorm = optim.ClipGlobalNorm(l.params, l.lc.MaxGradNorm, l.net.workers)
+	if st.GradNorm, err = l.eng.ClipGradNorm(l.lc.MaxGradNorm); err != nil {
+		return StepStats{}, fmt.Errorf("learner step: clip: %w", err)
+	}
 	if math.IsNaN(st.GradNorm) || math.IsInf(st.GradNorm, 0) {
 		return StepStats{}, fmt.Errorf("learner step: gradient norm %g: %w", st.GradNorm, ErrNonFinite)
 	}
 	// The schedule counts this optimiser's steps (restored by LoadOptimizer),
 	// not the policy version, which may include a warm start's steps.
-	st.Loss, st.LR, st.LossStats = g.Loss, l.lc.Schedule.LR(l.opt.StepCount()), g.Stats
-	if err := l.update(st.LR); err != nil {
+	st.Loss, st.LR, st.LossStats = g.Loss, l.lc.Schedule.LR(l.eng.Steps()), g.Stats
+	if err := l.eng.Update(st.LR); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
 	l.version++
@@ -321,21 +244,102 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	return st, nil
 }
 
-// update takes one AdamW step at lr after checking, on a preview, what it
-// would do: a weight or moment that would not be finite, or an update norm
-// above MaxUpdateRatio times the weights' norm, leaves weights and
-// optimiser state as they are and returns an error wrapping ErrBadUpdate.
-func (l *Learner) update(lr float64) error {
-	u, err := l.opt.Preview(l.params, lr)
-	if r := l.lc.MaxUpdateRatio; err == nil && r > 0 && u.Norm > r*u.WeightNorm {
-		err = fmt.Errorf("update norm %.4g is %.3g× the weights' norm %.4g (limit %g×)", u.Norm, u.Norm/u.WeightNorm, u.WeightNorm, r)
+// passes is the part of an Engine that a step's forward and backward
+// passes drive (the float64 CPU trainer has it too, for the tests).
+type passes interface {
+	Forward(b Batch, temperature float64, lp, ent []float64) error
+	Score(b Batch, temperature float64, lp, ent []float64) error
+	Backward(dLogp, dEntropy []float64) error
+	ZeroGrad()
+}
+
+// microBatches cuts b into batches of at most micro sequences (0: one),
+// each with b's width, and returns them with the index of each one's
+// first sequence.
+func microBatches(b Batch, micro int) (parts []Batch, first []int) {
+	w, n := b.width(), len(b.Seqs)
+	if micro <= 0 || micro >= n {
+		return []Batch{{Seqs: b.Seqs, Width: w}}, []int{0}
 	}
+	for lo := 0; lo < n; lo += micro {
+		parts = append(parts, Batch{Seqs: b.Seqs[lo:min(lo+micro, n)], Width: w})
+		first = append(first, lo)
+	}
+	return parts, first
+}
+
+// forwardLoss runs the forward pass of b on p, in micro-batches of micro
+// sequences (Score on each when there are several: backprop runs them
+// again), and the loss on the whole batch's log-probs and entropies. It
+// returns the loss's result, checked, and the entropies.
+func forwardLoss(p passes, b Batch, temperature float64, micro int, lossFn LossFunc) (loss.Result, []float64, error) {
+	w := b.width()
+	lp, ent := make([]float64, len(b.Seqs)*w), make([]float64, len(b.Seqs)*w)
+	parts, first := microBatches(b, micro)
+	run := p.Forward
+	if len(parts) > 1 {
+		run = p.Score
+	}
+	for i, mb := range parts {
+		lo, hi := first[i]*w, (first[i]+len(mb.Seqs))*w
+		if err := run(mb, temperature, lp[lo:hi], ent[lo:hi]); err != nil {
+			return loss.Result{}, nil, err
+		}
+	}
+	g, err := lossFn(lp, ent)
 	if err != nil {
-		return fmt.Errorf("lr %g: %w (not applied): %w", lr, ErrBadUpdate, err)
+		return loss.Result{}, nil, fmt.Errorf("loss: %w", err)
 	}
-	l.opt.Step(l.params, lr)
-	l.net.repack()
+	if n := len(lp); len(g.DLogp) != n || (g.DEntropy != nil && len(g.DEntropy) != n) {
+		return loss.Result{}, nil, fmt.Errorf("%w: loss gradients have %d/%d elements, want %d", ErrBadInput, len(g.DLogp), len(g.DEntropy), n)
+	}
+	if math.IsNaN(g.Loss) || math.IsInf(g.Loss, 0) {
+		return loss.Result{}, nil, fmt.Errorf("loss %g: %w", g.Loss, ErrNonFinite)
+	}
+	return g, ent, nil
+}
+
+// backprop zeros p's gradients and accumulates those of the loss result
+// g over b: one Backward after forwardLoss's single Forward, or, with
+// several micro-batches, a Forward and a Backward on each.
+func backprop(p passes, b Batch, temperature float64, micro int, g loss.Result) error {
+	p.ZeroGrad()
+	parts, first := microBatches(b, micro)
+	if len(parts) == 1 {
+		return p.Backward(g.DLogp, g.DEntropy)
+	}
+	w := b.width()
+	lp, ent := make([]float64, len(parts[0].Seqs)*w), make([]float64, len(parts[0].Seqs)*w)
+	for i, mb := range parts {
+		lo, hi := first[i]*w, (first[i]+len(mb.Seqs))*w
+		if err := p.Forward(mb, temperature, lp[:hi-lo], ent[:hi-lo]); err != nil {
+			return err
+		}
+		var dH []float64
+		if g.DEntropy != nil {
+			dH = g.DEntropy[lo:hi]
+		}
+		if err := p.Backward(g.DLogp[lo:hi], dH); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// tokenStats counts b's sequences and completion tokens and averages the
+// entropies ent ([N·Width]) over the tokens.
+func tokenStats(b Batch, ent []float64) StepStats {
+	w := b.width()
+	st := StepStats{Sequences: len(b.Seqs)}
+	var hsum float64
+	for i, s := range b.Seqs {
+		for t := range s.Completion {
+			hsum += ent[i*w+t]
+			st.Tokens++
+		}
+	}
+	st.MeanEntropy = hsum / float64(max(st.Tokens, 1))
+	return st
 }
 
 // SupervisedStep trains on gold completions (e.g. the solution plus EOS)
@@ -361,72 +365,30 @@ func (l *Learner) checkBatch(b Batch, temperature float64) error {
 	return checkSequences(l.cfg, b.Seqs)
 }
 
-// sumShardGrads adds the gradients of shards 1..k into grad, in shard
-// order, split over the workers by parameter ranges.
-func (l *Learner) sumShardGrads(k int) {
-	if k == 0 {
-		return
-	}
-	splitRows(len(l.grad.flat), l.net.workers, func(lo, hi int) {
-		for _, sg := range l.shardGrad[:k] {
-			blas32Impl.Saxpy(hi-lo, 1, sg.flat[lo:hi], 1, l.grad.flat[lo:hi], 1)
-		}
-	})
-}
-
-// tokenOutputs gathers the [N·Width] log-probs and entropies of the
-// completion tokens after a forward pass, with counts for the stats.
-func (l *Learner) tokenOutputs(bt *batch[float32], b Batch) (lp, ent []float64, st StepStats) {
-	w, v := b.width(), l.cfg.Vocab
-	lp, ent = make([]float64, len(b.Seqs)*w), make([]float64, len(b.Seqs)*w)
-	var hsum float64
-	for i, s := range b.Seqs {
-		for t, id := range s.Completion {
-			a, r := bt.row(i, s, t)
-			lp[i*w+t], ent[i*w+t] = float64(a.logp[r*v+id]), float64(a.ent[r])
-			hsum += ent[i*w+t]
-			st.Tokens++
-		}
-	}
-	st.Sequences = len(b.Seqs)
-	st.MeanEntropy = hsum / float64(max(st.Tokens, 1))
-	return lp, ent, st
-}
-
-// setUpstream checks the loss output and scatters its per-token gradients
-// onto the workspace rows.
-func (l *Learner) setUpstream(bt *batch[float32], b Batch, g loss.Result) error {
-	w, n := b.width(), len(b.Seqs)*b.width()
-	if len(g.DLogp) != n || (g.DEntropy != nil && len(g.DEntropy) != n) {
-		return fmt.Errorf("%w: loss gradients have %d/%d elements, want %d", ErrBadInput, len(g.DLogp), len(g.DEntropy), n)
-	}
-	if math.IsNaN(g.Loss) || math.IsInf(g.Loss, 0) {
-		return fmt.Errorf("loss %g: %w", g.Loss, ErrNonFinite)
-	}
-	for _, a := range bt.parts {
-		clear(a.dlp)
-		clear(a.dH)
-	}
-	for i, s := range b.Seqs {
-		for t := range s.Completion {
-			a, r := bt.row(i, s, t)
-			a.dlp[r] = g.DLogp[i*w+t]
-			if g.DEntropy != nil {
-				a.dH[r] = g.DEntropy[i*w+t]
-			}
-		}
-	}
-	return nil
-}
-
 // SaveOptimizer writes the AdamW state to dir/optimizer.safetensors.
 func (l *Learner) SaveOptimizer(dir string) error {
-	return l.opt.SaveState(filepath.Join(dir, optim.StateFileName))
+	st, err := l.eng.OptimizerState()
+	if err != nil {
+		return fmt.Errorf("save optimizer state: %w", err)
+	}
+	return l.hyper.WriteState(filepath.Join(dir, optim.StateFileName), st)
 }
 
 // LoadOptimizer restores the AdamW state saved by SaveOptimizer; a moment
 // that is not finite, or a negative second moment, is refused (optim's
-// LoadState names it).
+// ReadState names it).
 func (l *Learner) LoadOptimizer(dir string) error {
-	return l.opt.LoadState(filepath.Join(dir, optim.StateFileName), l.params)
+	path := filepath.Join(dir, optim.StateFileName)
+	var shapes []optim.Shape
+	for _, s := range newLayout(l.cfg).specs {
+		shapes = append(shapes, optim.Shape{Name: s.Name, Size: s.Size()})
+	}
+	st, err := optim.ReadState(path, shapes)
+	if err != nil {
+		return err
+	}
+	if err := l.eng.SetOptimizerState(st); err != nil {
+		return fmt.Errorf("load optimizer state %s: %w", path, err)
+	}
+	return nil
 }

@@ -225,10 +225,10 @@ func TestLearnerMemoryFlat(t *testing.T) {
 // zero) raises the policy's entropy (spec §1.9a).
 func TestLearnerWithLossPackage(t *testing.T) {
 	_, l := newTinyLearner(t, 1e-2)
-	for i := range l.net.w.flat { // a peaked starting policy, so entropy can rise
-		l.net.w.flat[i] *= 4
+	for i := range cpuOf(l).net.w.flat { // a peaked starting policy, so entropy can rise
+		cpuOf(l).net.w.flat[i] *= 4
 	}
-	l.net.repack()
+	cpuOf(l).net.repack()
 	seqs := randomSeqs(rand.New(rand.NewPCG(11, 12)), 8, 3, 5, 98)
 	b := Batch{Seqs: seqs, Width: 5}
 	lb := b.LossBatch()
@@ -391,8 +391,8 @@ func TestLearnerRollsBackBadUpdates(t *testing.T) {
 		if !errors.Is(err, ErrBadUpdate) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want ErrBadUpdate mentioning %q", tc.name, err, tc.want)
 		}
-		if l.Version() != 0 || l.opt.StepCount() != 0 {
-			t.Errorf("%s: version %d, optimiser steps %d after a rolled-back step", tc.name, l.Version(), l.opt.StepCount())
+		if l.Version() != 0 || l.eng.Steps() != 0 {
+			t.Errorf("%s: version %d, optimiser steps %d after a rolled-back step", tc.name, l.Version(), l.eng.Steps())
 		}
 		if !reflect.DeepEqual(l.Snapshot().Weights(), w0) {
 			t.Errorf("%s: weights changed by a rolled-back step", tc.name)
@@ -433,8 +433,8 @@ func TestLearnerCPUDeviceIsTheDefault(t *testing.T) {
 		learners = append(learners, l)
 	}
 	a, b := learners[0], learners[1]
-	if want := learnerShards(m.cfg, m.net.workers, false); a.shards != want || b.shards != want {
-		t.Errorf("shards %d without a device, %d with the CPU device; want %d", a.shards, b.shards, want)
+	if want := learnerShards(m.cfg, cpuModelOf(m).net.workers, false); cpuOf(a).shards != want || cpuOf(b).shards != want {
+		t.Errorf("shards %d without a device, %d with the CPU device; want %d", cpuOf(a).shards, cpuOf(b).shards, want)
 	}
 	if !reflect.DeepEqual(a.Snapshot().Weights(), b.Snapshot().Weights()) {
 		t.Error("the CPU device's step differs from the default's")

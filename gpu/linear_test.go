@@ -32,10 +32,19 @@ func (h *hostSgemm) Sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, 
 // hostDevice is a Device whose weight products go through a hostSgemm.
 type hostDevice struct{ s *hostSgemm }
 
-func (hostDevice) Name() string                   { return "host" }
-func (hostDevice) Info() string                   { return "host: CPU sgemm behind the device seam" }
-func (hostDevice) Close() error                   { return nil }
-func (d hostDevice) linear32(int) linear[float32] { return &deviceLinear{dev: d.s} }
+func (hostDevice) Name() string { return "host" }
+func (hostDevice) Info() string { return "host: CPU sgemm behind the device seam" }
+func (hostDevice) Close() error { return nil }
+
+// newEngine is the cuda device's stopgap: the CPU engine with its weight
+// products on the (host) device.
+func (d hostDevice) newEngine(cfg Config, w []float32, lc LearnerConfig) (Engine, error) {
+	return newCPUEngine(cfg, w, lc, &deviceLinear{dev: d.s})
+}
+
+func (hostDevice) newModelEngine(cfg Config, w []float32) (ModelEngine, error) {
+	return CPU{}.newModelEngine(cfg, w)
+}
 
 func randomFloats(rng *rand.Rand, n int) (s []float32) {
 	s = make([]float32, n)

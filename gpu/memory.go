@@ -20,10 +20,12 @@ var ErrMemory = errors.New("gpu: not enough memory")
 // tests and the training loop do not read the file.
 const memCheckMin = 256 << 20
 
-// The estimates below mirror the allocations of newModel, NewLearner,
-// newActs and newDecoder. They are computed in float64, so that any
-// dimensions (even ones Validate refuses) give a finite number, and
-// converted with toBytes, which saturates at math.MaxInt64.
+// The estimates below are the CPU engine's (host memory): they mirror the
+// allocations of newCPUModel, newCPUEngine, newActs and newDecoder. A
+// device engine sizes its own buffers and checks them when it is made
+// (docs/ENGINE.md). They are computed in float64, so that any dimensions
+// (even ones Validate refuses) give a finite number, and converted with
+// toBytes, which saturates at math.MaxInt64.
 
 // WeightBytes is the memory of one copy of the float32 weights:
 // NumParams × 4 bytes.
@@ -43,7 +45,8 @@ func (c Config) modelBytes() float64 {
 // copies for both products, when packed), the gradients, AdamW's two
 // moments (4 × WeightBytes), the RoPE table and the training workspace of
 // that shape (every layer's activations, attention probabilities
-// [b, heads, t, t] included).
+// [b, heads, t, t] included). With LearnerConfig.MicroBatch, b is the
+// micro-batch's size.
 func (c Config) LearnerBytes(b, t int) int64 {
 	workers := runtime.GOMAXPROCS(0)
 	shards := learnerShards(c, workers, false)
@@ -107,7 +110,7 @@ func actsBytes(c Config, b, t, workers int, train bool) float64 {
 		sig = n * m
 	}
 	floats := layers*(perLayer+sig) + resid*n*d + n*(he+d+2+2*v)
-	bytes := 4*floats + 17*n // tokens, pos, targets, rows (int32), need (bool)
+	bytes := 4*floats + 21*n // tokens, pos, targets, rows, slots (int32), need (bool)
 	if train {
 		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf
 		bytes += 4*scratch + 16*n // + dlp, dH (float64)

@@ -22,27 +22,19 @@ func newNet[F Float](cfg Config, flat []F, workers int) *net[F] {
 
 func (n *net[F]) attnShape(a *acts[F]) attnShape {
 	c := n.cfg
-	return attnShape{B: a.B, T: a.T, H: c.Heads, G: c.KVHeads, E: c.HeadDim(), start: a.start, pre: a.pre, from: a.from}
+	return attnShape{B: len(a.start) - 1, T: a.T, H: c.Heads, G: c.KVHeads, E: c.HeadDim(), start: a.start, pre: a.pre, from: a.from}
 }
 
 // acts is the workspace of B sequences of at most T rows each: every
 // activation the backward pass needs, plus scratch for the gradients. It
 // is allocated once per shape (B, T), room for B·T rows, and reused by
-// every step of that shape. The sequences' rows are packed: sequence b
-// occupies rows start[b]..start[b+1]-1 and the N = start[B] rows in use
-// are the first; no row is padding (load). A sequence whose prompt is
-// its predecessor's shares that prompt's rows but the last (pre, from).
+// every step of that shape. Its rows are laid out by its row plan (load,
+// plan.go): the N rows in use are the first, none is padding, and a
+// sequence whose prompt is its predecessor's shares that prompt's rows.
 type acts[F Float] struct {
-	B, T    int
-	N       int       // rows in use
-	start   []int32   // [B+1] first row of each sequence; start[B] = N
-	pre     []int32   // [B] positions sequence b reads from its group's first sequence (0: none)
-	from    []int32   // [B] the row of the first of them
-	tokens  []int32   // [N] input ids
-	pos     []int32   // [N] position of each row within its sequence
-	targets []int32   // [N] next token of each row (for the log-prob gather)
-	need    []bool    // [N] rows whose next-token distribution is read (completion positions)
-	rows    []int32   // the need rows in order (forward fills it): the last block runs on these only
+	B, T int // room for B sequences of T rows
+	N    int // rows in use
+	rowPlan
 	resid   [][]F     // L+1 × [N, D]: input of each block; resid[L] is the output
 	mid     [][]F     // L × [N, D]: residual after attention
 	xn1     [][]F     // L × [N, D]: input_layernorm output
@@ -93,8 +85,9 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		}
 		return s
 	}
-	a := &acts[F]{B: b, T: t, N: n, start: make([]int32, b+1), pre: make([]int32, b), from: make([]int32, b), tokens: make([]int32, n), pos: make([]int32, n), targets: make([]int32, n), need: make([]bool, n),
-		rows: make([]int32, 0, n), mid: mkL(n * d), xn1: mkL(n * d), inv1: mkL(n), qkv: mkL(n * qs),
+	plan := rowPlan{start: make([]int32, b+1), pre: make([]int32, b), from: make([]int32, b), tokens: make([]int32, n), pos: make([]int32, n),
+		targets: make([]int32, n), need: make([]bool, n), rows: make([]int32, 0, n), slots: make([]int32, 0, n)}
+	a := &acts[F]{B: b, T: t, N: n, rowPlan: plan, mid: mkL(n * d), xn1: mkL(n * d), inv1: mkL(n), qkv: mkL(n * qs),
 		probs: mkL(b * c.Heads * t * t), att: mkL(n * he), xn2: mkL(n * d), inv2: mkL(n), gu: mkL(n * 2 * m),
 		act: mkL(n * m), sig: mkL(sigLen(n, m, workers, train)), attRows: mk(n * he), xf: mk(n * d), invf: mk(n), logp: mk(n * c.Vocab), ent: mk(n),
 		dlogits: mk(n * c.Vocab)}
@@ -111,7 +104,7 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		a.dx, a.dxn, a.dqkv, a.datt = mk(n*d), mk(n*d), mk(n*qs), mk(n*he)
 		a.dgu, a.dact, a.dscores = mk(n*2*m), mk(n*m), mk(max(workers, 1)*t*t)
 	}
-	for r := range a.pos { // until load packs them: every sequence T rows
+	for r := range a.pos { // until load plans them: every sequence T rows
 		a.pos[r] = int32(r % t)
 	}
 	for i := range a.start {
@@ -235,4 +228,33 @@ func scatterRows[F Float](x []F, k int, rows []int32, d, n int) {
 		next = r
 	}
 	clear(x[:next*d])
+}
+
+// load plans seqs into the workspace (planRows; their slots with the
+// width of the longest completion).
+func (a *acts[F]) load(seqs []Sequence, share bool) {
+	planRows(&a.rowPlan, seqs, 0, Batch{Seqs: seqs}.width(), share)
+	a.N = len(a.tokens)
+}
+
+// outputs writes, after a forward pass, each need row's target log-prob
+// and entropy (vocabulary v) to its slot of lp and ent.
+func (a *acts[F]) outputs(lp, ent []float64, v int) {
+	for k, r := range a.rows {
+		lp[a.slots[k]] = float64(a.logp[int(r)*v+int(a.targets[r])])
+		ent[a.slots[k]] = float64(a.ent[r])
+	}
+}
+
+// upstream sets each need row's upstream gradients from its slot of dlp
+// and dH (nil: none) and zeros the other rows'.
+func (a *acts[F]) upstream(dlp, dH []float64) {
+	clear(a.dlp)
+	clear(a.dH)
+	for k, r := range a.rows {
+		a.dlp[r] = dlp[a.slots[k]]
+		if dH != nil {
+			a.dH[r] = dH[a.slots[k]]
+		}
+	}
 }

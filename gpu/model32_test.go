@@ -137,13 +137,7 @@ func TestGatherScatterRows(t *testing.T) {
 // products' full tiles and their edges.
 func longGroupedSeqs(vocab int) []Sequence {
 	rng := rand.New(rand.NewPCG(21, 3))
-	ids := func(n int) []int {
-		s := make([]int, n)
-		for i := range s {
-			s[i] = 3 + rng.IntN(vocab-3)
-		}
-		return s
-	}
+	ids := func(n int) []int { return randomIDs(rng, n, vocab) }
 	var seqs []Sequence
 	for _, g := range []struct{ prompt, completions []int }{{ids(12), []int{20, 3, 11, 0}}, {ids(7), []int{8, 15}}, {ids(1), []int{6}}} {
 		for _, n := range g.completions {
@@ -151,4 +145,13 @@ func longGroupedSeqs(vocab int) []Sequence {
 		}
 	}
 	return seqs
+}
+
+// randomIDs draws n token ids in [3, vocab): no PAD, BOS or EOS.
+func randomIDs(rng *rand.Rand, n, vocab int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = 3 + rng.IntN(vocab-3)
+	}
+	return s
 }

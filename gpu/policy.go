@@ -3,8 +3,6 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 )
 
 // ErrBadInput is returned (wrapped) for token sequences the model cannot
@@ -12,19 +10,15 @@ import (
 // the context.
 var ErrBadInput = errors.New("gpu: bad input")
 
-// Model is an immutable float32 Llama decoder: a config, one flat weight
-// buffer and the policy version the weights belong to. Sample and Score only
-// read the weights, so a Model is safe for concurrent use; training happens
-// in a Learner, which publishes new Models with Snapshot.
+// Model is an immutable float32 Llama decoder: a config, the weights on
+// a device's ModelEngine (one flat buffer in TensorNames order) and the
+// policy version they belong to. Sample and Score only read the weights,
+// so a Model is safe for concurrent use; training happens in a Learner,
+// which publishes new Models with Snapshot.
 type Model struct {
 	cfg     Config
 	version int64
-	net     *net[float32]
-	one     *net[float32] // net's weights, single-threaded: each shard's (shard.go)
-
-	mu       sync.Mutex
-	spare    map[[2]int]*batch[float32] // idle scoring workspaces by (B, T)
-	decoders decoderPool[float32]       // idle sampling cache
+	eng     ModelEngine
 }
 
 // NewModel returns a model with Hugging Face's initialisation drawn from
@@ -56,17 +50,9 @@ func NewModelFromWeights(cfg Config, w []float32, version int64) (*Model, error)
 	return newModel(cfg, append([]float32(nil), w...), version), nil
 }
 
-// newModel takes ownership of w.
+// newModel returns a CPU model over w, which it takes.
 func newModel(cfg Config, w []float32, version int64) *Model {
-	return newModelLike(cfg, w, version, nil)
-}
-
-// newModelLike is newModel for a copy w of the weights of net src (nil:
-// none), whose packing it copies (packLike).
-func newModelLike(cfg Config, w []float32, version int64, src *net[float32]) *Model {
-	n := newNet(cfg, w, runtime.GOMAXPROCS(0))
-	n.packLike(src)
-	return &Model{cfg: cfg, version: version, net: n, one: n.serial(), spare: map[[2]int]*batch[float32]{}}
+	return &Model{cfg: cfg, version: version, eng: newCPUModel(cfg, w, nil)}
 }
 
 // Config returns the model's dimensions.
@@ -77,10 +63,18 @@ func (m *Model) Config() Config { return m.cfg }
 func (m *Model) Version() int64 { return m.version }
 
 // NumParams is the number of scalar weights.
-func (m *Model) NumParams() int { return len(m.net.w.flat) }
+func (m *Model) NumParams() int { return m.cfg.NumParams() }
 
-// Weights returns a copy of the flat weight buffer (layout of TensorNames).
-func (m *Model) Weights() []float32 { return append([]float32(nil), m.net.w.flat...) }
+// Weights returns a copy of the flat weight buffer (layout of
+// TensorNames). It panics if the model's device cannot copy them out (a
+// device failure, not an input error).
+func (m *Model) Weights() []float32 {
+	w := make([]float32, m.NumParams())
+	if err := m.eng.ReadWeights(w, 0); err != nil {
+		panic(fmt.Sprintf("gpu: read weights: %v", err))
+	}
+	return w
+}
 
 // TensorNames lists the Hugging Face tensor names in weight-buffer order.
 func (m *Model) TensorNames() []string {
@@ -100,31 +94,9 @@ func (m *Model) Tensor(name string) ([]float32, []int, error) {
 		return nil, nil, fmt.Errorf("%w: no tensor %q", ErrBadInput, name)
 	}
 	s := l.specs[i]
-	return append([]float32(nil), m.net.w.flat[s.Offset:s.Offset+s.Size()]...), append([]int(nil), s.Shape...), nil
-}
-
-// workspace takes an idle workspace of shape (b, t) or makes one (if it
-// fits in memory); give it back with release.
-func (m *Model) workspace(b, t int) (*batch[float32], error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if bt, ok := m.spare[[2]int{b, t}]; ok {
-		delete(m.spare, [2]int{b, t})
-		return bt, nil
+	w := make([]float32, s.Size())
+	if err := m.eng.ReadWeights(w, s.Offset); err != nil {
+		return nil, nil, fmt.Errorf("tensor %q: %w", name, err)
 	}
-	shards := shardCount(b, m.net.workers)
-	need := toBytes(batchBytes(m.cfg, b, t, shards, m.net.workers, false))
-	if err := CheckMemory(fmt.Sprintf("scoring %d sequences × %d tokens", b, t), need); err != nil {
-		return nil, err
-	}
-	return newBatch[float32](m.cfg, b, t, shards, m.net.workers, false), nil
-}
-
-func (m *Model) release(bt *batch[float32]) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.spare) >= 2 { // bound the memory kept for odd shapes
-		clear(m.spare)
-	}
-	m.spare[[2]int{bt.B, bt.T}] = bt
+	return w, append([]int(nil), s.Shape...), nil
 }

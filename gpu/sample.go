@@ -86,7 +86,23 @@ type Sample struct {
 // key/value cache: one matrix product per weight matrix per step for the
 // whole batch. Same model, inputs and options give the same samples.
 func (m *Model) Sample(prompts [][]int, n int, opt SampleOptions) ([]Sample, error) {
-	return sampleNet(m.net, &m.decoders, prompts, n, opt)
+	opt, err := checkSample(m.cfg, prompts, n, opt)
+	if err != nil {
+		return nil, err
+	}
+	return m.eng.Sample(prompts, n, opt)
+}
+
+// checkSample validates Sample's arguments and returns the options the
+// engine runs: Temperature 1 when Greedy leaves it 0.
+func checkSample(c Config, prompts [][]int, n int, opt SampleOptions) (SampleOptions, error) {
+	if err := checkSampleArgs(c, prompts, n, opt); err != nil {
+		return opt, fmt.Errorf("sample: %w", err)
+	}
+	if opt.Temperature == 0 {
+		opt.Temperature = 1
+	}
+	return opt, nil
 }
 
 func checkSampleArgs(c Config, prompts [][]int, n int, opt SampleOptions) error {
@@ -122,12 +138,15 @@ func checkSampleArgs(c Config, prompts [][]int, n int, opt SampleOptions) error 
 // little work between them. Decoders come from pool (nil: allocate) and go
 // back to it.
 func sampleNet[F Float](n *net[F], pool *decoderPool[F], prompts [][]int, num int, opt SampleOptions) ([]Sample, error) {
-	if err := checkSampleArgs(n.cfg, prompts, num, opt); err != nil {
-		return nil, fmt.Errorf("sample: %w", err)
+	opt, err := checkSample(n.cfg, prompts, num, opt)
+	if err != nil {
+		return nil, err
 	}
-	if opt.Temperature == 0 {
-		opt.Temperature = 1
-	}
+	return sampleChecked(n, pool, prompts, num, opt)
+}
+
+// sampleChecked is sampleNet on arguments checkSample has passed.
+func sampleChecked[F Float](n *net[F], pool *decoderPool[F], prompts [][]int, num int, opt SampleOptions) ([]Sample, error) {
 	S := len(prompts) * num
 	out := make([]Sample, S)
 	groups := make([]sampleGroup, min(n.workers, S))

@@ -78,15 +78,15 @@ func TestSampleFloat32MatchesScoring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range m.net.w.flat { // larger weights: a peaked, non-uniform policy
-		m.net.w.flat[i] *= 4
+	for i := range cpuModelOf(m).net.w.flat { // larger weights: a peaked, non-uniform policy
+		cpuModelOf(m).net.w.flat[i] *= 4
 	}
-	m.net.repack()
+	cpuModelOf(m).net.repack()
 	samples, err := m.Sample(samplePrompts, 4, SampleOptions{Temperature: 0.9, MaxNewTokens: 16, Seeds: PromptSeeds(9, 16), EOS: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := maxScoreDiff(t, m.net, samplePrompts, samples, 0.9); d > 1e-4 {
+	if d := maxScoreDiff(t, cpuModelOf(m).net, samplePrompts, samples, 0.9); d > 1e-4 {
 		t.Errorf("float32 sampler log-probs differ from scoring by %.3g (want ≤ 1e-4)", d)
 	} else {
 		t.Logf("float32 max |sample − score| = %.3g", d)
@@ -188,7 +188,7 @@ func TestSampleReusedCache(t *testing.T) {
 	}
 	opt.MaxNewTokens = 5
 	got, _ := m.Sample(samplePrompts[1:], 2, opt)
-	want, _ := sampleNet(m.net, nil, samplePrompts[1:], 2, opt)
+	want, _ := sampleNet(cpuModelOf(m).net, nil, samplePrompts[1:], 2, opt)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("samples with a reused cache differ from a fresh cache")
 	}

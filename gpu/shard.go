@@ -79,22 +79,29 @@ func (bt *batch[F]) each(f func(i int, a *acts[F])) {
 	})
 }
 
-// load writes seqs (B of them) into the parts.
-func (bt *batch[F]) load(seqs []Sequence) {
+// load plans seqs (B of them, width completion slots each) into the
+// parts: part i's sequences, with their slots in the whole batch's
+// per-token arrays.
+func (bt *batch[F]) load(seqs []Sequence, width int) {
 	for i, a := range bt.parts {
-		a.load(seqs[bt.first[i]:bt.first[i+1]], true)
+		lo, hi := bt.first[i], bt.first[i+1]
+		planRows(&a.rowPlan, seqs[lo:hi], lo, width, true)
+		a.N = len(a.tokens)
 	}
 }
 
-// row returns the part and the row within it whose output scores
-// completion token t of sequence b.
-func (bt *batch[F]) row(b int, s Sequence, t int) (*acts[F], int) {
-	i := len(bt.parts) - 1
-	for bt.first[i] > b {
-		i--
+// forward runs n over b's sequences (B of them) and writes the log-prob
+// of each completion token and the entropy it was drawn from to its slot
+// of lp and ent ([B·Width]), zeros to the slots past each completion.
+func (bt *batch[F]) forward(n *net[F], b Batch, temp float64, lp, ent []float64) {
+	w := b.width()
+	bt.load(b.Seqs, w)
+	bt.each(func(_ int, a *acts[F]) { n.forward(a, temp) })
+	clear(lp[:len(b.Seqs)*w])
+	clear(ent[:len(b.Seqs)*w])
+	for _, a := range bt.parts {
+		a.outputs(lp, ent, n.cfg.Vocab)
 	}
-	a := bt.parts[i]
-	return a, a.completionRow(b-bt.first[i], s, t)
 }
 
 // serial returns a view of n's weights whose kernels and products run on

@@ -11,7 +11,10 @@
 //
 // Step and ClipGlobalNorm modify Param.W and Param.G in place (they are the
 // outputs) and nothing else; Step allocates only on its first call.
-// SaveState followed by LoadState gives bit-identical subsequent steps.
+// SaveState followed by LoadState gives bit-identical subsequent steps, and
+// so does State followed by SetState. WriteState and ReadState read and
+// write the same file for an optimiser kept elsewhere (a GPU engine's
+// moments), given as a State.
 //
 // Example:
 //

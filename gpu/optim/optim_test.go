@@ -513,3 +513,91 @@ func TestLoadStateRefusesBadMoments(t *testing.T) {
 		}
 	}
 }
+
+// TestStateInOut: the state handed out by State and taken back by
+// SetState (what an engine that keeps its moments elsewhere does) resumes
+// bit-identically, and WriteState/ReadState carry it through a file.
+func TestStateInOut(t *testing.T) {
+	runA, runB := newParams(1), newParams(1)
+	gA, gB := rand.New(rand.NewPCG(5, 5)), rand.New(rand.NewPCG(5, 5))
+	optA, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
+	optB, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
+	for s := 0; s < 4; s++ {
+		fillGrads(runA, gA)
+		optA.Step(runA, 1e-2)
+		if s < 2 {
+			fillGrads(runB, gB)
+			optB.Step(runB, 1e-2)
+		}
+	}
+	st := copiedState(optB)
+	optC, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
+	if err := optC.SetState(st, runB); err != nil {
+		t.Fatal(err)
+	}
+	for s := 0; s < 2; s++ {
+		fillGrads(runB, gB)
+		optC.Step(runB, 1e-2)
+	}
+	for i := range runA {
+		if !slices.Equal(runA[i].W, runB[i].W) {
+			t.Errorf("%s: resumed through State/SetState differs from uninterrupted", runA[i].Name)
+		}
+	}
+	path := filepath.Join(t.TempDir(), StateFileName)
+	if err := optC.WriteState(path, optC.State()); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadState(path, Shapes(runB))
+	if err != nil || !reflect.DeepEqual(back, optC.State()) {
+		t.Errorf("ReadState(WriteState(State())) = step %d, %v; want the state back", back.Step, err)
+	}
+}
+
+// copiedState is o's state with its moments copied, as a device hands
+// them over.
+func copiedState(o *AdamW) State {
+	st := o.State()
+	for i := range st.Moments {
+		st.Moments[i].ExpAvg = slices.Clone(st.Moments[i].ExpAvg)
+		st.Moments[i].ExpAvgSq = slices.Clone(st.Moments[i].ExpAvgSq)
+	}
+	return st
+}
+
+// TestSetStateRefuses: a state that does not fit the parameters, or holds
+// a non-finite moment, is refused naming what is wrong, and the optimiser
+// is left unchanged.
+func TestSetStateRefuses(t *testing.T) {
+	ps := newParams(1)
+	o, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
+	fillGrads(ps, rand.New(rand.NewPCG(5, 5)))
+	o.Step(ps, 1e-2)
+	st := copiedState(o)
+	bad := func(edit func(*State)) State {
+		c := State{Step: st.Step, Moments: slices.Clone(st.Moments)}
+		edit(&c)
+		return c
+	}
+	nan := slices.Clone(st.Moments[0].ExpAvg)
+	nan[1] = float32(math.NaN())
+	for _, tc := range []struct {
+		name string
+		st   State
+		want string
+	}{
+		{"too few", bad(func(s *State) { s.Moments = s.Moments[:1] }), "1 moments for 2 parameters"},
+		{"renamed", bad(func(s *State) { s.Moments[0].Name = "other" }), `moments 0 are "other"`},
+		{"resized", bad(func(s *State) { s.Moments[1].ExpAvgSq = s.Moments[1].ExpAvgSq[:1] }), `parameter "norm.weight"`},
+		{"NaN", bad(func(s *State) { s.Moments[0].ExpAvg = nan }), "exp_avg[1] = NaN"},
+		{"negative step", bad(func(s *State) { s.Step = -1 }), "step -1"},
+	} {
+		fresh, _ := NewAdamW(1e-2, 0.9, 0.99, 1e-8, 0.1)
+		if err := fresh.SetState(tc.st, ps); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: SetState error %v, want ErrState containing %q", tc.name, err, tc.want)
+		}
+		if fresh.StepCount() != 0 || fresh.state != nil {
+			t.Errorf("%s: a refused state changed the optimiser", tc.name)
+		}
+	}
+}
