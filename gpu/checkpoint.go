@@ -25,24 +25,75 @@ const WeightsFileName = "model.safetensors"
 // metaVersion is the safetensors metadata key holding the policy version.
 const metaVersion = "mgrpo_policy_version"
 
-// HFConfig converts c to a Hugging Face LlamaConfig (config.json keys),
-// float32 weights, with the given special token ids (-1 for none).
+// HFConfig converts c to a Hugging Face config (config.json keys of its
+// model type), float32 weights, with the given special token ids (-1 for
+// none).
 func (c Config) HFConfig(bos, eos, pad int) hfconfig.LlamaConfig {
 	h := hfconfig.New(c.Vocab, c.Hidden, c.MLP, c.Layers, c.Heads, c.Context, c.TieEmbeddings)
 	h.NumKeyValueHeads, h.RopeTheta, h.RMSNormEps = c.KVHeads, c.RopeTheta, c.NormEps
 	h.BOSTokenID, h.EOSTokenID, h.PadTokenID = bos, eos, pad
+	if c.Arch != "" {
+		h.SetModelType(c.Arch)
+	}
+	h.HeadDim = c.HeadDim()
+	if s := c.RopeScaling; s.enabled() {
+		h.RopeScaling = &hfconfig.RopeScaling{RopeType: hfconfig.RopeLlama3, Factor: s.Factor,
+			LowFreqFactor: s.LowFreqFactor, HighFreqFactor: s.HighFreqFactor, OriginalMaxPositionEmbeddings: s.OriginalContext}
+	}
 	return h
 }
 
-// ConfigFromHF converts a validated Hugging Face LlamaConfig to a Config.
+// ConfigFromHF converts a validated Hugging Face config to a Config,
+// refusing what the model's layers do not compute yet (implemented).
 func ConfigFromHF(h hfconfig.LlamaConfig) (Config, error) {
+	c, err := configFromHF(h)
+	if err != nil {
+		return Config{}, err
+	}
+	return c, c.implemented()
+}
+
+// configFromHF is ConfigFromHF without the implemented check. A Llama
+// config gets the empty Arch and HeadWidth 0 (head_dim = hidden/heads),
+// so that its Config is the same as before Arch existed.
+func configFromHF(h hfconfig.LlamaConfig) (Config, error) {
 	if err := h.Validate(); err != nil {
 		return Config{}, err
 	}
 	c := Config{Vocab: h.VocabSize, Hidden: h.HiddenSize, Layers: h.NumHiddenLayers, Heads: h.NumAttentionHeads,
 		KVHeads: h.NumKeyValueHeads, MLP: h.IntermediateSize, Context: h.MaxPositionEmbeddings,
 		RopeTheta: h.RopeTheta, NormEps: h.RMSNormEps, TieEmbeddings: h.TieWordEmbeddings}
+	if h.ModelType != hfconfig.ModelLlama {
+		c.Arch = h.ModelType
+	}
+	if h.HiddenSize%h.NumAttentionHeads != 0 || h.HeadDim != h.HiddenSize/h.NumAttentionHeads {
+		c.HeadWidth = h.HeadDim
+	}
+	if s := h.RopeScaling; s != nil {
+		c.RopeScaling = RopeScaling{Factor: s.Factor, LowFreqFactor: s.LowFreqFactor,
+			HighFreqFactor: s.HighFreqFactor, OriginalContext: s.OriginalMaxPositionEmbeddings}
+	}
 	return c, c.Validate()
+}
+
+// implemented refuses, naming the config.json key, what Config describes
+// but the forward and backward passes, sampling and scoring do not compute
+// yet: Qwen2's q/k/v biases, Qwen3's q/k norms, a head_dim other than
+// hidden/heads and llama3 RoPE scaling (issue 28). Loading such a
+// checkpoint would otherwise give wrong log-probs without an error.
+func (c Config) implemented() error {
+	bad := func(key string, val any) error {
+		return fmt.Errorf("%w: %s = %v: not implemented by the model yet", ErrBadConfig, key, val)
+	}
+	switch {
+	case c.QKVBias() || c.QKNorm():
+		return bad("model_type", c.Arch)
+	case c.HeadWidth != 0:
+		return bad("head_dim", c.HeadWidth)
+	case c.RopeScaling.enabled():
+		return bad("rope_scaling.rope_type", hfconfig.RopeLlama3)
+	}
+	return nil
 }
 
 // SaveCheckpoint writes dir/config.json (Hugging Face LlamaConfig keys),

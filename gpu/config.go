@@ -11,7 +11,15 @@ import (
 // describe a Llama decoder.
 var ErrBadConfig = errors.New("gpu: bad model config")
 
-// Config gives the dimensions of the Llama decoder (DESIGN §4).
+// Decoder families (Config.Arch), named by Hugging Face's model_type.
+const (
+	ArchLlama = hfconfig.ModelLlama // DESIGN §4; also the empty Arch
+	ArchQwen2 = hfconfig.ModelQwen2 // biases on q, k and v (QKVBias)
+	ArchQwen3 = hfconfig.ModelQwen3 // RMSNorm over each query and key head (QKNorm)
+)
+
+// Config gives the dimensions of the Llama decoder (DESIGN §4), or of a
+// Qwen2 or Qwen3 one (Arch).
 type Config struct {
 	// Vocab is the number of token ids (the tokenizer's VocabSize).
 	Vocab int `json:"vocab"`
@@ -34,6 +42,13 @@ type Config struct {
 	NormEps float64 `json:"norm_eps"`
 	// TieEmbeddings makes lm_head share the token-embedding matrix.
 	TieEmbeddings bool `json:"tie_embeddings"`
+	// Arch is the decoder family: "" or ArchLlama, ArchQwen2 or ArchQwen3.
+	Arch string `json:"arch,omitempty"`
+	// HeadWidth is the per-head width E when it is not Hidden/Heads (as
+	// Qwen3's head_dim may be); 0 means Hidden/Heads. HeadDim returns E.
+	HeadWidth int `json:"head_width,omitempty"`
+	// RopeScaling is Llama 3.x's RoPE frequency scaling; zero for none.
+	RopeScaling RopeScaling `json:"rope_scaling,omitzero"`
 }
 
 // Vocabulary size and context length of the presets: the built-in character
@@ -82,8 +97,30 @@ const (
 	MaxParams  = 1 << 38               // scalar weights: 1 TiB of float32
 )
 
-// HeadDim is the per-head width E = Hidden/Heads.
-func (c Config) HeadDim() int { return c.Hidden / c.Heads }
+// HeadDim is the per-head width E: HeadWidth if set, else Hidden/Heads.
+func (c Config) HeadDim() int {
+	if c.HeadWidth > 0 {
+		return c.HeadWidth
+	}
+	return c.Hidden / c.Heads
+}
+
+// headDim is HeadDim, defined for any dimensions (the estimates').
+func (c Config) headDim() int {
+	if c.HeadWidth > 0 {
+		return c.HeadWidth
+	}
+	return c.Hidden / max(c.Heads, 1)
+}
+
+// QKVBias reports whether the q, k and v projections have biases (Qwen2):
+// q_proj.bias [H·E], k_proj.bias and v_proj.bias [G·E].
+func (c Config) QKVBias() bool { return c.Arch == ArchQwen2 }
+
+// QKNorm reports whether each query and key head is RMSNormed (weights
+// q_norm, k_norm [E], eps NormEps) after the projection and before RoPE
+// (Qwen3).
+func (c Config) QKNorm() bool { return c.Arch == ArchQwen3 }
 
 // Validate reports the first dimension that cannot describe a Llama decoder.
 func (c Config) Validate() error {
@@ -101,7 +138,11 @@ func (c Config) Validate() error {
 		return bad("%v", err)
 	}
 	switch {
-	case c.Hidden%c.Heads != 0:
+	case c.Arch != "" && c.Arch != ArchLlama && c.Arch != ArchQwen2 && c.Arch != ArchQwen3:
+		return bad("arch = %q: want %q, %q or %q", c.Arch, ArchLlama, ArchQwen2, ArchQwen3)
+	case c.HeadWidth < 0:
+		return bad("head_width = %d: must be ≥ 0 (0: hidden/heads)", c.HeadWidth)
+	case c.HeadWidth == 0 && c.Hidden%c.Heads != 0:
 		return bad("hidden = %d is not a multiple of heads = %d", c.Hidden, c.Heads)
 	case c.Heads%c.KVHeads != 0:
 		return bad("heads = %d is not a multiple of kv_heads = %d", c.Heads, c.KVHeads)
@@ -111,6 +152,9 @@ func (c Config) Validate() error {
 		return bad("rope_theta = %g: must be > 0", c.RopeTheta)
 	case !(c.NormEps > 0):
 		return bad("norm_eps = %g: must be > 0", c.NormEps)
+	}
+	if err := c.RopeScaling.validate(); err != nil {
+		return bad("%v", err)
 	}
 	return nil
 }
@@ -123,7 +167,7 @@ func (c Config) checkBounds() error {
 		val, max int
 	}{
 		{"vocab", c.Vocab, MaxVocab}, {"hidden", c.Hidden, MaxDim}, {"layers", c.Layers, MaxLayers},
-		{"heads", c.Heads, MaxDim}, {"kv_heads", c.KVHeads, MaxDim}, {"mlp", c.MLP, MaxDim},
+		{"heads", c.Heads, MaxDim}, {"kv_heads", c.KVHeads, MaxDim}, {"mlp", c.MLP, MaxDim}, {"head_width", c.HeadWidth, MaxDim},
 		{"context", c.Context, MaxContext},
 	} {
 		if b.val > b.max {
@@ -139,8 +183,14 @@ func (c Config) checkBounds() error {
 // params is NumParams in float64, safe for any dimensions.
 func (c Config) params() float64 {
 	d, m, v := float64(c.Hidden), float64(c.MLP), float64(c.Vocab)
-	e := float64(c.Hidden / max(c.Heads, 1))
+	e := float64(c.headDim())
 	perLayer := 2*d + d*float64(c.Heads+2*c.KVHeads)*e + float64(c.Heads)*e*d + 3*d*m
+	if c.QKVBias() {
+		perLayer += float64(c.Heads+2*c.KVHeads) * e
+	}
+	if c.QKNorm() {
+		perLayer += 2 * e
+	}
 	p := v*d + float64(c.Layers)*perLayer + d
 	if !c.TieEmbeddings {
 		p += v * d

@@ -111,13 +111,15 @@ func rmsnormBackwardRows[F Float](dx, dy, x, inv, w []F, d int, lo, hi int) {
 }
 
 // ropeTable returns cos and sin of pos·θ^(−2i/e) for pos < context, i < e/2
-// ([context, e/2] each); Hugging Face duplicates them over both halves.
+// ([context, e/2] each; the frequencies of ropeFreqs); Hugging Face
+// duplicates them over both halves.
 func ropeTable[F Float](context, e int, theta float64) (cos, sin []F) {
 	half := e / 2
+	freqs := ropeFreqs(e, theta, RopeScaling{})
 	cos, sin = make([]F, context*half), make([]F, context*half)
 	for p := 0; p < context; p++ {
 		for i := 0; i < half; i++ {
-			a := float64(p) * math.Pow(theta, -float64(2*i)/float64(e))
+			a := float64(p) * freqs[i]
 			cos[p*half+i], sin[p*half+i] = F(math.Cos(a)), F(math.Sin(a))
 		}
 	}

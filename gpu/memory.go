@@ -37,7 +37,7 @@ func (c Config) ModelBytes() int64 { return toBytes(c.modelBytes()) }
 
 func (c Config) modelBytes() float64 {
 	nt, _ := packedBytes(c)
-	return 4*c.params() + nt + 4*float64(c.Context)*float64(c.Hidden/max(c.Heads, 1))
+	return 4*c.params() + nt + 4*float64(c.Context)*float64(c.headDim())
 }
 
 // LearnerBytes is the memory a Learner needs to train batches of b
@@ -84,7 +84,7 @@ func (c Config) SampleBytes(prompts, n, promptLen, newTokens int) int64 {
 // rows rows per step (newDecoder), plus sampleNet's per-sequence state and
 // outputs of up to newTokens tokens each.
 func sampleBytes(c Config, slots, tmax, rows, newTokens float64, workers int) float64 {
-	d, m, v, e := float64(c.Hidden), float64(c.MLP), float64(c.Vocab), float64(c.Hidden/max(c.Heads, 1))
+	d, m, v, e := float64(c.Hidden), float64(c.MLP), float64(c.Vocab), float64(c.headDim())
 	h, g, k := float64(c.Heads), float64(c.KVHeads), float64(workers)
 	cache := 2 * float64(c.Layers) * slots * tmax * g * e
 	perRow := 2*d + 1 + (h+2*g)*e + h*e + 4*m + v + 3 // x, xn, inv, qkv, att, gu, act, sig, logits; tok, pos, slot
@@ -98,13 +98,16 @@ func sampleBytes(c Config, slots, tmax, rows, newTokens float64, workers int) fl
 func actsBytes(c Config, b, t, workers int, train bool) float64 {
 	n, tf := float64(b)*float64(t), float64(t)
 	d, m, v := float64(c.Hidden), float64(c.MLP), float64(c.Vocab)
-	e := float64(c.Hidden / max(c.Heads, 1))
+	e := float64(c.headDim())
 	qs, he := float64(c.Heads+2*c.KVHeads)*e, float64(c.Heads)*e
 	layers, resid := 1.0, min(float64(c.Layers)+1, 2)
 	if train {
 		layers, resid = float64(c.Layers), float64(c.Layers)+1
 	}
 	perLayer := n*(3*d+2+qs+he+3*m) + float64(b)*float64(c.Heads)*tf*tf
+	if c.QKNorm() { // each q and k head before its norm, and its 1/rms
+		perLayer += n * float64(c.Heads+c.KVHeads) * (e + 1)
+	}
 	sig := float64(max(workers, 1)) * m // forward-only: a scratch row per worker (sigLen)
 	if train {
 		sig = n * m

@@ -13,5 +13,5 @@ func ExampleNew() {
 	fmt.Println(c.Validate())
 	// Output:
 	// <nil> 32 4 10000 1e-06
-	// hfconfig: invalid Llama config: num_attention_heads = 4: not divisible by num_key_value_heads 3
+	// hfconfig: invalid config: num_attention_heads = 4: not divisible by num_key_value_heads 3
 }

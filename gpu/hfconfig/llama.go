@@ -15,7 +15,7 @@ import (
 const FileName = "config.json"
 
 // ErrInvalid is wrapped by every validation error.
-var ErrInvalid = errors.New("hfconfig: invalid Llama config")
+var ErrInvalid = errors.New("hfconfig: invalid config")
 
 // Upper bounds Validate puts on the sizes, far above any Llama released
 // (Llama 3.1 405B: vocabulary 128256, hidden 16384, MLP 53248, 126 layers,
@@ -33,12 +33,14 @@ const (
 	MaxPositions = 1 << 17
 )
 
-// LlamaConfig is the transformers LlamaConfig, with the JSON keys of
+// LlamaConfig is the transformers config of a Llama-family decoder
+// (LlamaConfig, Qwen2Config or Qwen3Config), with the JSON keys of
 // config.json.
 type LlamaConfig struct {
-	// Architectures is ["LlamaForCausalLM"].
+	// Architectures is ["LlamaForCausalLM"] (or the Qwen classes, CausalLM).
 	Architectures []string `json:"architectures"`
-	// ModelType is "llama".
+	// ModelType is "llama", "qwen2" or "qwen3" (ModelLlama, ModelQwen2,
+	// ModelQwen3).
 	ModelType string `json:"model_type"`
 	// VocabSize is the number of token ids (rows of embed_tokens).
 	VocabSize int `json:"vocab_size"`
@@ -53,7 +55,8 @@ type LlamaConfig struct {
 	// NumKeyValueHeads is the number of key/value heads (grouped-query
 	// attention when smaller than NumAttentionHeads).
 	NumKeyValueHeads int `json:"num_key_value_heads"`
-	// HeadDim is the per-head width; must equal HiddenSize/NumAttentionHeads.
+	// HeadDim is the per-head width: HiddenSize/NumAttentionHeads unless
+	// the file says otherwise (Qwen3's default is 128).
 	HeadDim int `json:"head_dim"`
 	// MaxPositionEmbeddings is the longest sequence (prompt + completion).
 	MaxPositionEmbeddings int `json:"max_position_embeddings"`
@@ -61,11 +64,14 @@ type LlamaConfig struct {
 	RMSNormEps float64 `json:"rms_norm_eps"`
 	// RopeTheta is the RoPE base frequency.
 	RopeTheta float64 `json:"rope_theta"`
-	// RopeScaling must be null: scaled RoPE variants are not implemented.
-	RopeScaling json.RawMessage `json:"rope_scaling"`
+	// RopeScaling is Llama 3.x's RoPE frequency scaling, nil for none (a
+	// rope_scaling of null or of rope_type "default"); other scalings are
+	// refused (rope.go).
+	RopeScaling *RopeScaling `json:"-"`
 	// RopeParameters is where transformers 5 writes RoPE's settings
 	// ({"rope_theta": θ, "rope_type": "default"}); when present its theta
-	// is RopeTheta, and a rope_type other than "default" is refused.
+	// is RopeTheta and its llama3 scaling RopeScaling, and any other
+	// rope_type is refused.
 	RopeParameters json.RawMessage `json:"rope_parameters,omitempty"`
 	// TieWordEmbeddings makes lm_head share embed_tokens' weight.
 	TieWordEmbeddings bool `json:"tie_word_embeddings"`
@@ -81,18 +87,21 @@ type LlamaConfig struct {
 	PadTokenID int `json:"-"`
 	// TorchDtype is the dtype of the weights file, "float32" for mgrpo's own.
 	TorchDtype string `json:"torch_dtype"`
-	// AttentionBias must be false (no biases in q/k/v/o).
+	// AttentionBias must be false for Llama and Qwen3 (it would put a
+	// bias on o_proj); Qwen2 ignores it, as transformers does (its q, k
+	// and v always have biases, its o_proj never).
 	AttentionBias bool `json:"attention_bias"`
 	// MLPBias must be false (no biases in the MLP).
 	MLPBias bool `json:"mlp_bias"`
 }
 
-// tokenIDs is the JSON form of the id keys, which may be null or (for
-// eos_token_id) a list.
-type tokenIDs struct {
-	BOS json.RawMessage `json:"bos_token_id"`
-	EOS json.RawMessage `json:"eos_token_id"`
-	Pad json.RawMessage `json:"pad_token_id"`
+// rawKeys holds the keys whose JSON form the struct cannot take as is:
+// ids that may be null or (for eos_token_id) a list, and rope_scaling.
+type rawKeys struct {
+	BOS         json.RawMessage `json:"bos_token_id"`
+	EOS         json.RawMessage `json:"eos_token_id"`
+	Pad         json.RawMessage `json:"pad_token_id"`
+	RopeScaling json.RawMessage `json:"rope_scaling"`
 }
 
 // New returns a float32 Llama config with the given sizes and the defaults
@@ -100,7 +109,7 @@ type tokenIDs struct {
 // NumKeyValueHeads = heads and HeadDim = hidden/heads. Call Validate.
 func New(vocab, hidden, intermediate, layers, heads, maxPos int, tied bool) LlamaConfig {
 	c := LlamaConfig{
-		Architectures: []string{"LlamaForCausalLM"}, ModelType: "llama",
+		Architectures: []string{CausalLM(ModelLlama)}, ModelType: ModelLlama,
 		VocabSize: vocab, HiddenSize: hidden, IntermediateSize: intermediate,
 		NumHiddenLayers: layers, NumAttentionHeads: heads, NumKeyValueHeads: heads,
 		MaxPositionEmbeddings: maxPos, RMSNormEps: 1e-6, RopeTheta: 10000,
@@ -114,19 +123,32 @@ func New(vocab, hidden, intermediate, layers, heads, maxPos int, tied bool) Llam
 }
 
 // UnmarshalJSON decodes config.json, accepting null/list token ids and
-// filling transformers defaults for missing keys (package doc).
+// filling transformers defaults for missing keys (package doc). A key
+// that would change the model's maths in a way not implemented (a sliding
+// window, experts, a scaled RoPE other than llama3: checkKeys) is refused
+// here, by name.
 func (c *LlamaConfig) UnmarshalJSON(b []byte) error {
 	type plain LlamaConfig // no methods: avoids recursion
 	var p plain
-	var ids tokenIDs
+	var ids rawKeys
+	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(b, &ids); err != nil {
 		return err
 	}
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
 	*c = LlamaConfig(p)
+	if err := checkKeys(keys); err != nil {
+		return err
+	}
 	var err error
+	if c.RopeScaling, err = parseRopeScaling("rope_scaling", ids.RopeScaling); err != nil {
+		return err
+	}
 	if c.BOSTokenID, _, err = decodeID("bos_token_id", ids.BOS); err != nil {
 		return err
 	}
@@ -139,26 +161,31 @@ func (c *LlamaConfig) UnmarshalJSON(b []byte) error {
 	if err := c.readRopeParameters(); err != nil {
 		return err
 	}
-	c.fillDefaults()
+	c.fillDefaults(keys)
 	return nil
 }
 
-// readRopeParameters takes rope_theta from rope_parameters when the config
-// has them (transformers 5), so such a checkpoint does not silently get
-// the default θ.
+// readRopeParameters takes rope_theta and a llama3 scaling from
+// rope_parameters when the config has them (transformers 5), so such a
+// checkpoint does not silently get the default θ or no scaling.
 func (c *LlamaConfig) readRopeParameters() error {
 	if len(c.RopeParameters) == 0 || string(c.RopeParameters) == "null" {
 		return nil
 	}
 	var rp struct {
 		Theta float64 `json:"rope_theta"`
-		Type  string  `json:"rope_type"`
 	}
 	if err := json.Unmarshal(c.RopeParameters, &rp); err != nil {
-		return fmt.Errorf("%w: rope_parameters = %s: %v", ErrInvalid, c.RopeParameters, err)
+		return fmt.Errorf("%w: rope_parameters = %s: %v", ErrInvalid, compact(c.RopeParameters), err)
 	}
-	if rp.Type != "" && rp.Type != "default" {
-		return fmt.Errorf("%w: rope_parameters.rope_type = %q: scaled RoPE is not supported", ErrInvalid, rp.Type)
+	s, err := parseRopeScaling("rope_parameters", c.RopeParameters)
+	switch {
+	case err != nil:
+		return err
+	case s != nil && c.RopeScaling == nil:
+		c.RopeScaling = s
+	case s != nil && *s != *c.RopeScaling:
+		return fmt.Errorf("%w: rope_parameters = %s: disagrees with rope_scaling", ErrInvalid, compact(c.RopeParameters))
 	}
 	switch {
 	case rp.Theta == 0:
@@ -173,19 +200,24 @@ func (c *LlamaConfig) readRopeParameters() error {
 // MarshalJSON encodes config.json; -1 token ids become null.
 func (c LlamaConfig) MarshalJSON() ([]byte, error) {
 	type plain LlamaConfig
-	type out struct {
+	type out struct { // its own keys hide plain's of the same name
 		plain
-		BOS any `json:"bos_token_id"`
-		EOS any `json:"eos_token_id"`
-		Pad any `json:"pad_token_id"`
+		AttentionBias    any `json:"attention_bias,omitempty"`
+		MLPBias          any `json:"mlp_bias,omitempty"`
+		UseSlidingWindow any `json:"use_sliding_window,omitempty"`
+		RopeScaling      any `json:"rope_scaling"`
+		BOS              any `json:"bos_token_id"`
+		EOS              any `json:"eos_token_id"`
+		Pad              any `json:"pad_token_id"`
 	}
 	o := out{plain: plain(c), BOS: idOrNull(c.BOSTokenID), EOS: idOrNull(c.EOSTokenID), Pad: idOrNull(c.PadTokenID)}
 	if len(c.EOSTokenIDs) > 0 {
 		o.EOS = c.EOSTokenIDs
 	}
-	if o.RopeScaling == nil {
-		o.RopeScaling = json.RawMessage("null")
+	if c.RopeScaling != nil {
+		o.RopeScaling = c.RopeScaling
 	}
+	o.AttentionBias, o.MLPBias, o.UseSlidingWindow = c.biasKeys()
 	return json.Marshal(o)
 }
 
@@ -213,9 +245,18 @@ func decodeID(key string, raw json.RawMessage) (int, []int, error) {
 }
 
 // fillDefaults applies the transformers defaults for keys absent (zero).
-func (c *LlamaConfig) fillDefaults() {
+// Qwen2Config and Qwen3Config default num_key_value_heads to 32 when the
+// key is absent (to num_attention_heads when it is null), and Qwen3Config
+// head_dim to 128.
+func (c *LlamaConfig) fillDefaults(keys map[string]json.RawMessage) {
+	if _, ok := keys["num_key_value_heads"]; !ok && (c.ModelType == ModelQwen2 || c.ModelType == ModelQwen3) {
+		c.NumKeyValueHeads = qwenKVHeads
+	}
 	if c.NumKeyValueHeads == 0 {
 		c.NumKeyValueHeads = c.NumAttentionHeads
+	}
+	if c.HeadDim == 0 && c.ModelType == ModelQwen3 {
+		c.HeadDim = qwen3HeadDim
 	}
 	if c.HeadDim == 0 && c.NumAttentionHeads > 0 {
 		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
@@ -255,26 +296,27 @@ func (c LlamaConfig) Validate() error {
 		}
 	}
 	switch {
-	case c.ModelType != "llama":
-		return bad("model_type", c.ModelType, `want "llama"`)
-	case c.HiddenSize%c.NumAttentionHeads != 0:
+	case CausalLM(c.ModelType) == "":
+		return bad("model_type", c.ModelType, `want "llama", "qwen2" or "qwen3"`)
+	case c.HiddenSize%c.NumAttentionHeads != 0 && c.HeadDim == c.HiddenSize/c.NumAttentionHeads:
 		return bad("hidden_size", c.HiddenSize, fmt.Sprintf("not divisible by num_attention_heads %d", c.NumAttentionHeads))
 	case c.NumAttentionHeads%c.NumKeyValueHeads != 0:
 		return bad("num_attention_heads", c.NumAttentionHeads, fmt.Sprintf("not divisible by num_key_value_heads %d", c.NumKeyValueHeads))
-	case c.HeadDim != c.HiddenSize/c.NumAttentionHeads:
-		return bad("head_dim", c.HeadDim, fmt.Sprintf("must equal hidden_size/num_attention_heads = %d", c.HiddenSize/c.NumAttentionHeads))
 	case !(c.RMSNormEps > 0):
 		return bad("rms_norm_eps", c.RMSNormEps, "must be positive")
 	case !(c.RopeTheta > 0):
 		return bad("rope_theta", c.RopeTheta, "must be positive")
 	case c.HiddenAct != "silu":
 		return bad("hidden_act", c.HiddenAct, `only "silu" is supported`)
-	case c.AttentionBias:
-		return bad("attention_bias", true, "biases are not supported")
+	case c.AttentionBias && c.ModelType != ModelQwen2:
+		return bad("attention_bias", true, "a bias on o_proj is not supported")
 	case c.MLPBias:
-		return bad("mlp_bias", true, "biases are not supported")
-	case len(c.RopeScaling) > 0 && string(c.RopeScaling) != "null":
-		return bad("rope_scaling", string(c.RopeScaling), "scaled RoPE is not supported")
+		return bad("mlp_bias", true, "biases in the MLP are not supported")
+	}
+	if c.RopeScaling != nil {
+		if err := c.RopeScaling.validate("rope_scaling"); err != nil {
+			return err
+		}
 	}
 	for _, id := range []struct {
 		key string
@@ -292,14 +334,14 @@ func Read(dir string) (LlamaConfig, error) {
 	path := filepath.Join(dir, FileName)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return LlamaConfig{}, fmt.Errorf("read llama config: %w", err)
+		return LlamaConfig{}, fmt.Errorf("read config: %w", err)
 	}
 	var c LlamaConfig
 	if err := json.Unmarshal(b, &c); err != nil {
-		return LlamaConfig{}, fmt.Errorf("read llama config %s: %w", path, err)
+		return LlamaConfig{}, fmt.Errorf("read config %s: %w", path, err)
 	}
 	if err := c.Validate(); err != nil {
-		return LlamaConfig{}, fmt.Errorf("read llama config %s: %w", path, err)
+		return LlamaConfig{}, fmt.Errorf("read config %s: %w", path, err)
 	}
 	return c, nil
 }
@@ -308,19 +350,19 @@ func Read(dir string) (LlamaConfig, error) {
 // fsync, rename, fsync dir), indented with two spaces as transformers does.
 func Write(dir string, c LlamaConfig) error {
 	if err := c.Validate(); err != nil {
-		return fmt.Errorf("write llama config %s: %w", dir, err)
+		return fmt.Errorf("write config %s: %w", dir, err)
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("write llama config %s: %w", dir, err)
+		return fmt.Errorf("write config %s: %w", dir, err)
 	}
 	var out bytes.Buffer
 	if err := json.Indent(&out, b, "", "  "); err != nil {
-		return fmt.Errorf("write llama config %s: %w", dir, err)
+		return fmt.Errorf("write config %s: %w", dir, err)
 	}
 	out.WriteByte('\n')
 	if err := atomicfile.WriteBytes(filepath.Join(dir, FileName), out.Bytes()); err != nil {
-		return fmt.Errorf("write llama config %s: %w", dir, err)
+		return fmt.Errorf("write config %s: %w", dir, err)
 	}
 	return nil
 }

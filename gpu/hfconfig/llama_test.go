@@ -99,13 +99,19 @@ func TestValidate(t *testing.T) {
 		{"largest", func(c *LlamaConfig) { c.MaxPositionEmbeddings, c.NumHiddenLayers = 1<<17, 1024 }, ""},
 		{"heads", func(c *LlamaConfig) { c.NumAttentionHeads, c.NumKeyValueHeads = 3, 3; c.HeadDim = 21 }, "hidden_size = 64: not divisible by num_attention_heads 3"},
 		{"kv heads", func(c *LlamaConfig) { c.NumKeyValueHeads = 3 }, "num_attention_heads = 4: not divisible by num_key_value_heads 3"},
-		{"head dim", func(c *LlamaConfig) { c.HeadDim = 32 }, "head_dim = 32"},
+		{"head dim", func(c *LlamaConfig) { c.HeadDim = 0 }, "head_dim = 0: must be positive"},
+		{"explicit head dim", func(c *LlamaConfig) { c.HeadDim = 32 }, ""},
+		{"explicit head dim, hidden not divisible", func(c *LlamaConfig) { c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim = 3, 3, 32 }, ""},
 		{"eps", func(c *LlamaConfig) { c.RMSNormEps = -1 }, "rms_norm_eps"},
 		{"act", func(c *LlamaConfig) { c.HiddenAct = "gelu" }, "hidden_act = gelu"},
 		{"bias", func(c *LlamaConfig) { c.MLPBias = true }, "mlp_bias"},
-		{"rope scaling", func(c *LlamaConfig) { c.RopeScaling = json.RawMessage(`{"rope_type":"llama3"}`) }, "rope_scaling"},
+		{"o bias", func(c *LlamaConfig) { c.AttentionBias = true }, "attention_bias = true: a bias on o_proj"},
+		{"rope scaling", func(c *LlamaConfig) { c.RopeScaling = &RopeScaling{RopeType: "llama3"} }, "rope_scaling.factor = 0: must be at least 1"},
 		{"eos range", func(c *LlamaConfig) { c.EOSTokenID = 98 }, "eos_token_id = 98"},
-		{"model type", func(c *LlamaConfig) { c.ModelType = "qwen2" }, "model_type = qwen2"},
+		{"model type", func(c *LlamaConfig) { c.ModelType = "mistral" }, `model_type = mistral: want "llama", "qwen2" or "qwen3"`},
+		{"qwen2", func(c *LlamaConfig) { c.SetModelType(ModelQwen2) }, ""},
+		{"qwen2 ignores attention_bias", func(c *LlamaConfig) { c.SetModelType(ModelQwen2); c.AttentionBias = true }, ""},
+		{"qwen3 o bias", func(c *LlamaConfig) { c.SetModelType(ModelQwen3); c.AttentionBias = true }, "attention_bias = true"},
 	}
 	for _, tc := range cases {
 		c := New(98, 64, 192, 2, 4, 64, false)
@@ -148,7 +154,10 @@ func TestRopeParameters(t *testing.T) {
 		{"neither", ``, 10000, ""},
 		{"null", `"rope_parameters": null`, 10000, ""},
 		{"both, different", `"rope_theta": 10000, "rope_parameters": {"rope_theta": 500000}`, 0, "rope_parameters.rope_theta = 500000"},
-		{"scaled", `"rope_parameters": {"rope_theta": 500000, "rope_type": "llama3"}`, 0, `rope_type = "llama3"`},
+		{"scaled, incomplete", `"rope_parameters": {"rope_theta": 500000, "rope_type": "llama3"}`, 0, `rope_parameters.factor is missing`},
+		{"scaled", `"rope_parameters": {"rope_theta": 500000, "rope_type": "llama3", "factor": 32.0,
+		  "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}`, 500000, ""},
+		{"yarn", `"rope_parameters": {"rope_theta": 500000, "rope_type": "yarn", "factor": 4.0}`, 0, `rope_parameters.rope_type = "yarn"`},
 		{"not an object", `"rope_parameters": 3`, 0, "rope_parameters = 3"},
 	} {
 		doc := "{" + base
