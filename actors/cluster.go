@@ -44,7 +44,7 @@ func startNode(cfg *config.Config, learner bool, bound int, mp metric.MeterProvi
 	if err := checkMessageBound(cfg, bound); err != nil {
 		return nil, err
 	}
-	o := node.Options{Name: cl.Name, Host: cl.Host, Port: cl.Port, RemotePort: cl.RemotePort, Seeds: cl.Seeds,
+	o := node.Options{Name: cl.Name, Host: cl.Host, Port: cl.Port, RemotePort: cl.RemotePort, Seeds: cl.Seeds, Advertise: cl.Advertise,
 		Learner: learner, MaxMessageBytes: cl.MaxMessageBytes, BatchSize: cl.MaxMessageBytes / max(bound, 1), Log: log,
 		MeterProvider: mp}
 	if cl.TLS.CA != "" {
@@ -55,6 +55,19 @@ func startNode(cfg *config.Config, learner bool, bound int, mp metric.MeterProvi
 		o.TLS = t
 	}
 	return node.Start(o)
+}
+
+// refused says that the node of m was refused for reason (kind: what the
+// refusal is about, not quoting the node), through o.Refused or else on
+// o.Notice.
+func (o *ClusterOptions) refused(kind string, m *messages.JoinRequest, reason string) {
+	who := "node " + m.GetNodeId()
+	switch {
+	case o.Refused != nil:
+		o.Refused(kind, who, m.GetAddress(), reason)
+	case o.Notice != nil:
+		fmt.Fprintf(o.Notice, "refused %s at %s: %s\n", who, m.GetAddress(), reason)
+	}
 }
 
 // checkMessageBound refuses a configuration whose largest message
