@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // certsIn writes a CA and 2 node certificates into a fresh directory.
@@ -206,5 +207,33 @@ func TestLoadTLSErrorsNameTheFile(t *testing.T) {
 		if !errors.Is(err, ErrTLS) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("LoadTLS(%s, %s, %s) = %v, want ErrTLS naming %q", tc.ca, tc.cert, tc.key, err, tc.want)
 		}
+	}
+}
+
+// TestLoggedPlain: a plaintext node that a TLS node talks to says so,
+// naming the peer; a plaintext client says nothing.
+func TestLoggedPlain(t *testing.T) {
+	var notes lockedBuffer
+	creds := loggedPlain{insecure.NewCredentials(), newNotices(&notes)}
+	addr := serveRaw(t, func(c net.Conn) {
+		conn, _, err := creds.ServerHandshake(c)
+		if err != nil {
+			return
+		}
+		conn.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // gRPC's settings frame comes first
+		conn.Read(make([]byte, 24))
+	})
+	if err := CheckPeer(addr, nil); err != nil {
+		t.Errorf("plaintext to plaintext: %v", err)
+	}
+	if notes.String() != "" {
+		t.Errorf("a plaintext client was refused: %q", notes.String())
+	}
+	err := CheckPeer(addr, loadNode(t, certsIn(t), "node-1"))
+	if !errors.Is(err, ErrTLS) || !strings.Contains(err.Error(), "does not use TLS") {
+		t.Errorf("TLS to plaintext: %v, want ErrTLS saying it does not use TLS", err)
+	}
+	if !waitFor(&notes, "refused a connection from 127.0.0.1:") || !strings.Contains(notes.String(), "it speaks TLS and this node does not") {
+		t.Errorf("the plaintext node's notices: %q", notes.String())
 	}
 }
