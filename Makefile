@@ -6,6 +6,11 @@ TOOLS := $(CURDIR)/.tools/bin
 PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 BENCHTIME ?= 1s
 PROTOS := messages/step.proto messages/node.proto
+# The version every binary is stamped with (mgrpo-node version; cluster nodes also compare the
+# executables' SHA-256): git describe, so that two commits never share a name, even with
+# GOFLAGS=-buildvcs=false.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/mgrpo/mgrpo/internal/buildinfo.version=$(VERSION)
 # Fuzzing stops after a count of inputs, not a duration: a duration -fuzztime can fail a clean
 # run with "context deadline exceeded" (a race in Go 1.26's fuzz coordinator, golang/go#75804).
 FUZZTIME ?= 200000x
@@ -37,7 +42,7 @@ deps: ## install what the build needs if missing (gcc for -race and cgo, libopen
 	@command -v chromium >/dev/null 2>&1 || (apt-get update && apt-get install -y chromium)
 
 build: deps ## build bin/mgrpo-node (with OpenBLAS when installed)
-	$(call goblas,build,-o $(BIN) ./cmd/mgrpo-node)
+	$(call goblas,build,-ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mgrpo-node)
 
 run: build ## build and train the default recipe on this machine (--role all)
 	./$(BIN) --role all
@@ -114,7 +119,7 @@ CUDA_LIB ?= $(CUDA_HOME)/lib64
 build-cuda: deps ## build bin/mgrpo-node-cuda: OpenBLAS plus cuBLAS (-tags cuda; needs the CUDA toolkit, runs only where a GPU is)
 	@test -f $(CUDA_HOME)/include/cuda.h || { echo "build-cuda: no CUDA toolkit at CUDA_HOME=$(CUDA_HOME) (no include/cuda.h); install it or set CUDA_HOME"; exit 2; }
 	CGO_CFLAGS="-I$(CUDA_HOME)/include -Wno-deprecated-declarations" \
-	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas -o $(BIN)-cuda ./cmd/mgrpo-node
+	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas -ldflags '$(LDFLAGS)' -o $(BIN)-cuda ./cmd/mgrpo-node
 
 # Jaeger v2 for tests and demos, built from the module proxy in its own tools module (go-deps §8:
 # `go install` is refused, and its 300+ modules stay out of go.mod). Cached in .tools/: a warm

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 
 	"go.opentelemetry.io/otel/metric"
@@ -21,6 +20,7 @@ import (
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/buildinfo"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -28,35 +28,11 @@ import (
 // (messages/*.proto); nodes of different versions refuse each other.
 const ProtocolVersion int32 = 1
 
-// buildSuffix is set at link time (-ldflags "-X
-// github.com/mgrpo/mgrpo/actors.buildSuffix=..."), to tell apart builds
-// of one source tree.
-var buildSuffix string
-
-// Build names this binary's build: the module version, the VCS revision
-// (with "+dirty" for a modified tree) and the link-time suffix. Nodes of
-// different builds refuse each other: the numbers of a run must not depend
-// on which binary computed them.
-func Build() string {
-	b := "dev"
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if v := info.Main.Version; v != "" && v != "(devel)" {
-			b = v
-		}
-		for _, s := range info.Settings {
-			switch {
-			case s.Key == "vcs.revision":
-				b += " " + s.Value
-			case s.Key == "vcs.modified" && s.Value == "true":
-				b += "+dirty"
-			}
-		}
-	}
-	if buildSuffix != "" {
-		b += " " + buildSuffix
-	}
-	return b
-}
+// Build names this binary's build (buildinfo.ID: the version the
+// Makefile stamps and the SHA-256 of the executable). Nodes of different
+// builds refuse each other: the numbers of a run must not depend on which
+// binary computed them.
+func Build() string { return buildinfo.ID() }
 
 // startNode starts this process's cluster node for cfg (a learner node
 // when it has the learner role), with a gRPC batch bound derived from the
@@ -68,7 +44,7 @@ func startNode(cfg *config.Config, learner bool, bound int, mp metric.MeterProvi
 	if err := checkMessageBound(cfg, bound); err != nil {
 		return nil, err
 	}
-	o := node.Options{Name: cl.Name, Host: cl.Host, Port: cl.Port, RemotePort: cl.RemotePort, Seeds: cl.Seeds,
+	o := node.Options{Name: cl.Name, Host: cl.Host, Port: cl.Port, RemotePort: cl.RemotePort, Seeds: cl.Seeds, Advertise: cl.Advertise,
 		Learner: learner, MaxMessageBytes: cl.MaxMessageBytes, BatchSize: cl.MaxMessageBytes / max(bound, 1), Log: log,
 		MeterProvider: mp}
 	if cl.TLS.CA != "" {
@@ -79,6 +55,19 @@ func startNode(cfg *config.Config, learner bool, bound int, mp metric.MeterProvi
 		o.TLS = t
 	}
 	return node.Start(o)
+}
+
+// refused says that the node of m was refused for reason (kind: what the
+// refusal is about, not quoting the node), through o.Refused or else on
+// o.Notice.
+func (o *ClusterOptions) refused(kind string, m *messages.JoinRequest, reason string) {
+	who := "node " + m.GetNodeId()
+	switch {
+	case o.Refused != nil:
+		o.Refused(kind, who, m.GetAddress(), reason)
+	case o.Notice != nil:
+		fmt.Fprintf(o.Notice, "refused %s at %s: %s\n", who, m.GetAddress(), reason)
+	}
 }
 
 // checkMessageBound refuses a configuration whose largest message

@@ -59,6 +59,9 @@ type ClusterOptions struct {
 	// Notice receives one-line notices: nodes joining and leaving, roles
 	// missing while work waits.
 	Notice io.Writer
+	// Refused, if set, says that a node was refused, instead of Notice:
+	// node.Node.Refused, one line a minute per peer and kind.
+	Refused func(kind, who, peer, reason string)
 	// NoticeEvery is how often a missing role is reported (default 5 s).
 	NoticeEvery time.Duration
 }
@@ -300,7 +303,7 @@ func (a *coordinator) join(m *messages.JoinRequest) *messages.JoinReply {
 	cl := a.opt.Cluster
 	refuse := func(format string, args ...any) *messages.JoinReply {
 		reason := fmt.Sprintf(format, args...)
-		a.notice("refused node %s at %s: %s", m.GetNodeId(), m.GetAddress(), reason)
+		cl.refused(format, m, reason)
 		return &messages.JoinReply{Reason: reason}
 	}
 	switch {

@@ -78,6 +78,12 @@
 //   - parts that wait while a role has no member, with a one-line notice
 //     every 5 s; a worker heartbeats and joins again once dropped.
 //
+// A worker waits for a learner that is not there yet (its warm start) or
+// any more (killed, or its run over), under TLS too; only a transport
+// that can never fit ends it (node.CheckPeer: ErrTLS, one line naming the
+// certificate's fault). The learner's refusals go through
+// ClusterOptions.Refused: one line a minute per peer and kind.
+//
 // Membership (automanaged, polled every 500 ms) is only for finding the
 // learner; no grains are used, so nothing can be activated twice
 // (go-deps §11b). Every gRPC batch is bounded by the run's largest

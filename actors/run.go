@@ -471,7 +471,7 @@ func (r *runner) startPipeline(m Models, control rewards.ControllerState) (*Pipe
 		opt.ReferenceScorers = 1
 	}
 	opt.MinGenerators = cl.MinGenerators
-	opt.Cluster = &ClusterOptions{Join: join, Build: Build(), Protocol: ProtocolVersion, Seed: n.Seed(), Notice: r.out}
+	opt.Cluster = &ClusterOptions{Join: join, Build: Build(), Protocol: ProtocolVersion, Seed: n.Seed(), Notice: r.out, Refused: n.Refused}
 	if !loopbackHost(cl.Host) && cl.Insecure {
 		fmt.Fprintf(r.out, "warning: cluster.insecure: nodes talk in plaintext on %s; anyone who can reach it can join the run\n", cl.Host)
 	}

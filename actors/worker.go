@@ -109,19 +109,11 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 	res, err := sys.Root.RequestFuture(coord, &messages.JoinRequest{NodeId: w.id, Roles: w.cfg.Cluster.Roles(),
 		Build: Build(), Protocol: ProtocolVersion, Address: w.node.Address()}, askTimeout).Result()
 	if err != nil {
-		// Not ready, gone, or unable to talk: a transport that does not fit
-		// (TLS on one side only, certificates of another CA) never will.
-		if err := w.node.CheckPeer(coord.GetAddress()); err != nil {
-			return err
-		}
-		if time.Since(w.noticed) >= waitNoticeEach {
-			fmt.Fprintf(w.out, "node %s: the learner at %s does not answer yet (still starting?); asking again\n", w.id, coord.GetAddress())
-			w.noticed = time.Now()
-		}
-		return nil
+		return w.notAnswered(coord.GetAddress())
 	}
 	reply, ok := res.(*messages.JoinReply)
-	if !ok {
+	if !ok { // a learner node whose run has not started answers from its dead letters
+		w.waiting(coord.GetAddress(), "its run has not started yet")
 		return nil
 	}
 	if !reply.GetAccepted() {
@@ -157,6 +149,32 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 		default:
 			missed = 0
 		}
+	}
+}
+
+// notAnswered handles a join the learner at addr did not answer: it is
+// starting, gone, or cannot talk to this node. A transport that does not
+// fit (TLS on one side only, a certificate refused on either side) never
+// will: that ends the node (an error wrapping node.ErrTLS). Anything else
+// (the learner busy, not listening yet or any more, the network) is waited
+// out, with a line every few seconds (nil: ask again).
+func (w *worker) notAnswered(addr string) error {
+	why := "still starting?"
+	if err := w.node.CheckPeer(addr); errors.Is(err, node.ErrTLS) {
+		return err
+	} else if err != nil {
+		why = err.Error()
+	}
+	w.waiting(addr, why)
+	return nil
+}
+
+// waiting says, once every few seconds, that the learner at addr does
+// not answer yet, and why (as far as this node can tell).
+func (w *worker) waiting(addr, why string) {
+	if time.Since(w.noticed) >= waitNoticeEach {
+		fmt.Fprintf(w.out, "node %s: the learner at %s does not answer yet (%s); asking again\n", w.id, addr, why)
+		w.noticed = time.Now()
 	}
 }
 

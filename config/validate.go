@@ -356,6 +356,7 @@ func validateCluster(v *validator, c *Config) {
 	v.need(cl.Host != "", "cluster.host", cl.Host, "must not be empty")
 	v.need(cl.Port >= 0 && cl.Port <= 65535, "cluster.port", cl.Port, "must be in 0..65535")
 	v.need(cl.RemotePort >= 0 && cl.RemotePort <= 65535, "cluster.remote_port", cl.RemotePort, "must be in 0..65535")
+	v.need(validAdvertise(cl.Advertise), "cluster.advertise", cl.Advertise, "must be a host or host:port (port in 1..65535)")
 	for _, s := range cl.Seeds {
 		v.need(validHostPort(s), "cluster.seeds", cl.Seeds, fmt.Sprintf("%q is not host:port", s))
 	}
@@ -428,6 +429,14 @@ func validServeAddr(s string) bool {
 	_, port, err := net.SplitHostPort(s)
 	n, perr := strconv.Atoi(port)
 	return err == nil && perr == nil && n >= 0 && n <= 65535
+}
+
+// validAdvertise reports whether s is empty, a host, or host:port.
+func validAdvertise(s string) bool {
+	if _, _, err := net.SplitHostPort(s); err == nil {
+		return validHostPort(s)
+	}
+	return !strings.ContainsAny(s, " /[]") || net.ParseIP(strings.Trim(s, "[]")) != nil
 }
 
 func validHostPort(s string) bool {

@@ -164,6 +164,8 @@ func TestValidate(t *testing.T) {
 			c.Cluster.Role, c.Cluster.Insecure, c.Cluster.TLS = RoleLearner, true, TLS{CA: "a", Cert: "b", Key: "c"}
 		}, "cluster.insecure", ErrConflict},
 		{"remote port", func(c *Config) { c.Cluster.RemotePort = -1 }, "cluster.remote_port", ErrRange},
+		{"advertise port", func(c *Config) { c.Cluster.Advertise = "10.0.0.1:0" }, "cluster.advertise", ErrRange},
+		{"advertise not a host", func(c *Config) { c.Cluster.Advertise = "http://10.0.0.1/" }, "cluster.advertise", ErrRange},
 		{"reward evaluators", func(c *Config) { c.Cluster.RewardEvaluators = 0 }, "cluster.reward_evaluators", ErrRange},
 		{"generators", func(c *Config) { c.Cluster.Generators = 0 }, "cluster.generators", ErrRange},
 		{"min generators", func(c *Config) { c.Cluster.MinGenerators = 0 }, "cluster.min_generators", ErrRange},
