@@ -6,4 +6,9 @@
 
 #include "convert.cuh"
 #include "embed.cuh"
+#include "norm.cuh"
+#include "rope.cuh"
+#include "swiglu.cuh"
+#include "lmhead.cuh"
+#include "optim.cuh"
 #include "selftest.cuh"
