@@ -39,7 +39,9 @@ func twinRoPE[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, s
 
 func twinSwiGLU[F Float](act, sig, gu []F, m int) { swiglu(act, sig, gu, m, 1) }
 
-func twinSwiGLUBackward[F Float](dgu, dact, gu, sig []F, m int) { swigluBackward(dgu, dact, gu, sig, m, 1) }
+func twinSwiGLUBackward[F Float](dgu, dact, gu, sig []F, m int) {
+	swigluBackward(dgu, dact, gu, sig, m, 1)
+}
 
 func twinLogSoftmaxEntropy[F Float](logp, ent, logits []F, rows []int32, v int, temp float64) {
 	logSoftmaxEntropy(logp, ent, logits, rows, v, temp, 1)
