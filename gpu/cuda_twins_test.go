@@ -128,3 +128,13 @@ func devOut(t *testing.T, rt cuda.Runtime, n int) cuda.Ptr { return cudatest.All
 func devGet(t *testing.T, rt cuda.Runtime, p cuda.Ptr, n int) []float32 {
 	return cudatest.Download[float32](t, rt, p, n)
 }
+
+// twinLoad packs seqs into rows as the CPU engine does (acts.load, with
+// shared prompts when share), for a model of h heads of width e, g of
+// them key/value heads, and returns the attention shape and the positions.
+func twinLoad(seqs []Sequence, t, h, g, e int, share bool) (attnShape, []int32) {
+	c := Config{Vocab: 64, Hidden: h * e, Layers: 1, Heads: h, KVHeads: g, MLP: 8, Context: t}
+	a := newActs[float32](c, len(seqs), t, 1, false)
+	a.load(seqs, share)
+	return attnShape{B: a.B, T: a.T, H: h, G: g, E: e, start: a.start, pre: a.pre, from: a.from}, a.pos[:a.N]
+}

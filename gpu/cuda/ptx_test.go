@@ -13,7 +13,9 @@ import (
 // TestKernelsCompileToPTX compiles every kernel with NVRTC (no GPU
 // needed: make cuda-check runs it with Debian's NVRTC 11.8) for the
 // architectures of the GPUs the project runs on, and checks that each
-// kernel of the sources is an entry of the PTX.
+// kernel of the sources is an entry of the PTX; with the emulator in the
+// build (tags nvrtc,cudaemu), also that each kernel's PTX parameters take
+// the arguments the emulator reads from its C++ signature.
 func TestKernelsCompileToPTX(t *testing.T) {
 	for _, arch := range [][2]int{{8, 0}, {9, 0}} {
 		ptx, err := cuda.CompilePTX(kernels.Program(), arch[0], arch[1])
@@ -29,6 +31,7 @@ func TestKernelsCompileToPTX(t *testing.T) {
 		if len(entries) != len(kernels.Names()) {
 			t.Errorf("compute_%d%d: %d PTX entries, %d kernels in the sources", arch[0], arch[1], len(entries), len(kernels.Names()))
 		}
+		checkEmulatedParams(t, entries)
 		if strings.Contains(ptx, ".local") {
 			t.Logf("compute_%d%d: some kernel spills to local memory", arch[0], arch[1])
 		}

@@ -11,4 +11,5 @@
 #include "swiglu.cuh"
 #include "lmhead.cuh"
 #include "optim.cuh"
+#include "attention.cuh"
 #include "selftest.cuh"
