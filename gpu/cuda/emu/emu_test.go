@@ -120,3 +120,33 @@ func TestMemory(t *testing.T) {
 		t.Error("reading freed memory: no error")
 	}
 }
+
+// TestGemmRoundsAsTheMathMode: 1 + 2⁻¹² is exact in fp32 and rounds to 1
+// in TF32 and bf16, so a 1×1×1 product shows which rounding ran.
+func TestGemmRoundsAsTheMathMode(t *testing.T) {
+	r := New(0)
+	defer r.Close()
+	x := float32(1 + 0x1p-12)
+	one := upload(t, r, []float32{1})
+	for _, tc := range []struct {
+		math cuda.Math
+		want float32
+	}{{cuda.MathFP32, x}, {cuda.MathTF32, 1}, {cuda.MathBF16, 1}} {
+		a := upload(t, r, []float32{x})
+		b := one
+		if tc.math == cuda.MathBF16 {
+			a, _ = cuda.UploadSlice(r, []uint16{cuda.BF16(x)})
+			b, _ = cuda.UploadSlice(r, []uint16{cuda.BF16(1)})
+		}
+		c := upload(t, r, []float32{0})
+		g := cuda.Gemm{M: 1, N: 1, K: 1, Alpha: 1, A: a, B: b, C: c, LDA: 1, LDB: 1, LDC: 1, Math: tc.math}
+		if err := r.Gemm(g); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, 1)
+		cuda.DownloadSlice(r, got, c)
+		if got[0] != tc.want {
+			t.Errorf("%v: (1+2⁻¹²)·1 = %v, want %v", tc.math, got[0], tc.want)
+		}
+	}
+}
