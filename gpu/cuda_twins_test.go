@@ -138,3 +138,31 @@ func twinLoad(seqs []Sequence, t, h, g, e int, share bool) (attnShape, []int32) 
 	a.load(seqs, share)
 	return attnShape{B: a.B, T: a.T, H: h, G: g, E: e, start: a.start, pre: a.pre, from: a.from}, a.pos[:a.N]
 }
+
+// twinDecode runs the decoder's cacheKV and attend for one layer whose
+// cache is kc, vc (updated in place) on rows 0..r−1 of qkv, and returns
+// the attention of outs (nil: every row).
+func twinDecode[F Float](c Config, kc, vc, qkv []F, slot, pos []int32, tmax, r int, outs []int32) []F {
+	d := &decoder[F]{n: &net[F]{cfg: c}, tmax: tmax, kc: [][]F{kc}, vc: [][]F{vc}, qkv: qkv, slot: slot, pos: pos,
+		att: make([]F, r*c.Heads*c.HeadDim()), scores: make([]F, tmax)}
+	d.cacheKV(0, r)
+	d.attend(0, r, outs)
+	return d.att
+}
+
+// twinDraw returns the CPU drawer's log-prob and entropy of z's token tok
+// and the greedy token, and the tokens it may draw with their probability
+// renormalised over them.
+func twinDraw(z []float32, opt SampleOptions) (best int, lp []float64, entropy float64, cand map[int]float64) {
+	dr := newDrawer(len(z), opt)
+	best, entropy = softmax(dr, z)
+	cand = map[int]float64{}
+	var total float64
+	for _, id := range dr.candidates() {
+		total += dr.p[id]
+	}
+	for _, id := range dr.candidates() {
+		cand[id] = dr.p[id] / total
+	}
+	return best, dr.lp, entropy, cand
+}

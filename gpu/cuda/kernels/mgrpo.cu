@@ -12,4 +12,6 @@
 #include "lmhead.cuh"
 #include "optim.cuh"
 #include "attention.cuh"
+#include "decode.cuh"
+#include "sample.cuh"
 #include "selftest.cuh"
