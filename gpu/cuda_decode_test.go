@@ -132,7 +132,7 @@ func runSample(t *testing.T, rt cuda.Runtime, logits []float32, r, v int, opt Sa
 // top-p off by one token fails it.
 func TestCUDASampleDistribution(t *testing.T) {
 	rt := cudatest.Open(t)
-	const v, draws = 98, 3000
+	const v, draws = 98, 2000
 	z := sampleLogits(rand.New(rand.NewPCG(14, 11)), v)
 	logits := make([]float32, 0, draws*v)
 	for range draws {
