@@ -217,6 +217,17 @@ func TestCUDASampleKeysAndFinish(t *testing.T) {
 		}
 	}
 
+	// two equal logits: token 1 is drawn exactly when the key's uniform
+	// number is at least 1/2, which holds the kernel's numbers to DrawUniform
+	even := make([]float32, 2*r)
+	toks, _, _, _, _ = runSample(t, rt, even, r, 2, SampleOptions{Temperature: 1}, key)
+	for i, tok := range toks {
+		s, j, c := key(i)
+		if want := kernels.DrawUniform(s, j, c) >= 0.5; (tok == 1) != want {
+			t.Fatalf("row %d drew %d from two equal logits, DrawUniform = %v", i, tok, kernels.DrawUniform(s, j, c))
+		}
+	}
+
 	z := []float32{0, 0, 9, 0, 0} // greedy draws 2
 	for _, tc := range []struct {
 		eos, count, limit int32
