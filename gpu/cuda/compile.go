@@ -13,8 +13,9 @@ import (
 // CompilePTX compiles p with NVRTC for the virtual architecture
 // compute_<major><minor> (C++17, IEEE division and square roots, fused
 // multiply-adds allowed) and returns the PTX, which the driver compiles for
-// the device when it loads it. A compile error carries NVRTC's log.
-func CompilePTX(p Program, major, minor int) (string, error) {
+// the device when it loads it, and NVRTC's warnings (empty when clean). A
+// compile error carries NVRTC's log.
+func CompilePTX(p Program, major, minor int) (ptx, warnings string, err error) {
 	names := make([]string, 0, len(p.Headers))
 	for n := range p.Headers {
 		names = append(names, n)
@@ -26,17 +27,18 @@ func CompilePTX(p Program, major, minor int) (string, error) {
 	}
 	prog, err := nvrtc.CreateProgram(p.Main, p.Name, headers...)
 	if err != nil {
-		return "", fmt.Errorf("cuda: nvrtc: create program: %w", err)
+		return "", "", fmt.Errorf("cuda: nvrtc: create program: %w", err)
 	}
 	defer prog.Destroy()
 	arch := fmt.Sprintf("--gpu-architecture=compute_%d%d", major, minor)
-	if err := prog.Compile(arch, "--std=c++17"); err != nil {
-		log, _ := prog.GetLog()
-		return "", fmt.Errorf("cuda: nvrtc: compile %s for compute_%d%d: %w\n%s", p.Name, major, minor, err, strings.TrimSpace(log))
-	}
-	ptx, err := prog.GetPTX()
+	err = prog.Compile(arch, "--std=c++17")
+	log, _ := prog.GetLog()
+	log = strings.TrimSpace(strings.TrimRight(log, "\x00"))
 	if err != nil {
-		return "", fmt.Errorf("cuda: nvrtc: get PTX: %w", err)
+		return "", "", fmt.Errorf("cuda: nvrtc: compile %s for compute_%d%d: %w\n%s", p.Name, major, minor, err, log)
 	}
-	return strings.TrimRight(ptx, "\x00"), nil
+	if ptx, err = prog.GetPTX(); err != nil {
+		return "", "", fmt.Errorf("cuda: nvrtc: get PTX: %w", err)
+	}
+	return strings.TrimRight(ptx, "\x00"), log, nil
 }

@@ -47,7 +47,7 @@ func Open(ordinal int, p Program) (Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	ptx, err := CompilePTX(p, info.ComputeMajor, info.ComputeMinor)
+	ptx, _, err := CompilePTX(p, info.ComputeMajor, info.ComputeMinor)
 	if err != nil {
 		return nil, err
 	}

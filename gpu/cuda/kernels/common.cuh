@@ -15,11 +15,12 @@
 #ifndef MGRPO_EMU
 // EMU_REGISTER(kernel) lists a kernel for the emulator; nothing on a GPU.
 #define EMU_REGISTER(kernel)
+// The launch's dynamic shared memory, declared once at file scope (one
+// linkage for every kernel, extern "C" or template).
+extern __shared__ __align__(16) unsigned char mgrpo_dynamic_shared[];
 // DYNAMIC_SHARED(T, name) declares T* name over the launch's dynamic shared
 // memory (16-byte aligned).
-#define DYNAMIC_SHARED(T, name)                                              \
-  extern __shared__ __align__(16) unsigned char mgrpo_dynamic_shared[];      \
-  T* name = reinterpret_cast<T*>(mgrpo_dynamic_shared)
+#define DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(mgrpo_dynamic_shared)
 #endif
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
