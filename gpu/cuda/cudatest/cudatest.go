@@ -1,7 +1,3 @@
-// Package cudatest helps tests run kernels on a cuda.Runtime: Open gives
-// the runtime of the build (the CPU emulator with tag cudaemu, GPU 0 with
-// tag cuda; one file per tag), and the other helpers move slices in and
-// out, failing the test on error.
 package cudatest
 
 import (
