@@ -73,7 +73,7 @@ func TestArchFixtures(t *testing.T) {
 		if want := tc.want.Arch; want != "" && (h.ModelType != want || !slices.Equal(h.Architectures, []string{hfconfig.CausalLM(want)})) {
 			t.Errorf("%s: model_type %q, architectures %v", tc.name, h.ModelType, h.Architectures)
 		}
-		c, err := configFromHF(h)
+		c, err := ConfigFromHF(h)
 		if err != nil || c != tc.want {
 			t.Errorf("%s: Config %+v, %v\nwant %+v", tc.name, c, err, tc.want)
 			continue
@@ -147,36 +147,54 @@ func checkFixtureScores(t *testing.T, name string, c Config, fx archFixture) {
 }
 
 // TestArchFixtureParity scores each fixture's sequences with the model
-// loaded from its checkpoint and compares with the peer's log-probs and
-// entropies, within 1e-4 per token. It runs for the architectures the
-// model implements (Config.implemented) and skips the others.
+// loaded from its checkpoint, and with a learner made from it (the
+// training pass's forward), and compares with the peer's log-probs and
+// entropies, within 1e-4 per token.
 func TestArchFixtureParity(t *testing.T) {
 	for _, tc := range archFixtures {
-		if err := tc.want.implemented(); err != nil {
-			t.Logf("%s: skipped: %v", tc.name, err)
-			continue
-		}
 		m, err := LoadModel(filepath.Join(archFixtureDir, tc.name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, run := range readArchFixture(t, tc.name).Runs {
-			seqs := make([]Sequence, len(run.Sequences))
-			for i, s := range run.Sequences {
-				seqs[i] = Sequence{Prompt: s.Prompt, Completion: s.Completion}
+		l, err := NewLearner(m, DefaultLearnerConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx := readArchFixture(t, tc.name)
+		worst := compareFixtureScores(t, tc.name+" model", fx, m.Score)
+		worst = max(worst, compareFixtureScores(t, tc.name+" learner", fx, l.Score))
+		t.Logf("%s: worst difference from the peer %.3g", tc.name, worst)
+	}
+}
+
+// compareFixtureScores scores every run of fx with score and fails the
+// test where a token's log-prob or entropy is more than 1e-4 from the
+// fixture's; it returns the largest difference.
+func compareFixtureScores(t *testing.T, name string, fx archFixture, score func([]Sequence, float64) ([]TokenScores, error)) float64 {
+	t.Helper()
+	worst := 0.0
+	for _, run := range fx.Runs {
+		seqs := make([]Sequence, len(run.Sequences))
+		for i, s := range run.Sequences {
+			seqs[i] = Sequence{Prompt: s.Prompt, Completion: s.Completion}
+		}
+		got, err := score(seqs, run.Temperature)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range run.Sequences {
+			if len(got[i].LogProbs) != len(s.LogProbs) {
+				t.Fatalf("%s: sequence %d: %d scores, the fixture has %d", name, i, len(got[i].LogProbs), len(s.LogProbs))
 			}
-			got, err := m.Score(seqs, run.Temperature)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, s := range run.Sequences {
-				for j := range s.LogProbs {
-					if d := max(math.Abs(got[i].LogProbs[j]-s.LogProbs[j]), math.Abs(got[i].Entropies[j]-s.Entropy[j])); d > 1e-4 {
-						t.Errorf("%s T=%g sequence %d token %d: log-prob %g entropy %g, the peer's %g %g", tc.name, run.Temperature, i, j,
-							got[i].LogProbs[j], got[i].Entropies[j], s.LogProbs[j], s.Entropy[j])
-					}
+			for j := range s.LogProbs {
+				d := max(math.Abs(got[i].LogProbs[j]-s.LogProbs[j]), math.Abs(got[i].Entropies[j]-s.Entropy[j]))
+				worst = max(worst, d)
+				if d > 1e-4 {
+					t.Errorf("%s T=%g sequence %d token %d: log-prob %g entropy %g, the peer's %g %g", name, run.Temperature, i, j,
+						got[i].LogProbs[j], got[i].Entropies[j], s.LogProbs[j], s.Entropy[j])
 				}
 			}
 		}
 	}
+	return worst
 }
