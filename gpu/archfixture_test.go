@@ -1,8 +1,10 @@
 package gpu
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -197,4 +199,91 @@ func compareFixtureScores(t *testing.T, name string, fx archFixture, score func(
 		}
 	}
 	return worst
+}
+
+// mgrpoFixtures are checkpoints that SaveCheckpoint writes and the peer
+// scores (make-fixtures.sh: TestWriteMgrpoFixtures writes them, the
+// peer's scores.json goes beside them): the other direction of the
+// parity, which tests the files mgrpo writes as much as its model.
+var mgrpoFixtures = []struct {
+	name string
+	cfg  Config
+	seed uint64
+}{
+	{"mgrpo-qwen2", Config{Vocab: 32, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2, MLP: 32, Context: 64,
+		RopeTheta: 1e6, NormEps: 1e-6, Arch: ArchQwen2}, 11},
+	{"mgrpo-qwen3", Config{Vocab: 32, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2, MLP: 32, Context: 64,
+		RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true, Arch: ArchQwen3, HeadWidth: 8}, 12},
+	{"mgrpo-llama3-rope", Config{Vocab: 32, Hidden: 16, Layers: 2, Heads: 2, KVHeads: 1, MLP: 32, Context: 64,
+		RopeTheta: 100, NormEps: 1e-6, RopeScaling: RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 32}}, 13},
+}
+
+// writeMgrpoFixture writes, with SaveCheckpoint, a model of cfg whose
+// weights are drawn as the peer's `init --std 0.2 --norm-jitter 0.1`
+// draws them (every matrix and bias ~ N(0, 0.2²), norm weights 1 +
+// N(0, 0.1²)) from a PCG stream seeded with seed.
+func writeMgrpoFixture(t *testing.T, dir string, cfg Config, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0x7065_6572))
+	w := make([]float32, cfg.NumParams())
+	for _, s := range newLayout(cfg).specs {
+		for i := s.Offset; i < s.Offset+s.Size(); i++ {
+			if s.Norm {
+				w[i] = float32(1 + 0.1*rng.NormFloat64())
+			} else {
+				w[i] = float32(0.2 * rng.NormFloat64())
+			}
+		}
+	}
+	m, err := NewModelFromWeights(cfg, w, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveCheckpoint(dir, m, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriteMgrpoFixtures writes the mgrpoFixtures checkpoints into the
+// directory MGRPO_WRITE_FIXTURES names (make-fixtures.sh sets it); it is
+// skipped otherwise.
+func TestWriteMgrpoFixtures(t *testing.T) {
+	dir := os.Getenv("MGRPO_WRITE_FIXTURES")
+	if dir == "" {
+		t.Skip("MGRPO_WRITE_FIXTURES is not set: nothing to write (make-fixtures.sh sets it)")
+	}
+	for _, fx := range mgrpoFixtures {
+		writeMgrpoFixture(t, filepath.Join(dir, fx.name), fx.cfg, fx.seed)
+	}
+}
+
+// TestMgrpoFixtureParity: each committed mgrpo checkpoint is byte for
+// byte what SaveCheckpoint writes today (so that the peer's scores are of
+// today's files; rerun make-fixtures.sh after changing the format), its
+// config.json says the model type, and mgrpo's scores of it are the
+// peer's within 1e-4 per token.
+func TestMgrpoFixtureParity(t *testing.T) {
+	for _, fx := range mgrpoFixtures {
+		dir, now := filepath.Join(archFixtureDir, fx.name), t.TempDir()
+		writeMgrpoFixture(t, now, fx.cfg, fx.seed)
+		for _, file := range []string{hfconfig.FileName, WeightsFileName} {
+			want, err := os.ReadFile(filepath.Join(dir, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(filepath.Join(now, file)); !bytes.Equal(got, want) {
+				t.Errorf("%s: SaveCheckpoint no longer writes the committed %s: rerun gpu/testdata/qwen/make-fixtures.sh", fx.name, file)
+			}
+		}
+		checkHFFiles(t, dir, fx.cfg)
+		m, err := LoadModel(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Config() != fx.cfg {
+			t.Errorf("%s: loads as %+v, want %+v", fx.name, m.Config(), fx.cfg)
+		}
+		worst := compareFixtureScores(t, fx.name, readArchFixture(t, fx.name), m.Score)
+		t.Logf("%s: worst difference from the peer %.3g", fx.name, worst)
+	}
 }

@@ -3,6 +3,7 @@ package gpu
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -114,4 +115,21 @@ func TestGradRoPEScaled(t *testing.T) {
 	dx := slices.Clone(r)
 	rope(dx, pos, stride, heads, e, cos, sin, -1, 2)
 	checkGrad(t, "rope(llama3).x", x, dx, nil, loss)
+}
+
+// TestArchNoDecay: the CPU engine's AdamW leaves the q/k/v biases and the
+// q/k norm weights out of weight decay, as it does every norm weight.
+func TestArchNoDecay(t *testing.T) {
+	for _, arch := range []string{ArchQwen2, ArchQwen3} {
+		cfg := contractArch(arch)
+		e, err := newCPUEngine(cfg, make([]float32, cfg.NumParams()), DefaultLearnerConfig(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range e.params {
+			if want := strings.HasSuffix(p.Name, ".bias") || strings.HasSuffix(p.Name, "norm.weight"); p.NoDecay != want {
+				t.Errorf("%s: %s NoDecay %t, want %t", arch, p.Name, p.NoDecay, want)
+			}
+		}
+	}
 }
