@@ -254,3 +254,22 @@ func checkConfigErr(t *testing.T, name string, err error, want string) {
 		t.Errorf("%s: error %v, want ErrBadConfig containing %q", name, err, want)
 	}
 }
+
+// TestArchPresets: qwen2- and qwen3- before a preset's name give its
+// shape in that family; anything else is refused with the names.
+func TestArchPresets(t *testing.T) {
+	base, _ := Preset("base")
+	for _, arch := range []string{ArchQwen2, ArchQwen3} {
+		c, err := Preset(arch + "-base")
+		want := base
+		want.Arch = arch
+		if err != nil || c != want {
+			t.Errorf("Preset(%s-base) = %+v, %v; want %+v", arch, c, err, want)
+		}
+	}
+	for _, name := range []string{"qwen4-base", "qwen2-huge", "qwen2-", "-base"} {
+		if _, err := Preset(name); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "qwen2- or qwen3-") {
+			t.Errorf("Preset(%q) = %v, want ErrBadConfig naming the presets", name, err)
+		}
+	}
+}
