@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu"
@@ -58,20 +57,7 @@ func TestLongQwenCheckpoints(t *testing.T) {
 func runQwen(t *testing.T, bin, tokDir, dir, data string, cfg gpu.Config) {
 	ckpt, runs := filepath.Join(dir, "ckpt"), filepath.Join(dir, "runs")
 	writeQwenCheckpoint(t, tokDir, ckpt, cfg)
-	out := runNode(t, bin, "--config", "recipe:wordproblems-grpo",
-		"--model.checkpoint", ckpt, "--task.dataset", data,
-		"--task.prompt_field", "query", "--task.answer_field", "target", "--task.eval_fraction", "0.25",
-		"--task.prompt_template", "tokenizer", "--task.system_prompt", "Answer with #### and the number.",
-		"--train.warm_start_from_checkpoint", "--train.warm_start_steps", "2", "--train.warm_start_batch", "4",
-		"--generation.max_completion_len", "16",
-		"--train.steps", "4", "--train.prompts_per_step", "2", "--generation.num_generations", "4",
-		"--train.eval_every", "2", "--train.eval_prompts", "2", "--train.checkpoint_every", "2",
-		"--output.dir", runs, "--output.name", "qwen")
-	for _, want := range []string{"warm start done (2 steps", "done: 4 steps"} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("training output lacks %q:\n%s", want, out)
-		}
-	}
+	trainWordProblems(t, bin, ckpt, data, runs, "qwen", hfRun{warmSteps: 2, warmBatch: 4, prompts: 2})
 	evalOut := runNode(t, bin, "eval", "--checkpoint", filepath.Join(runs, "qwen"), "--n", "4", "--k", "2")
 	var res struct {
 		N    int `json:"n"`
