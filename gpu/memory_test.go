@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"math"
@@ -110,8 +111,23 @@ func within20(estimate, measured int64) bool {
 	return math.Abs(float64(estimate-measured)) <= 0.2*float64(measured)
 }
 
+// memoryArchs are a config and its Qwen2 and Qwen3 variants (Qwen3's
+// head width twice hidden/heads, as Qwen3's own), for the allocation
+// tests.
+func memoryArchs(c Config) []Config {
+	q2, q3 := c, c
+	q2.Arch = ArchQwen2
+	q3.Arch, q3.HeadWidth = ArchQwen3, 2*c.Hidden/c.Heads
+	return []Config{c, q2, q3}
+}
+
 func TestLearnerBytesMatchesAllocation(t *testing.T) {
-	cfg := Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, MLP: 192, Context: 64, RopeTheta: 10000, NormEps: 1e-6}
+	for _, cfg := range memoryArchs(Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, MLP: 192, Context: 64, RopeTheta: 10000, NormEps: 1e-6}) {
+		t.Run(cmp.Or(cfg.Arch, ArchLlama), func(t *testing.T) { checkLearnerBytes(t, cfg) })
+	}
+}
+
+func checkLearnerBytes(t *testing.T, cfg Config) {
 	m, _ := NewModel(cfg, 1)
 	const b, seqLen = 32, 64
 	seqs := make([]Sequence, b)
@@ -137,7 +153,12 @@ func TestLearnerBytesMatchesAllocation(t *testing.T) {
 }
 
 func TestSampleBytesMatchesAllocation(t *testing.T) {
-	cfg := Config{Vocab: 98, Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, MLP: 128, Context: 128, RopeTheta: 10000, NormEps: 1e-6}
+	for _, cfg := range memoryArchs(Config{Vocab: 98, Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, MLP: 128, Context: 128, RopeTheta: 10000, NormEps: 1e-6}) {
+		t.Run(cmp.Or(cfg.Arch, ArchLlama), func(t *testing.T) { checkSampleBytes(t, cfg) })
+	}
+}
+
+func checkSampleBytes(t *testing.T, cfg Config) {
 	m, _ := NewModel(cfg, 1)
 	const prompts, n, promptLen, newTokens = 16, 4, 8, 120
 	ps := make([][]int, prompts)
