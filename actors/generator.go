@@ -9,7 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 	"github.com/mgrpo/mgrpo/messages"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu/safetensors"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 func TestCheckpointRoundTrip(t *testing.T) {
