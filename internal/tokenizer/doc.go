@@ -27,7 +27,9 @@
 // binding, for the Llama 2, Llama 3, Qwen3, DeepSeek-V3 and GPT-4o files
 // and variants of them). Implemented: a BPE model (merges as "a b" or
 // pairs, byte_fallback, fuse_unk, unk_token, ignore_merges); normalizers
-// Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD, Lowercase;
+// Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD (plain UAX #15, as the
+// library: no U+034F after 30 combining marks, which golang.org/x/text's
+// Stream-Safe format inserts), Lowercase;
 // pre-tokenizers Sequence, Split (String or Regex patterns, every
 // behaviour, invert), ByteLevel, Digits, Metaspace; decoders Sequence,
 // ByteLevel, ByteFallback, Fuse, Replace, Strip, Metaspace; post-processors
