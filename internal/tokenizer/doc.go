@@ -10,14 +10,17 @@
 // One token per printable ASCII character, plus PAD, BOS and EOS.
 // Built-in id table (stable; checkpoints depend on it):
 //
-//	0        PAD  "<pad>"
-//	1        BOS  "<bos>"
-//	2        EOS  "<eos>"
+//	0        PAD  "<｜pad｜>"
+//	1        BOS  "<｜bos｜>"
+//	2        EOS  "<｜eos｜>"
 //	3 + (c - 0x20)  printable ASCII c in 0x20 (space) .. 0x7E (~)
 //	                e.g. ' ' = 3, '0' = 19, '9' = 28, '+' = 14, '=' = 32, 'a' = 68
 //
 // so the vocabulary has 98 entries. Encode never emits PAD, BOS or EOS
 // (callers add them); Decode(Encode(s)) == s for every printable-ASCII s.
+// Save writes a Hugging Face tokenizer.json (a BPE model without merges)
+// that the library loads and encodes, with and without BOS, and decodes
+// exactly as Char does (TestLongCharReference), and tokenizer_config.json.
 //
 // # HF
 //

