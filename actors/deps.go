@@ -72,7 +72,7 @@ func NewDeps(cfg *config.Config, runID string) (*Deps, error) {
 	if err != nil {
 		return nil, fmt.Errorf("maxent.objective: %w", err)
 	}
-	model, tok, err := policyConfig(cfg.Model)
+	model, tok, err := policyConfig(cfg.Model, cfg.Generation.MaxCompletionLen)
 	if err != nil {
 		return nil, err
 	}
@@ -155,9 +155,9 @@ var errEOSZero = errors.New("the tokenizer's end-of-sequence id is 0, which gene
 
 // policyConfig is the policy's configuration and tokenizer: those of
 // model.checkpoint, or the preset's with the built-in tokenizer.
-func policyConfig(m config.Model) (gpu.Config, tokenizer.Tokenizer, error) {
+func policyConfig(m config.Model, completionLen int) (gpu.Config, tokenizer.Tokenizer, error) {
 	if m.Checkpoint == "" {
-		c, err := modelConfig(m)
+		c, err := modelConfig(m, completionLen)
 		return c, tokenizer.NewChar(), err
 	}
 	c, err := gpu.ReadCheckpointConfig(m.Checkpoint)
@@ -183,15 +183,6 @@ func weightsOrNil(w []float64) []float64 {
 		return nil
 	}
 	return w
-}
-
-// modelConfig resolves the policy's dimensions for the built-in tokenizer.
-func modelConfig(m config.Model) (gpu.Config, error) {
-	c := m.GPU()
-	if err := c.Validate(); err != nil {
-		return gpu.Config{}, fmt.Errorf("model: %w", err)
-	}
-	return c, nil
 }
 
 // prepareConfig maps the maxent and rewards sections to rewards.Prepare's.
