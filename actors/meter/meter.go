@@ -21,8 +21,9 @@
 // library forces. Two Providers in one process therefore share
 // proto.actor's metrics (the last one made gets them).
 //
-// It imports OpenTelemetry, the Prometheus client and proto.actor's actor
-// package; nothing of actors.
+// It imports OpenTelemetry, the Prometheus client, proto.actor's actor
+// package and actors/internal/otlp (the exporter of a protocol, shared
+// with actors/trace); nothing of actors.
 //
 //	p, err := meter.New(ctx, meter.Options{ServiceName: "mgrpo", InstanceID: id, Host: "127.0.0.1", PrometheusPort: 9464})
 //	sys := actor.NewActorSystem(actor.WithMetricProviders(p.MeterProvider()))
@@ -52,6 +53,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/mgrpo/mgrpo/actors/internal/otlp"
 )
 
 // scopeName is the instrumentation scope of mgrpo's own instruments.
@@ -161,21 +164,15 @@ func (p *Provider) serve(host string, port int) (sdkmetric.Reader, error) {
 	return exp, nil
 }
 
-// otlpExporter is the OTLP exporter of o.Protocol. Connections are lazy:
-// an unreachable collector costs dropped metrics, never a failed run.
+// otlpExporter is the OTLP exporter of o.Protocol.
 func otlpExporter(ctx context.Context, o Options) (sdkmetric.Exporter, error) {
-	var exp sdkmetric.Exporter
-	var err error
-	switch o.Protocol {
-	case "http":
-		exp, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(o.OTLPEndpoint), otlpmetrichttp.WithInsecure())
-	default:
-		exp, err = otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpoint(o.OTLPEndpoint), otlpmetricgrpc.WithInsecure())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("output.otlp_metrics_endpoint %s: %w", o.OTLPEndpoint, err)
-	}
-	return exp, nil
+	return otlp.Exporter(o.Protocol, "output.otlp_metrics_endpoint", o.OTLPEndpoint,
+		func() (sdkmetric.Exporter, error) {
+			return otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(o.OTLPEndpoint), otlpmetrichttp.WithInsecure())
+		},
+		func() (sdkmetric.Exporter, error) {
+			return otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpoint(o.OTLPEndpoint), otlpmetricgrpc.WithInsecure())
+		})
 }
 
 // MeterProvider is the provider proto.actor's actor system takes

@@ -16,7 +16,8 @@
 // sent is never written (messages are immutable): WithSpan derives a
 // new header.
 //
-// It imports OpenTelemetry and messages; nothing of actors.
+// It imports OpenTelemetry, messages and actors/internal/otlp (the
+// exporter of a protocol, shared with actors/meter); nothing of actors.
 //
 //	p, err := trace.New(ctx, trace.Options{ServiceName: "mgrpo", InstanceID: id, OTLPEndpoint: "127.0.0.1:4317"})
 //	ctx, span := p.Tracer().Start(ctx, "step", oteltrace.WithNewRoot())
@@ -40,6 +41,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/mgrpo/mgrpo/actors/internal/otlp"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -113,21 +115,15 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	return p, nil
 }
 
-// otlpExporter is the OTLP exporter of o.Protocol. Connections are lazy:
-// an unreachable collector costs dropped spans, never a failed run.
+// otlpExporter is the OTLP exporter of o.Protocol.
 func otlpExporter(ctx context.Context, o Options) (sdktrace.SpanExporter, error) {
-	var exp sdktrace.SpanExporter
-	var err error
-	switch o.Protocol {
-	case "http":
-		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(o.OTLPEndpoint), otlptracehttp.WithInsecure())
-	default:
-		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(o.OTLPEndpoint), otlptracegrpc.WithInsecure())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("trace.otlp_endpoint %s: %w", o.OTLPEndpoint, err)
-	}
-	return exp, nil
+	return otlp.Exporter(o.Protocol, "trace.otlp_endpoint", o.OTLPEndpoint,
+		func() (sdktrace.SpanExporter, error) {
+			return otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(o.OTLPEndpoint), otlptracehttp.WithInsecure())
+		},
+		func() (sdktrace.SpanExporter, error) {
+			return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(o.OTLPEndpoint), otlptracegrpc.WithInsecure())
+		})
 }
 
 // Tracer is the node's tracer.
