@@ -541,6 +541,13 @@ func (s *actorStages) ask(ctx context.Context, msg any) (any, error) {
 	}
 	f := actor.NewFuture(s.sys, -1) // no timeout: see above
 	s.sys.Root.RequestWithCustomSender(s.coord, msg, f.PID())
+	return awaitFuture(ctx, f)
+}
+
+// awaitFuture returns f's result, or ctx's error as soon as ctx ends
+// (the future's own wait goes on in the background, until its answer or
+// its timeout).
+func awaitFuture(ctx context.Context, f *actor.Future) (any, error) {
 	done := make(chan struct{})
 	var res any
 	var err error

@@ -25,7 +25,8 @@ const (
 	waitNoticeEach = 5 * time.Second
 	heartbeatEvery = time.Second
 	askTimeout     = 3 * time.Second
-	learnerLost    = 5 // missed heartbeats before the learner counts as gone
+	learnerLost    = 5                      // missed heartbeats before the learner counts as gone
+	exitFlushTime  = 500 * time.Millisecond // a stopping node's last spans: the node leaves within a second
 )
 
 // ErrRefused: the learner refused this node (another build or protocol).
@@ -43,7 +44,11 @@ func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer mp.Shutdown(context.WithoutCancel(ctx))
+	defer func() { // the node's last metrics, within exitFlushTime: it leaves at once when told to
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), exitFlushTime)
+		defer cancel()
+		mp.Shutdown(flush)
+	}()
 	n, err := startNode(cfg, false, cfg.Cluster.MaxMessageBytes, mp.MeterProvider(), os.Stderr)
 	if err != nil {
 		return err
@@ -105,9 +110,11 @@ func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 // the node (nil: look for a learner again) or ctx ends. A refusal is
 // ErrRefused.
 func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
-	sys := w.node.System()
-	res, err := sys.Root.RequestFuture(coord, &messages.JoinRequest{NodeId: w.id, Roles: w.cfg.Cluster.Roles(),
-		Build: Build(), Protocol: ProtocolVersion, Address: w.node.Address()}, askTimeout).Result()
+	res, err := w.ask(ctx, coord, &messages.JoinRequest{NodeId: w.id, Roles: w.cfg.Cluster.Roles(),
+		Build: Build(), Protocol: ProtocolVersion, Address: w.node.Address()})
+	if ctx.Err() != nil {
+		return nil
+	}
 	if err != nil {
 		// Not ready, gone, or unable to talk: a transport that does not fit
 		// (TLS on one side only, certificates of another CA) never will.
@@ -127,12 +134,12 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 	if !reply.GetAccepted() {
 		return fmt.Errorf("%w at %s: %s", ErrRefused, coord.GetAddress(), reply.GetReason())
 	}
-	defer w.stopActors()
+	defer w.stopActors(ctx)
 	reg, err := w.startActors(reply)
 	if err != nil {
 		return fmt.Errorf("join run %s: %w", reply.GetRunId(), err)
 	}
-	if _, err := sys.Root.RequestFuture(coord, reg, askTimeout).Result(); err != nil {
+	if _, err := w.ask(ctx, coord, reg); err != nil {
 		return nil
 	}
 	fmt.Fprintf(w.out, "node %s: joined run %s at %s\n", w.id, reply.GetRunId(), coord.GetAddress())
@@ -143,9 +150,11 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 			return nil
 		case <-time.After(heartbeatEvery):
 		}
-		res, err := sys.Root.RequestFuture(coord, &messages.Heartbeat{NodeId: w.id}, askTimeout).Result()
+		res, err := w.ask(ctx, coord, &messages.Heartbeat{NodeId: w.id})
 		ack, ok := res.(*messages.HeartbeatAck)
 		switch {
+		case ctx.Err() != nil:
+			return nil
 		case err != nil || !ok:
 			if missed++; missed >= learnerLost {
 				fmt.Fprintf(w.out, "node %s: the learner at %s is gone; waiting for a learner\n", w.id, coord.GetAddress())
@@ -223,14 +232,35 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 }
 
 // stopActors stops the stage actors of the current run and exports
-// their last spans.
-func (w *worker) stopActors() {
+// their last spans. When ctx has ended (the node was told to stop) it
+// waits for neither: an actor busy with a part would hold the node for as
+// long as the part takes (the learner sends the part to another node),
+// and an unreachable collector for its timeout; the spans get
+// exitFlushTime.
+func (w *worker) stopActors(ctx context.Context) {
+	leaving := ctx.Err() != nil
 	for _, pid := range w.actors {
+		if leaving {
+			w.node.System().Root.Stop(pid)
+			continue
+		}
 		_ = w.node.System().Root.StopFuture(pid).Wait()
 	}
 	w.actors = nil
 	if w.tracing != nil {
-		w.tracing.Shutdown(context.Background())
+		flush := context.Background()
+		if leaving {
+			var cancel context.CancelFunc
+			flush, cancel = context.WithTimeout(flush, exitFlushTime)
+			defer cancel()
+		}
+		w.tracing.Shutdown(flush)
 		w.tracing = nil
 	}
+}
+
+// ask sends msg to pid and returns its answer, or an error once
+// askTimeout passes or ctx ends, whichever is first.
+func (w *worker) ask(ctx context.Context, pid *actor.PID, msg any) (any, error) {
+	return awaitFuture(ctx, w.node.System().Root.RequestFuture(pid, msg, askTimeout))
 }
