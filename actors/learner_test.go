@@ -13,14 +13,14 @@ import (
 // sequence log-prob of the batch's own completions.
 func TestLearnRaisesAdvantagedLogp(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.Optim.LR = 1e-2 })
-	d := testDeps(t, cfg)
-	m := testModels(t, d)
-	tr := NewTrainer(d, m, testControl(d))
+	s := testSettings(t, cfg)
+	m := testModels(t, s)
+	tr := NewTrainer(s, "test", m, testControl(s))
 	b, err := tr.produce(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pb, _, err := prepare(d.Prepare, b.ref, tr.control)
+	pb, _, err := prepare(s.step.prepare, b.ref, tr.control)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestLearnRaisesAdvantagedLogp(t *testing.T) {
 		return sum
 	}
 	before := objective(m.Learner.Snapshot())
-	if _, err := learn(m.Learner, learnSettingsOf(d), pb); err != nil {
+	if _, err := learn(m.Learner, s.learn, pb); err != nil {
 		t.Fatal(err)
 	}
 	after := objective(m.Learner.Snapshot())

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -27,17 +26,16 @@ func memoryTracer(ratio float64) (oteltrace.Tracer, *tracetest.InMemoryExporter)
 // sample ratio of 0 no step leaves a span.
 func TestStepTraces(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.Train.PromptsPerPart = 2 })
-	d := testDeps(t, cfg)
+	s := testSettings(t, cfg)
+	env := testEnv()
 	var exp *tracetest.InMemoryExporter
-	d.Tracer, exp = memoryTracer(1)
-	opt := pipelineOptionsOf(d)
+	env.tel.tracer, exp = memoryTracer(1)
+	opt := s.pipeline
 	opt.Generators = 2
-	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	p := StartPipeline(s, env, testModels(t, s), testControl(s), opt, nil)
 	defer p.Stop()
 	for n := range int64(2) {
-		if _, err := Step(context.Background(), p.Trainer, n); err != nil {
-			t.Fatal(err)
-		}
+		plainStep(t, p.Trainer, n)
 	}
 	byTrace := map[oteltrace.TraceID][]tracetest.SpanStub{}
 	for _, s := range exp.GetSpans() {
@@ -85,12 +83,10 @@ func TestStepTraces(t *testing.T) {
 		}
 	}
 
-	d.Tracer, exp = memoryTracer(0)
-	q := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	env.tel.tracer, exp = memoryTracer(0)
+	q := StartPipeline(s, env, testModels(t, s), testControl(s), opt, nil)
 	defer q.Stop()
-	if _, err := Step(context.Background(), q.Trainer, 0); err != nil {
-		t.Fatal(err)
-	}
+	plainStep(t, q.Trainer, 0)
 	if n := len(exp.GetSpans()); n != 0 {
 		t.Errorf("a step not sampled left %d spans", n)
 	}

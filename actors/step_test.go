@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -88,23 +87,23 @@ func TestPipelineMatchesStep(t *testing.T) {
 					c.MaxEnt.EntropyBonusCoef = 0
 				}
 			})
-			d := testDeps(t, cfg)
+			s := testSettings(t, cfg)
 			wrap := func(_ string, s Sampler) Sampler {
 				if tc.faulty {
 					return emptyEvery{Sampler: s, n: 3}
 				}
 				return s
 			}
-			m := testModels(t, d)
+			m := testModels(t, s)
 			m.Policy = wrap("", m.Policy)
-			plain := NewTrainer(d, m, testControl(d))
-			opt := pipelineOptionsOf(d)
+			plain := NewTrainer(s, "test", m, testControl(s))
+			opt := s.pipeline
 			opt.Generators, opt.RewardEvaluators, opt.Wrap = tc.generators, tc.rewarded, wrap
-			p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+			p := StartPipeline(s, testEnv(), testModels(t, s), testControl(s), opt, nil)
 			defer p.Stop()
 			for n := range int64(3) {
-				want := runStep(t, plain, n)
-				got := runStep(t, p.Trainer, n)
+				want := plainStep(t, plain, n)
+				got := plainStep(t, p.Trainer, n)
 				sameOutcome(t, fmt.Sprintf("step %d", n), got, want)
 				if v := got.Report.GetMeta().GetPolicyVersion(); v != n+1 {
 					t.Errorf("step %d: policy version %d, want %d", n, v, n+1)
@@ -113,21 +112,6 @@ func TestPipelineMatchesStep(t *testing.T) {
 			}
 		})
 	}
-}
-
-// runStep is Step, returning the whole outcome.
-func runStep(t *testing.T, tr *Trainer, n int64) *Outcome {
-	t.Helper()
-	b, err := tr.produce(context.Background(), n)
-	if err != nil {
-		t.Fatalf("step %d: %v", n, err)
-	}
-	out, err := tr.consume(context.Background(), b)
-	if err != nil {
-		t.Fatalf("step %d: %v", n, err)
-	}
-	tr.advance(n)
-	return out
 }
 
 // sameOutcome requires two outcomes of one step to agree bit for bit on

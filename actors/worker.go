@@ -15,6 +15,7 @@ import (
 	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -49,13 +50,18 @@ func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		defer cancel()
 		mp.Shutdown(flush)
 	}()
-	n, err := startNode(cfg, false, cfg.Cluster.MaxMessageBytes, mp.MeterProvider(), os.Stderr)
+	dev, err := gpu.OpenDevice(cfg.Model.Device) // this machine's: the weights the learner sends run on it
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	n, err := startNode(cfg.Cluster, false, cfg.Cluster.MaxMessageBytes, mp.MeterProvider(), os.Stderr)
 	if err != nil {
 		return err
 	}
 	defer n.Stop()
 	defer mp.Instruments().WatchSupervision(n.System())()
-	w.node, w.meter = n, mp.Instruments()
+	w.node, w.meter, w.device = n, mp.Instruments(), dev
 	fmt.Fprintf(out, "node %s: %s, actors at %s, looking for the learner at %s\n", w.id, cfg.Cluster.Role, n.Address(), strings.Join(cfg.Cluster.Seeds, ", "))
 	for ctx.Err() == nil {
 		coord, err := w.findLearner(ctx)
@@ -82,6 +88,7 @@ type worker struct {
 	actors  []*actor.PID       // the stage actors of the current run
 	tracing *nodeTracing       // the current run's tracing (nil before one)
 	meter   *meter.Instruments // the node's metrics (nil: off)
+	device  gpu.Device         // where the node's models run (model.device of this node)
 	noticed time.Time          // when it last said it is waiting for the learner
 }
 
@@ -172,29 +179,11 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 // startActors starts this node's stage actors for the run of reply and
 // returns their registration.
 func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, error) {
-	cfg, err := config.Parse(reply.GetConfigYaml(), "the learner's configuration")
+	s, err := w.joinStages(reply)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizerFromFiles(reply.GetTokenizerFiles())
-	if err != nil {
-		return nil, err
-	}
-	model, err := modelFromJSON(reply.GetModelJson())
-	if err != nil {
-		return nil, err
-	}
-	d, err := workerDeps(cfg, model, tok, reply.GetRunId())
-	if err != nil {
-		return nil, err
-	}
-	// The learner's trace settings: its collector, sampling and service.
-	tp, err := newTracing(context.Background(), cfg, w.id, w.cfg.Cluster.Roles())
-	if err != nil {
-		return nil, err
-	}
-	w.tracing = tp
-	d.Tracer, d.NodeID, d.Meter = tp.Tracer(), w.id, w.meter
+	tel := telemetry{tracer: w.tracing.Tracer(), node: w.id, meter: w.meter}
 	reg := &messages.Register{NodeId: w.id, Address: w.node.Address()}
 	spawn := func(stage messages.Stage, name string, props *actor.Props) error {
 		pid, err := w.node.System().Root.SpawnNamed(props, name)
@@ -209,7 +198,7 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 	for i := range w.cfg.Cluster.Generators {
 		if slices.Contains(roles, config.RoleGenerator) {
 			id := fmt.Sprintf("generator-%s-%d", w.id, i)
-			if err := spawn(messages.Stage_GENERATE, id, newGeneratorProps(id, d, newPolicySlot(nil))); err != nil {
+			if err := spawn(messages.Stage_GENERATE, id, newGeneratorProps(id, s.generate, w.device, tel, newPolicySlot(nil))); err != nil {
 				return nil, err
 			}
 		}
@@ -217,18 +206,45 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 	for i := range w.cfg.Cluster.RewardEvaluators {
 		if slices.Contains(roles, config.RoleReward) {
 			id := fmt.Sprintf("reward-%s-%d", w.id, i)
-			if err := spawn(messages.Stage_REWARD, id, newRewardProps(id, d)); err != nil {
+			if err := spawn(messages.Stage_REWARD, id, newRewardProps(id, s.reward, tel)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if slices.Contains(roles, config.RoleReference) {
 		id := "reference-" + w.id
-		if err := spawn(messages.Stage_REFERENCE, id, newReferenceProps(id, d, nil)); err != nil {
+		if err := spawn(messages.Stage_REFERENCE, id, newReferenceProps(id, s.reference, w.device, tel, nil)); err != nil {
 			return nil, err
 		}
 	}
 	return reg, nil
+}
+
+// joinStages reads the configuration, tokenizer and model dimensions the
+// learner sent into this node's stage settings, and starts the run's
+// tracing with the learner's trace settings (its collector, sampling and
+// service).
+func (w *worker) joinStages(reply *messages.JoinReply) (stageSettings, error) {
+	cfg, err := config.Parse(reply.GetConfigYaml(), "the learner's configuration")
+	if err != nil {
+		return stageSettings{}, err
+	}
+	tok, err := tokenizerFromFiles(reply.GetTokenizerFiles())
+	if err != nil {
+		return stageSettings{}, err
+	}
+	model, err := modelFromJSON(reply.GetModelJson())
+	if err != nil {
+		return stageSettings{}, err
+	}
+	s, err := workerStages(cfg, model, tok)
+	if err != nil {
+		return stageSettings{}, err
+	}
+	if w.tracing, err = newTracing(context.Background(), cfg, w.id, w.cfg.Cluster.Roles()); err != nil {
+		return stageSettings{}, err
+	}
+	return s, nil
 }
 
 // stopActors stops the stage actors of the current run and exports
