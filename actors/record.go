@@ -18,7 +18,6 @@ import (
 	"github.com/mgrpo/mgrpo/actors/guard"
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/actors/trace"
-	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/internal/atomicfile"
 	"github.com/mgrpo/mgrpo/messages"
@@ -218,7 +217,7 @@ func (r *runner) watch(step int, m map[string]float64, trained bool) error {
 	for _, a := range r.guard.Observe(step, m) {
 		m[a.Key()] = float64(a.Level)
 		switch {
-		case a.Level == guard.Stop && r.settings.record.guard == config.GuardStop:
+		case a.Level == guard.Stop && r.settings.record.guardStops:
 			if stop == nil {
 				stop = &stopError{Reason: ErrNoProgress, Step: int64(step), Run: r.dir.Path(), Cause: a.Text, Guard: a.Rule}
 			}

@@ -231,7 +231,7 @@ func startLearnerNode(cfg *config.Config, s *settings, mp metric.MeterProvider) 
 func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards.ControllerState, error) {
 	st := r.settings.start
 	control := rewards.NewControllerState(st.tau, st.beta, st.meta)
-	if st.guard != config.GuardOff {
+	if st.guards {
 		r.guard = guard.New(guard.Settings{Vocab: r.settings.model.Vocab, Group: r.settings.step.group, Objective: r.settings.step.prepare.Objective})
 	}
 	policy, ref, err := r.startModels(ctx, resume)
@@ -522,7 +522,7 @@ func (r *runner) recordStart(ctx context.Context) error {
 		return nil
 	}
 	m := map[string]float64{runlog.KeyEvalGreedyAccuracy: r.warmAccuracy}
-	if a := r.warmMissed; a != nil && r.settings.record.guard != config.GuardOff {
+	if a := r.warmMissed; a != nil && r.settings.start.guards {
 		m[a.Key()] = float64(a.Level)
 	}
 	return r.dir.WriteMetrics(0, m)

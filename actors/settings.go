@@ -84,7 +84,7 @@ type startSettings struct {
 	modelSeed      uint64
 	tau, beta      float64
 	meta           rewards.MetaController
-	guard          string // train.guard
+	guards         bool // train.guard is not off: the collapse and no-signal rules watch the run
 }
 
 // warmSettings are what the supervised warm start reads.
@@ -111,19 +111,17 @@ type evalSettings struct {
 
 // recordSettings are what the runner reads to record each step.
 type recordSettings struct {
-	cadence      cadence
-	sampleRows   int    // output.sample_rows
-	maxSkipped   int    // train.max_skipped_steps
-	guard        string // train.guard
-	keep         int    // output.keep_checkpoints
-	seed         int64  // train.seed, for trainer_state.json
-	config       []byte // the effective configuration a checkpoint keeps (train.resume cleared)
-	metrics      metricSettings
-	slowFixed    time.Duration // trace.slow_step: a fixed threshold,
-	slowAuto     bool          // or relative to the recent steps
-	showsTau     bool          // tau shapes the weights (maxent_listwise): the progress line shows it
-	evalPrompts  int           // train.eval_prompts
-	warmStarting bool          // RL starts from a warm start this run trains
+	cadence    cadence
+	sampleRows int    // output.sample_rows
+	maxSkipped int    // train.max_skipped_steps
+	guardStops bool   // train.guard=stop: an alert at the stop level ends the run
+	keep       int    // output.keep_checkpoints
+	seed       int64  // train.seed, for trainer_state.json
+	config     []byte // the effective configuration a checkpoint keeps (train.resume cleared)
+	metrics    metricSettings
+	slowFixed  time.Duration // trace.slow_step: a fixed threshold,
+	slowAuto   bool          // or relative to the recent steps
+	showsTau   bool          // tau shapes the weights (maxent_listwise): the progress line shows it
 }
 
 // metricSettings are the settings a step's metrics report beside its
@@ -238,7 +236,7 @@ func optimSettingsOf(cfg *config.Config) optimSettings {
 // startSettingsOf resolves where RL starts.
 func startSettingsOf(cfg *config.Config, meta rewards.MetaController) startSettings {
 	return startSettings{checkpoint: cfg.Model.Checkpoint, warmCheckpoint: cfg.Train.WarmStartFromCheckpoint,
-		modelSeed: uint64(cfg.Model.Seed), tau: cfg.MaxEnt.Tau, beta: cfg.MaxEnt.Beta, meta: meta, guard: cfg.Train.Guard}
+		modelSeed: uint64(cfg.Model.Seed), tau: cfg.MaxEnt.Tau, beta: cfg.MaxEnt.Beta, meta: meta, guards: cfg.Train.Guard != config.GuardOff}
 }
 
 // recordSettingsOf resolves what the runner records and when.
@@ -256,10 +254,8 @@ func recordSettingsOf(cfg *config.Config, m metricSettings) (recordSettings, err
 	t, o := cfg.Train, cfg.Output
 	return recordSettings{
 		cadence:    cadence{log: max(o.LogEvery, 1), samples: o.SampleEvery, eval: t.EvalEvery, checkpoint: t.CheckpointEvery, steps: t.Steps},
-		sampleRows: o.SampleRows, maxSkipped: t.MaxSkippedSteps, guard: t.Guard, keep: o.KeepCheckpoints, seed: t.Seed,
-		config: text, metrics: m, slowFixed: fixed, slowAuto: auto, evalPrompts: max(t.EvalPrompts, 1),
-		showsTau:     m.objective == rewards.ObjectiveMaxEntListwise,
-		warmStarting: cfg.Train.Resume == "" && t.WarmStartSteps > 0 && (cfg.Model.Checkpoint == "" || t.WarmStartFromCheckpoint),
+		sampleRows: o.SampleRows, maxSkipped: t.MaxSkippedSteps, guardStops: t.Guard == config.GuardStop, keep: o.KeepCheckpoints, seed: t.Seed,
+		config: text, metrics: m, slowFixed: fixed, slowAuto: auto, showsTau: m.objective == rewards.ObjectiveMaxEntListwise,
 	}, nil
 }
 
