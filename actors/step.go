@@ -18,11 +18,17 @@ import (
 // executes for every step. Its first half makes the batch (the weights it
 // is generated from to the generators, prompts, completions, rewards,
 // reference log-probs); its second half trains on it (weights and
-// advantages, one optimiser step, one controller update). With a Trainer
-// from NewTrainer every stage runs in this goroutine; with one from
-// StartPipeline the same stage functions run on the actors, and in
-// synchronous mode both give bit-identical reports for the same seed
-// (TestPipelineMatchesStep).
+// advantages, one optimiser step, one controller update).
+//
+// Each stage is one plain function on the step's parts: generate
+// (generator.go), score (reward.go), referenceScore (reference.go),
+// prepare (prepare.go, always here), learn (learner.go), control
+// (controller.go). t.stages says where the others run: localStages
+// (trainer.go, a Trainer from NewTrainer) calls them in this goroutine;
+// actorStages (actorstages.go, a Trainer from StartPipeline) hands the
+// parts to the coordinator, whose pools send each to a stage actor that
+// calls the same function. In synchronous mode both give bit-identical
+// outcomes for the same seed (TestPipelineMatchesStep, TestDriveMatchesStep).
 //
 // p is the pace of the run (drive.go): batches are made in step order, and
 // the learner takes steps in order, each once the one before is over, so a
@@ -97,11 +103,11 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 		return nil, skip(messages.Stage_SYNC, err)
 	}
 	synced := time.Since(start)
-	ro, err := t.rollouts(ctx, n, 0, t.settings.prompts)
+	ro, err := t.rollouts(ctx, n, 0, t.settings.prompts) // PromptBatch → Rollouts: generate, incomplete groups again
 	if err != nil {
 		return nil, err
 	}
-	sc, err := t.score(ctx, ro) // Scored: what the reward functions say
+	sc, err := t.score(ctx, ro) // Scored: what the reward functions say (score)
 	if err != nil {
 		return nil, skip(messages.Stage_REWARD, err)
 	}
@@ -111,7 +117,7 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 		}
 	}
 	generated := time.Since(start)
-	ref, err := t.reference(ctx, sc) // RefScored: reference log-probs
+	ref, err := t.reference(ctx, sc) // RefScored: reference log-probs (referenceScore)
 	if err != nil {
 		return nil, skip(messages.Stage_REFERENCE, err)
 	}
@@ -133,7 +139,7 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 		return nil, skip(messages.Stage_PREPARE, err)
 	}
 	trace.Inject(ctx, prepared.GetMeta())
-	report, policy, err := t.stages.learn(ctx, prepared) // StepReport, new weights
+	report, policy, err := t.stages.learn(ctx, prepared) // StepReport, new weights (learn: loss, backward, AdamW)
 	if err != nil {
 		return nil, stateErr(messages.Stage_LEARN, err)
 	}
@@ -141,7 +147,7 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	learned := time.Since(start)
 	st := stepStats(report, p)
 	trace.Inject(ctx, st.GetMeta())
-	up, err := t.stages.control(ctx, st) // the controller state for the next step
+	up, err := t.stages.control(ctx, st) // the controller state for the next step (control)
 	if err != nil {
 		return nil, stateErr(messages.Stage_CONTROL, err)
 	}
