@@ -19,28 +19,17 @@ import (
 // fused on decode. tokenizer_config.json names the specials for the
 // transformers library.
 
-// hfAddedToken is an entry of tokenizer.json's added_tokens.
-type hfAddedToken struct {
-	ID         int    `json:"id"`
-	Content    string `json:"content"`
-	SingleWord bool   `json:"single_word"`
-	LStrip     bool   `json:"lstrip"`
-	RStrip     bool   `json:"rstrip"`
-	Normalized bool   `json:"normalized"`
-	Special    bool   `json:"special"`
-}
-
 // charHFFile is the tokenizer.json of a Char.
 type charHFFile struct {
-	Version       string         `json:"version"`
-	Truncation    any            `json:"truncation"`
-	Padding       any            `json:"padding"`
-	AddedTokens   []hfAddedToken `json:"added_tokens"`
-	Normalizer    any            `json:"normalizer"`
-	PreTokenizer  any            `json:"pre_tokenizer"`
-	PostProcessor any            `json:"post_processor"`
-	Decoder       any            `json:"decoder"`
-	Model         charHFModel    `json:"model"`
+	Version       string       `json:"version"`
+	Truncation    any          `json:"truncation"`
+	Padding       any          `json:"padding"`
+	AddedTokens   []addedToken `json:"added_tokens"`
+	Normalizer    any          `json:"normalizer"`
+	PreTokenizer  any          `json:"pre_tokenizer"`
+	PostProcessor any          `json:"post_processor"`
+	Decoder       any          `json:"decoder"`
+	Model         charHFModel  `json:"model"`
 }
 
 // charHFModel is the BPE model of a Char's tokenizer.json.
@@ -63,9 +52,9 @@ func (t *Char) hfFile() charHFFile {
 	for id, tok := range t.vocab {
 		vocab[tok] = id
 	}
-	var added []hfAddedToken
+	var added []addedToken
 	for id := range numSpecial {
-		added = append(added, hfAddedToken{ID: id, Content: t.vocab[id], Special: true})
+		added = append(added, addedToken{ID: id, Content: t.vocab[id], Special: true})
 	}
 	bos := t.vocab[BosID]
 	seq := func(id string, typ int) map[string]any {
