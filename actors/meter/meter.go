@@ -22,8 +22,8 @@
 // proto.actor's metrics (the last one made gets them).
 //
 // It imports OpenTelemetry, the Prometheus client, proto.actor's actor
-// package and actors/internal/otlp (the exporter of a protocol, shared
-// with actors/trace); nothing of actors.
+// package and actors/internal/otlp (the node's resource and the exporters
+// of a protocol, shared with actors/trace); nothing of actors.
 //
 //	p, err := meter.New(ctx, meter.Options{ServiceName: "mgrpo", InstanceID: id, Host: "127.0.0.1", PrometheusPort: 9464})
 //	sys := actor.NewActorSystem(actor.WithMetricProviders(p.MeterProvider()))
@@ -38,21 +38,16 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/mgrpo/mgrpo/actors/internal/otlp"
 )
@@ -101,12 +96,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.OTLPEndpoint == "" && o.PrometheusPort == 0 {
 		return &Provider{}, nil
 	}
-	res, err := resource.New(ctx, resource.WithAttributes(
-		attribute.String("service.name", o.ServiceName),
-		attribute.String("service.instance.id", o.InstanceID),
-		attribute.String("service.version", o.Version),
-		attribute.String("mgrpo.roles", strings.Join(o.Roles, ",")),
-	))
+	res, err := otlp.Resource(ctx, o.ServiceName, o.InstanceID, o.Version, o.Roles)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: resource: %w", err)
 	}
@@ -120,7 +110,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		opts = append(opts, sdkmetric.WithReader(reader))
 	}
 	if o.OTLPEndpoint != "" {
-		exp, err := otlpExporter(ctx, o)
+		exp, err := otlp.Exporter(ctx, "output.otlp_metrics_endpoint", o.OTLPEndpoint, otlp.For(o.Protocol).Metrics)
 		if err != nil {
 			p.closeServer()
 			return nil, err
@@ -162,17 +152,6 @@ func (p *Provider) serve(host string, port int) (sdkmetric.Reader, error) {
 	p.addr = lis.Addr().String()
 	go p.server.Serve(lis) // ends with ErrServerClosed on Shutdown
 	return exp, nil
-}
-
-// otlpExporter is the OTLP exporter of o.Protocol.
-func otlpExporter(ctx context.Context, o Options) (sdkmetric.Exporter, error) {
-	return otlp.Exporter(o.Protocol, "output.otlp_metrics_endpoint", o.OTLPEndpoint,
-		func() (sdkmetric.Exporter, error) {
-			return otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(o.OTLPEndpoint), otlpmetrichttp.WithInsecure())
-		},
-		func() (sdkmetric.Exporter, error) {
-			return otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpoint(o.OTLPEndpoint), otlpmetricgrpc.WithInsecure())
-		})
 }
 
 // MeterProvider is the provider proto.actor's actor system takes

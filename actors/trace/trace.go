@@ -16,8 +16,9 @@
 // sent is never written (messages are immutable): WithSpan derives a
 // new header.
 //
-// It imports OpenTelemetry, messages and actors/internal/otlp (the
-// exporter of a protocol, shared with actors/meter); nothing of actors.
+// It imports OpenTelemetry, messages and actors/internal/otlp (the node's
+// resource and the exporters of a protocol, shared with actors/meter);
+// nothing of actors.
 //
 //	p, err := trace.New(ctx, trace.Options{ServiceName: "mgrpo", InstanceID: id, OTLPEndpoint: "127.0.0.1:4317"})
 //	ctx, span := p.Tracer().Start(ctx, "step", oteltrace.WithNewRoot())
@@ -28,15 +29,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -78,12 +74,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.OTLPEndpoint == "" && o.File == "" {
 		return &Provider{tracer: noop.NewTracerProvider().Tracer(ScopeName)}, nil
 	}
-	res, err := resource.New(ctx, resource.WithAttributes(
-		attribute.String("service.name", o.ServiceName),
-		attribute.String("service.instance.id", o.InstanceID),
-		attribute.String("service.version", o.Version),
-		attribute.String("mgrpo.roles", strings.Join(o.Roles, ",")),
-	))
+	res, err := otlp.Resource(ctx, o.ServiceName, o.InstanceID, o.Version, o.Roles)
 	if err != nil {
 		return nil, fmt.Errorf("trace: resource: %w", err)
 	}
@@ -91,7 +82,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio)))}
 	p := &Provider{}
 	if o.OTLPEndpoint != "" {
-		exp, err := otlpExporter(ctx, o)
+		exp, err := otlp.Exporter(ctx, "trace.otlp_endpoint", o.OTLPEndpoint, otlp.For(o.Protocol).Spans)
 		if err != nil {
 			return nil, err
 		}
@@ -113,17 +104,6 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	p.sdk = sdktrace.NewTracerProvider(opts...)
 	p.tracer = p.sdk.Tracer(ScopeName)
 	return p, nil
-}
-
-// otlpExporter is the OTLP exporter of o.Protocol.
-func otlpExporter(ctx context.Context, o Options) (sdktrace.SpanExporter, error) {
-	return otlp.Exporter(o.Protocol, "trace.otlp_endpoint", o.OTLPEndpoint,
-		func() (sdktrace.SpanExporter, error) {
-			return otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(o.OTLPEndpoint), otlptracehttp.WithInsecure())
-		},
-		func() (sdktrace.SpanExporter, error) {
-			return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(o.OTLPEndpoint), otlptracegrpc.WithInsecure())
-		})
 }
 
 // Tracer is the node's tracer.
