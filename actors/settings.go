@@ -259,11 +259,28 @@ func recordSettingsOf(cfg *config.Config, m metricSettings) (recordSettings, err
 	}, nil
 }
 
-// pipelineOptionsOf are the options of the single-process pipeline (role
-// all); a learner node sizes its local pools by its roles (startPipeline).
+// pipelineOptionsOf are the options of a run's pipeline: every pool local
+// under role all; on a learner node, local pools only for the other roles
+// it also has (the rest start empty, for worker nodes to fill), and the
+// first generation held until cluster.min_generators have joined.
 func pipelineOptionsOf(c config.Cluster) PipelineOptions {
-	return PipelineOptions{Generators: max(c.Generators, 1), RewardEvaluators: 1, ReferenceScorers: 1,
+	o := PipelineOptions{Generators: max(c.Generators, 1), RewardEvaluators: 1, ReferenceScorers: 1,
 		RequestTimeout: c.RequestTimeout, Retries: 2, ChunkBytes: c.WeightChunkBytes}
+	if c.HasRole(config.RoleAll) {
+		return o
+	}
+	o.Generators, o.RewardEvaluators, o.ReferenceScorers = 0, 0, 0
+	if c.HasRole(config.RoleGenerator) {
+		o.Generators = max(c.Generators, 1)
+	}
+	if c.HasRole(config.RoleReward) {
+		o.RewardEvaluators = max(c.RewardEvaluators, 1)
+	}
+	if c.HasRole(config.RoleReference) {
+		o.ReferenceScorers = 1
+	}
+	o.MinGenerators = c.MinGenerators
+	return o
 }
 
 // newTask builds the configured task, or a data set verified by it, and

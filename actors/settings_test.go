@@ -63,3 +63,27 @@ func TestRecipesResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineOptionsByRole: role all has every pool local; a learner
+// node only those of the other roles it has, and holds the first
+// generation for cluster.min_generators.
+func TestPipelineOptionsByRole(t *testing.T) {
+	for _, tc := range []struct {
+		role                      string
+		generators, rewards, refs int
+		min                       int
+	}{
+		{"all", 2, 1, 1, 0},
+		{"learner", 0, 0, 0, 3},
+		{"learner,reward,reference", 0, 3, 1, 3},
+		{"learner,generator", 2, 0, 0, 3},
+	} {
+		c := config.Default().Cluster
+		c.Role, c.Generators, c.RewardEvaluators, c.MinGenerators = tc.role, 2, 3, 3
+		o := pipelineOptionsOf(c)
+		if o.Generators != tc.generators || o.RewardEvaluators != tc.rewards || o.ReferenceScorers != tc.refs || o.MinGenerators != tc.min {
+			t.Errorf("role %s: pools %d/%d/%d, min generators %d; want %d/%d/%d, %d", tc.role,
+				o.Generators, o.RewardEvaluators, o.ReferenceScorers, o.MinGenerators, tc.generators, tc.rewards, tc.refs, tc.min)
+		}
+	}
+}
