@@ -12,7 +12,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/gpu/hfconfig"
 	"github.com/mgrpo/mgrpo/gpu/safetensors"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 // ErrCheckpoint is returned (wrapped) when a checkpoint directory lacks a

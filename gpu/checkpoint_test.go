@@ -13,7 +13,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/gpu/hfconfig"
 	"github.com/mgrpo/mgrpo/gpu/safetensors"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 // TestCheckpointRoundTrip: save → load gives the same config, version,

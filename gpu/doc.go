@@ -60,9 +60,10 @@
 //	OpenDevice("cpu"|"cuda")                               the learner's device (LearnerConfig.Device): it makes the engines
 //	Bench(preset, opts)                                     `mgrpo-node bench` figures
 //
-// Sub-packages: tokenizer, safetensors, hfconfig, optim (AdamW, schedules),
+// Sub-packages: safetensors, hfconfig, optim (AdamW, schedules),
 // loss (the GRPO-family and MaxEnt objectives as pure slice functions),
-// cuda (device discovery and cuBLAS behind the cuda build tag).
+// cuda (device discovery and cuBLAS behind the cuda build tag). The tokenizer
+// and chat templates it saves with a checkpoint live in internal/tokenizer.
 //
 // It never imports actors, rewards, messages or config: callers hand it
 // token ids and loss closures, and get slices back.

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu/safetensors"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 func TestValidateUpperBounds(t *testing.T) {

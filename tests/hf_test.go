@@ -14,7 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
 
