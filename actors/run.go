@@ -93,9 +93,12 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := preflight(cfg, s); err != nil {
+	plan, err := preflight(cfg, s)
+	if err != nil {
 		return err
 	}
+	memoryLine, restoreLimit := setMemoryLimit(plan, os.Getenv(goMemoryLimitEnv))
+	defer restoreLimit()
 	dev, err := gpu.OpenDevice(cfg.Model.Device)
 	if err != nil {
 		return err
@@ -119,21 +122,20 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	if ln != nil {
 		defer ln.Stop()
 	}
-	dir, resume, discard, err := openRun(cfg, runName(cfg), out)
+	dir, resume, discard, err := openRun(cfg, runName(cfg), s.record.config, out)
 	if err != nil {
 		return err
 	}
 	defer func() { closeRun(dir, discard, err, out) }()
+	fmt.Fprintf(out, "run %s\n%s\n", dir.Path(), memoryLine)
 	env := runEnv{id: dir.Name(), tel: telemetry{tracer: tp.Tracer(), node: tp.node, meter: mp.Instruments()},
 		device: dev, metrics: mp.MeterProvider()}
 	return runIn(ctx, cfg, s, env, dir, ln, resume, out)
 }
 
 // runIn runs the steps of a run whose directory, node and telemetry Run
-// opened: it says where the run writes, serves its page, loads or makes
-// the models and trains.
+// opened: it serves the run's page, loads or makes the models and trains.
 func runIn(ctx context.Context, cfg *config.Config, s *settings, env runEnv, dir *runlog.Dir, ln *node.Node, resume string, out io.Writer) error {
-	fmt.Fprintf(out, "run %s\n", dir.Path())
 	stopPage, err := servePage(cfg.Output.Serve, dir, out)
 	if err != nil {
 		return err

@@ -305,7 +305,7 @@ func TestRunNameTakenGetsSuffix(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(taken, "x"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir, _, _, err := openRun(cfg, name, io.Discard)
+	dir, _, _, err := openRun(cfg, name, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
