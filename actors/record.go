@@ -110,6 +110,7 @@ func (r *runner) stepRecord(res stepResult, skipped *SkipError) map[string]float
 	m := map[string]float64{runlog.KeyStepTime: res.took.Seconds()}
 	if skipped != nil {
 		r.skipped++
+		r.skips.add(skipped)
 		m[keySkipped], m[keySkipStage], m[keySkipReason] = 1, float64(skipped.Stage), float64(skipped.Reason)
 		r.progress.Note(fmt.Sprintf("step %d skipped: %s", res.n+1, clip(skipped.Error())))
 		return m
@@ -370,11 +371,14 @@ func saveBehaviour(dir string, behaviour map[int64]*gpu.Model) error {
 const maxLineDetail = 300
 
 // clip returns s cut to maxLineDetail bytes (whole runes), marked "…".
-func clip(s string) string {
-	if len(s) <= maxLineDetail {
+func clip(s string) string { return clipTo(s, maxLineDetail) }
+
+// clipTo returns s cut to n bytes (whole runes), marked "…".
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxLineDetail
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -196,9 +196,10 @@ type runner struct {
 
 	trainer   *Trainer
 	firstStep int64
-	resumed   bool    // the run continues from a checkpoint
-	tokens    float64 // cumulative prompt + completion tokens (train/num_tokens)
-	skipped   int     // consecutive skipped steps (train.max_skipped_steps)
+	resumed   bool      // the run continues from a checkpoint
+	tokens    float64   // cumulative prompt + completion tokens (train/num_tokens)
+	skipped   int       // consecutive skipped steps (train.max_skipped_steps)
+	skips     skipTally // every skipped step of this process, for the final line
 
 	evalStep     int64   // the last step evaluated (-1: none) and its greedy accuracy,
 	evalAccuracy float64 // recorded in that step's checkpoint
@@ -469,21 +470,49 @@ func (r *runner) stopped(ctx context.Context, stop *stopError) error {
 }
 
 // done writes the last lines of a run that took its last step: the
-// policy's greedy accuracy (beside the one it started from) and where the
+// policy's greedy accuracy (beside the one it started from), or why it
+// could not be measured; the steps, those skipped and why; and where the
 // outputs are.
 func (r *runner) done(ctx context.Context, last int64) {
-	if acc, err := r.evaluate(ctx, r.trainer.Policy()); err == nil {
+	res, err := r.evaluation(ctx, r.trainer.Policy())
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		fmt.Fprintf(r.out, "greedy accuracy not measured: %s\n", clip(err.Error()))
+	default:
 		from := ""
 		if !math.IsNaN(r.warmAccuracy) {
 			from = fmt.Sprintf(" (%s %.1f%%)", r.startName, 100*r.warmAccuracy)
 		}
-		fmt.Fprintf(r.out, "greedy accuracy %.1f%%%s on %d held-out problems\n", 100*acc, from, r.settings.eval.prompts)
+		fmt.Fprintf(r.out, "greedy accuracy %.1f%%%s on %s\n", 100*res.GreedyAccuracy, from, heldOut(res.N, r.settings.eval.prompts))
 	}
 	missed := ""
 	if r.startName == "warm start" && r.warmAccuracy < warmStartTarget {
 		missed = fmt.Sprintf(" (the warm start missed its %.0f%% target: %.1f%% greedy accuracy)", 100*warmStartTarget, 100*r.warmAccuracy)
 	}
-	fmt.Fprintf(r.out, "done: %d steps, outputs in %s%s\n", last, r.dir.Path(), missed)
+	fmt.Fprintf(r.out, "done: %d steps, %soutputs in %s%s\n", last, r.skipLine(), r.dir.Path(), missed)
+}
+
+// skipLine is the skipped steps' part of the final line ("" for none):
+// those of this process, since the resume for a resumed run.
+func (r *runner) skipLine() string {
+	s := r.skips.String()
+	switch {
+	case s == "":
+		return ""
+	case r.resumed:
+		return fmt.Sprintf("%s since the resume at step %d, ", s, r.firstStep)
+	}
+	return s + ", "
+}
+
+// heldOut names the problems an evaluation measured: n distinct ones,
+// all there are when fewer than the want asked for.
+func heldOut(n, want int) string {
+	if n < want {
+		return fmt.Sprintf("all %d held-out problems", n)
+	}
+	return fmt.Sprintf("%d held-out problems", n)
 }
 
 // startPipeline starts the actors: all in this process (role all), or on
@@ -533,9 +562,15 @@ func (r *runner) recordStart(ctx context.Context) error {
 // evaluate is the greedy accuracy on train.eval_prompts held-out problems
 // (from the data set's held-out rows when it has them).
 func (r *runner) evaluate(ctx context.Context, m *gpu.Model) (float64, error) {
+	res, err := r.evaluation(ctx, m)
+	return res.GreedyAccuracy, err
+}
+
+// evaluation is evaluate's whole result (its N: how many distinct
+// problems it measured).
+func (r *runner) evaluation(ctx context.Context, m *gpu.Model) (evaluate.Result, error) {
 	e := r.settings.eval
 	s := evaluate.ModelSampler{Model: m, Tokenizer: e.tokenizer, Prompter: e.prompter, MaxNewTokens: e.maxNewTokens}
-	res, err := evaluate.Run(ctx, s, e.task, evaluate.Options{N: e.prompts, K: 1, GreedyOnly: true,
+	return evaluate.Run(ctx, s, e.task, evaluate.Options{N: e.prompts, K: 1, GreedyOnly: true,
 		Temperature: e.temperature, Seed: uint64(e.seed)})
-	return res.GreedyAccuracy, err
 }

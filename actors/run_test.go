@@ -245,15 +245,23 @@ func TestResumeIsExact(t *testing.T) {
 // TestRunRecordsSkips: a run whose batches are unusable (dynamic sampling
 // with a reward that never varies: the random policy's completions are
 // never correct) skips every step with its reason in metrics.jsonl and
-// still finishes.
+// still finishes; its last lines give the final greedy accuracy (the last
+// step was skipped) and count the skipped steps with their reason (it
+// said "done: 3 steps").
 func TestRunRecordsSkips(t *testing.T) {
 	cfg := runConfig(t, func(c *config.Config) {
 		c.Rewards.Funcs, c.Rewards.Weights = []string{"correct"}, []float64{1}
 		c.Train.DynamicSampling, c.Train.DynamicSamplingMaxRounds = true, 1
 		c.Train.Steps, c.Train.EvalEvery = 3, 0
 	})
-	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+	var out bytes.Buffer
+	if err := Run(context.Background(), cfg, &out); err != nil {
 		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-2:]
+	if !strings.HasPrefix(last[0], "greedy accuracy ") || !strings.HasPrefix(last[1], "done: 3 steps, 3 skipped (3 at REWARD, ZERO_VARIANCE: ") {
+		t.Errorf("last lines %q; want the greedy accuracy, then the 3 skipped steps and their reason", last)
 	}
 	recs, err := rlRecords(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
 	if err != nil || len(recs) != 3 {

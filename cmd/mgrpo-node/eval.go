@@ -91,6 +91,9 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mgrpo-node eval: %v\n", err)
 		return exitFailed
 	}
+	if res.N < a.opts.N {
+		fmt.Fprintf(stderr, "mgrpo-node eval: the data set has %d problems, fewer than --n %d: each was evaluated once (n: %d)\n", res.N, a.opts.N, res.N)
+	}
 	out, err := json.Marshal(evalOutput{Checkpoint: dir, Step: step, Result: res})
 	if err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node eval: encode result: %v\n", err)
