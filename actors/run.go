@@ -235,7 +235,8 @@ func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards
 	st := r.settings.start
 	control := rewards.NewControllerState(st.tau, st.beta, st.meta)
 	if st.guards {
-		r.guard = guard.New(guard.Settings{Vocab: r.settings.model.Vocab, Group: r.settings.step.group, Objective: r.settings.step.prepare.Objective})
+		r.guard = guard.New(guard.Settings{Vocab: r.settings.model.Vocab, Group: r.settings.step.group, Objective: r.settings.step.prepare.Objective,
+			NoWarmStart: st.checkpoint != "" && (!st.warmCheckpoint || r.settings.warm.steps == 0)})
 	}
 	policy, ref, err := r.startModels(ctx, resume)
 	if err != nil {
