@@ -1,7 +1,11 @@
 package actors
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"math"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -86,5 +90,40 @@ func TestFitHint(t *testing.T) {
 	}
 	if got := fitHint(cfg, s.model, prompt, 1); !strings.Contains(got, "no value") {
 		t.Errorf("with 1 byte: %q, want it to say nothing fits", got)
+	}
+}
+
+// TestRunMicroBatch: train.micro_batch reaches the learners (the warm
+// start's and RL's) and the plan, and a run in passes of 3 sequences
+// takes the steps a whole-batch run takes, to float rounding.
+func TestRunMicroBatch(t *testing.T) {
+	losses := map[int][]float64{}
+	for _, micro := range []int{0, 3} {
+		cfg := runConfig(t, func(c *config.Config) { c.Train.MicroBatch, c.Train.Steps, c.Train.EvalEvery = micro, 3, 0 })
+		s := testSettings(t, cfg)
+		if got := s.optim.learnerConfig(s.optim.rl, gpu.CPU{}).MicroBatch; got != micro {
+			t.Errorf("micro_batch %d: the learners get %d", micro, got)
+		}
+		if err := Run(context.Background(), cfg, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := rlRecords(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+		if err != nil || len(recs) != 3 {
+			t.Fatalf("micro_batch %d: %d records, %v", micro, len(recs), err)
+		}
+		for _, r := range recs {
+			losses[micro] = append(losses[micro], r.Values["train/loss"])
+		}
+	}
+	for i, l := range losses[0] {
+		if m := losses[3][i]; math.Abs(m-l) > 1e-4*max(1, math.Abs(l)) {
+			t.Errorf("step %d: loss %g in passes of 3, %g whole", i+1, m, l)
+		}
+	}
+	cfg := testConfig(t, nil)
+	whole := runBytes(cfg, testSettings(t, cfg).model, 10)
+	cfg.Train.MicroBatch = 2
+	if part := runBytes(cfg, testSettings(t, cfg).model, 10); part >= whole {
+		t.Errorf("the plan in passes of 2: %d bytes, whole batches %d; want less", part, whole)
 	}
 }

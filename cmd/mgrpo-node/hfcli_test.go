@@ -119,16 +119,13 @@ func TestInitTokenizerRefusals(t *testing.T) {
 	}
 }
 
-// TestScoreRunPromptTemplate: a run from an `init --tokenizer` checkpoint
-// with the tokenizer's chat template records what runs (the checkpoint's
-// context, the data set's absolute path: eval works from another
-// directory), and `score` on the run directory scores the text as
-// training saw it (through the run's template and system prompt), unless
-// --prompt_template says otherwise: the raw text scores differently
-// (the issue's −37.8 raw against −19.05 templated).
-func TestScoreRunPromptTemplate(t *testing.T) {
+// templatedRun trains one step from an `init --tokenizer` checkpoint
+// (context 112) with the tokenizer's chat template and a system prompt,
+// on a data set named by a relative path, from the directory work; it
+// returns the run directory.
+func templatedRun(t *testing.T, work string) string {
+	t.Helper()
 	ckpt, _ := initTokenizerCheckpoint(t, "--preset", "tiny", "--context", "112")
-	work := t.TempDir()
 	t.Chdir(work)
 	var rows strings.Builder
 	for i := range 12 {
@@ -139,8 +136,18 @@ func TestScoreRunPromptTemplate(t *testing.T) {
 	}
 	runOK(t, "--model.checkpoint", ckpt, "--task.dataset", "sums.jsonl", "--task.prompt_template", "tokenizer",
 		"--task.system_prompt", "Be brief.", "--train.steps", "1", "--train.prompts_per_step", "2", "--generation.num_generations", "2",
-		"--train.eval_prompts", "2", "--generation.max_completion_len", "8", "--output.dir", "runs", "--output.name", "r")
-	runDir := filepath.Join(work, "runs", "r")
+		"--train.eval_prompts", "2", "--generation.max_completion_len", "8", "--train.checkpoint_every", "1", "--output.dir", "runs", "--output.name", "r")
+	return filepath.Join(work, "runs", "r")
+}
+
+// TestRunRecordsWhatRuns: a run from a checkpoint records what runs (the
+// checkpoint's context, not the preset's; the data set's absolute path:
+// eval works from another directory), and resumes with the checkpoint's
+// tokenizer and chat template (it took the built-in tokenizer, which has
+// no chat format, and stopped).
+func TestRunRecordsWhatRuns(t *testing.T) {
+	work := t.TempDir()
+	runDir := templatedRun(t, work)
 	saved, err := config.Load(config.Sources{File: filepath.Join(runDir, "config.yaml")})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +157,17 @@ func TestScoreRunPromptTemplate(t *testing.T) {
 	}
 	t.Chdir(t.TempDir())
 	runOK(t, "eval", "--checkpoint", runDir, "--n", "2", "--k", "1")
+	if out := runOK(t, "--resume", runDir, "--train.steps", "2"); !strings.Contains(out, "done: 2 steps") {
+		t.Errorf("resumed run's output:\n%s", out)
+	}
+}
 
+// TestScoreRunPromptTemplate: `score` on a run directory scores the text
+// as training saw it (through the run's template and system prompt),
+// unless --prompt_template says otherwise: the raw text scores
+// differently (the issue's −37.8 raw against −19.05 templated).
+func TestScoreRunPromptTemplate(t *testing.T) {
+	runDir := templatedRun(t, t.TempDir())
 	templated, raw := scoreSum(t, runDir), scoreSum(t, runDir, "--prompt_template", "")
 	m, tok, err := gpu.LoadCheckpoint(filepath.Join(runDir, "checkpoints", "step-1"))
 	if err != nil {
