@@ -65,17 +65,20 @@ func (c Config) ScoreBytes(b, t int) int64 {
 // SampleBytes is the memory Model.Sample needs to draw n completions of
 // newTokens tokens for each of prompts prompts of promptLen tokens: the
 // key/value cache of prompts·n sequences of promptLen + newTokens
-// positions (at most the context), the activations and logits of the
-// prefill rows, the samplers' buffers, the returned tokens, log-probs and
-// entropies, and (once per Model, unless its weights are packed) a
-// transposed copy of the weights.
+// positions (at most the context), the activations of the prefill rows, a
+// row of logits per sequence, the samplers' buffers, the returned tokens,
+// log-probs and entropies, and (once per Model, unless its weights are
+// packed) a transposed copy of the weights.
 func (c Config) SampleBytes(prompts, n, promptLen, newTokens int) int64 {
 	slots := float64(prompts) * float64(n)
 	tmax := min(float64(promptLen)+float64(newTokens), float64(c.Context))
 	rows := max(float64(prompts)*float64(promptLen), slots)
 	var transposed float64
-	if !packable(c) {
+	if !packable(c) { // every matrix but the embeddings
 		transposed = 4 * c.params()
+		if !c.TieEmbeddings {
+			transposed -= 4 * float64(c.Vocab) * float64(c.Hidden)
+		}
 	}
 	return toBytes(transposed + sampleBytes(c, slots, tmax, rows, float64(newTokens), runtime.GOMAXPROCS(0)))
 }
@@ -87,8 +90,9 @@ func sampleBytes(c Config, slots, tmax, rows, newTokens float64, workers int) fl
 	d, m, v, e := float64(c.Hidden), float64(c.MLP), float64(c.Vocab), float64(c.headDim())
 	h, g, k := float64(c.Heads), float64(c.KVHeads), float64(workers)
 	cache := 2 * float64(c.Layers) * slots * tmax * g * e
-	perRow := 2*d + 1 + (h+2*g)*e + h*e + 4*m + v + 3 // x, xn, inv, qkv, att, gu, act, sig, logits; tok, pos, slot
-	decoder := 4 * (cache + rows*perRow + k*tmax)
+	perRow := 2*d + 1 + (h+2*g)*e + h*e + 4*m + 3 // x, xn, inv, qkv, att, gu, act, sig; tok, pos, slot
+	// and a row of logits per sequence
+	decoder := 4 * (cache + rows*perRow + slots*v + k*tmax)
 	drawers := k * v * 24                                 // lp, p (float64) and cand (int)
 	perSeq := 200 + 24*min(newTokens, float64(c.Context)) // Sample, limit, rng, rowOf; tokens, log-probs, entropies
 	return decoder + drawers + slots*perSeq

@@ -110,52 +110,111 @@ func within20(estimate, measured int64) bool {
 	return math.Abs(float64(estimate-measured)) <= 0.2*float64(measured)
 }
 
-func TestLearnerBytesMatchesAllocation(t *testing.T) {
-	cfg := Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, MLP: 192, Context: 64, RopeTheta: 10000, NormEps: 1e-6}
-	m, _ := NewModel(cfg, 1)
-	const b, seqLen = 32, 64
+// bigVocab is a small model with Qwen3's vocabulary (151,936 tokens),
+// whose memory is mostly lm_head, the embeddings and, without the tail's
+// blocks, logits per row and vocabulary token.
+var bigVocab = Config{Vocab: 151936, Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, MLP: 64, Context: 128, RopeTheta: 10000, NormEps: 1e-6}
+
+// estimateCase is a model of the allocation tests and its batch: b
+// sequences of seqLen tokens.
+type estimateCase struct {
+	cfg       Config
+	b, seqLen int
+}
+
+// estimateCases are the presets' vocabulary and a large one (a smaller
+// batch: each token's tail runs over the whole vocabulary).
+func estimateCases() []estimateCase {
+	return []estimateCase{
+		{Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, MLP: 192, Context: 64, RopeTheta: 10000, NormEps: 1e-6}, 32, 64},
+		{bigVocab, 12, 32},
+	}
+}
+
+// estimateSeqs are b sequences of seqLen tokens, half prompt, half
+// completion.
+func estimateSeqs(b, seqLen int) []Sequence {
 	seqs := make([]Sequence, b)
 	for i := range seqs {
 		seqs[i] = Sequence{Prompt: make([]int, seqLen/2), Completion: make([]int, seqLen/2)}
 		seqs[i].Prompt[0] = 1
 	}
-	grew, keep := heapGrowth(func() any {
-		l, err := NewLearner(m, DefaultLearnerConfig())
-		if err != nil {
-			t.Fatal(err)
+	return seqs
+}
+
+func TestLearnerBytesMatchesAllocation(t *testing.T) {
+	for _, tc := range estimateCases() {
+		cfg, b, seqLen := tc.cfg, tc.b, tc.seqLen
+		m, _ := NewModel(cfg, 1)
+		seqs := estimateSeqs(b, seqLen)
+		grew, keep := heapGrowth(func() any {
+			l, err := NewLearner(m, DefaultLearnerConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.SupervisedStep(seqs); err != nil {
+				t.Fatal(err)
+			}
+			return l
+		})
+		runtime.KeepAlive(keep)
+		runtime.KeepAlive(m) // its weights are not the learner's
+		t.Logf("vocab %d: LearnerBytes %d, measured %d", cfg.Vocab, cfg.LearnerBytes(b, seqLen), grew)
+		if est := cfg.LearnerBytes(b, seqLen); !within20(est, grew) {
+			t.Errorf("vocab %d: LearnerBytes(%d, %d) = %d, but the learner holds %d bytes after a step", cfg.Vocab, b, seqLen, est, grew)
 		}
-		if _, err := l.SupervisedStep(seqs); err != nil {
-			t.Fatal(err)
+	}
+}
+
+// TestScoreBytesMatchesAllocation: scoring keeps its workspace for the
+// next call, and ScoreBytes is its size.
+func TestScoreBytesMatchesAllocation(t *testing.T) {
+	for _, tc := range estimateCases() {
+		cfg, b, seqLen := tc.cfg, tc.b, tc.seqLen
+		m, _ := NewModel(cfg, 1)
+		seqs := estimateSeqs(b, seqLen)
+		grew, keep := heapGrowth(func() any {
+			if _, err := m.Score(seqs, 1); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		})
+		runtime.KeepAlive(keep)
+		t.Logf("vocab %d: ScoreBytes %d, measured %d", cfg.Vocab, cfg.ScoreBytes(b, seqLen), grew)
+		if est := cfg.ScoreBytes(b, seqLen); !within20(est, grew) {
+			t.Errorf("vocab %d: ScoreBytes(%d, %d) = %d, but scoring holds %d bytes", cfg.Vocab, b, seqLen, est, grew)
 		}
-		return l
-	})
-	runtime.KeepAlive(keep)
-	t.Logf("LearnerBytes %d, measured %d", cfg.LearnerBytes(b, seqLen), grew)
-	if est := cfg.LearnerBytes(b, seqLen); !within20(est, grew) {
-		t.Errorf("LearnerBytes(%d, %d) = %d, but the learner holds %d bytes after a step", b, seqLen, est, grew)
 	}
 }
 
 func TestSampleBytesMatchesAllocation(t *testing.T) {
-	cfg := Config{Vocab: 98, Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, MLP: 128, Context: 128, RopeTheta: 10000, NormEps: 1e-6}
-	m, _ := NewModel(cfg, 1)
-	const prompts, n, promptLen, newTokens = 16, 4, 8, 120
-	ps := make([][]int, prompts)
-	for i := range ps {
-		ps[i] = []int{1, 5, 6, 7, 8, 9, 10, 11}
-	}
-	grew, keep := heapGrowth(func() any {
-		out, err := m.Sample(ps, n, SampleOptions{Temperature: 1, MaxNewTokens: newTokens, Seeds: PromptSeeds(1, len(ps))})
-		if err != nil {
-			t.Fatal(err)
+	for _, cfg := range []Config{
+		{Vocab: 98, Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, MLP: 128, Context: 128, RopeTheta: 10000, NormEps: 1e-6},
+		bigVocab,
+	} {
+		m, _ := NewModel(cfg, 1)
+		const prompts, n, promptLen = 16, 4, 8
+		newTokens := 120
+		if cfg.Vocab > 1000 {
+			newTokens = 8 // each token's softmax runs over the whole vocabulary
 		}
-		return out
-	})
-	runtime.KeepAlive(keep)
-	runtime.KeepAlive(m)
-	t.Logf("SampleBytes %d, measured %d", cfg.SampleBytes(prompts, n, promptLen, newTokens), grew)
-	if est := cfg.SampleBytes(prompts, n, promptLen, newTokens); !within20(est, grew) {
-		t.Errorf("SampleBytes = %d, but sampling holds %d bytes (cache and outputs)", est, grew)
+		ps := make([][]int, prompts)
+		for i := range ps {
+			ps[i] = []int{1, 5, 6, 7, 8, 9, 10, 11}
+		}
+		grew, keep := heapGrowth(func() any {
+			out, err := m.Sample(ps, n, SampleOptions{Temperature: 1, MaxNewTokens: newTokens, Seeds: PromptSeeds(1, len(ps))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		})
+		runtime.KeepAlive(keep)
+		runtime.KeepAlive(m)
+		t.Logf("vocab %d: SampleBytes %d, measured %d", cfg.Vocab, cfg.SampleBytes(prompts, n, promptLen, newTokens), grew)
+		if est := cfg.SampleBytes(prompts, n, promptLen, newTokens); !within20(est, grew) {
+			t.Errorf("vocab %d: SampleBytes = %d, but sampling holds %d bytes (cache and outputs)", cfg.Vocab, est, grew)
+		}
 	}
 }
 
