@@ -45,8 +45,9 @@ func (c Config) modelBytes() float64 {
 // copies for both products, when packed), the gradients, AdamW's two
 // moments (4 × WeightBytes), the RoPE table and the training workspace of
 // that shape (every layer's activations, attention probabilities
-// [b, heads, t, t] included). With LearnerConfig.MicroBatch, b is the
-// micro-batch's size.
+// [b, heads, t, t] included, and one block of lm_head's logits: no
+// activation is per row and vocabulary token). With
+// LearnerConfig.MicroBatch, b is the micro-batch's size.
 func (c Config) LearnerBytes(b, t int) int64 {
 	workers := runtime.GOMAXPROCS(0)
 	shards := learnerShards(c, workers, false)
@@ -101,7 +102,7 @@ func sampleBytes(c Config, slots, tmax, rows, newTokens float64, workers int) fl
 // actsBytes is the size of newActs(c, b, t, workers, train).
 func actsBytes(c Config, b, t, workers int, train bool) float64 {
 	n, tf := float64(b)*float64(t), float64(t)
-	d, m, v := float64(c.Hidden), float64(c.MLP), float64(c.Vocab)
+	d, m := float64(c.Hidden), float64(c.MLP)
 	e := float64(c.headDim())
 	qs, he := float64(c.Heads+2*c.KVHeads)*e, float64(c.Heads)*e
 	layers, resid := 1.0, min(float64(c.Layers)+1, 2)
@@ -116,8 +117,8 @@ func actsBytes(c Config, b, t, workers int, train bool) float64 {
 	if train {
 		sig = n * m
 	}
-	floats := layers*(perLayer+sig) + resid*n*d + n*(he+d+2+2*v)
-	bytes := 4*floats + 21*n // tokens, pos, targets, rows, slots (int32), need (bool)
+	floats := layers*(perLayer+sig) + resid*n*d + n*(he+d+1) // + attRows, xf, invf
+	bytes := 4*floats + tailBytes(c, n, workers) + 21*n      // tokens, pos, targets, rows, slots (int32), need (bool)
 	if train {
 		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf
 		bytes += 4*scratch + 16*n // + dlp, dH (float64)

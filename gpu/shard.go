@@ -100,7 +100,7 @@ func (bt *batch[F]) forward(n *net[F], b Batch, temp float64, lp, ent []float64)
 	clear(lp[:len(b.Seqs)*w])
 	clear(ent[:len(b.Seqs)*w])
 	for _, a := range bt.parts {
-		a.outputs(lp, ent, n.cfg.Vocab)
+		a.outputs(lp, ent)
 	}
 }
 
