@@ -171,7 +171,7 @@ func TestGradLogSoftmaxEntropy(t *testing.T) {
 		target := []int32{0, 6, 3, 3}
 		a, b := randVec(rng, n, 1), randVec(rng, n, 1)
 		a[2] = 0 // a row with an entropy gradient only
-		tl := newTail[float64](Config{Vocab: v}, n, 2)
+		tl := newTail[float64](Config{Vocab: v}, n, 2, 1)
 		rows := []int32{0, 1, 2, 3}
 		loss := func() float64 {
 			logSoftmaxEntropy(&tl, logits, rows, target, v, temp, 2)

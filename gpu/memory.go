@@ -99,8 +99,8 @@ func sampleBytes(c Config, slots, tmax, rows, newTokens float64, workers int) fl
 	return decoder + drawers + slots*perSeq
 }
 
-// actsBytes is the size of newActs(c, b, t, workers, train).
-func actsBytes(c Config, b, t, workers int, train bool) float64 {
+// actsBytes is the size of newPart(c, b, t, workers, parts, train).
+func actsBytes(c Config, b, t, workers, parts int, train bool) float64 {
 	n, tf := float64(b)*float64(t), float64(t)
 	d, m := float64(c.Hidden), float64(c.MLP)
 	e := float64(c.headDim())
@@ -117,8 +117,8 @@ func actsBytes(c Config, b, t, workers int, train bool) float64 {
 	if train {
 		sig = n * m
 	}
-	floats := layers*(perLayer+sig) + resid*n*d + n*(he+d+1) // + attRows, xf, invf
-	bytes := 4*floats + tailBytes(c, n, workers) + 21*n      // tokens, pos, targets, rows, slots (int32), need (bool)
+	floats := layers*(perLayer+sig) + resid*n*d + n*(he+d+1)   // + attRows, xf, invf
+	bytes := 4*floats + tailBytes(c, n, workers, parts) + 21*n // tokens, pos, targets, rows, slots (int32), need (bool)
 	if train {
 		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf
 		bytes += 4*scratch + 16*n // + dlp, dH (float64)

@@ -69,6 +69,12 @@ type acts[F Float] struct {
 // and the residual stream alternates between two, so it takes about 1/L of
 // the memory; backward must not be run on it.
 func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
+	return newPart[F](c, b, t, workers, 1, train)
+}
+
+// newPart is newActs for one of parts workspaces of a batch, which share
+// the tail's budget of logits (tailRows).
+func newPart[F Float](c Config, b, t, workers, parts int, train bool) *acts[F] {
 	n, d, m := b*t, c.Hidden, c.MLP
 	qs, he := (c.Heads+2*c.KVHeads)*c.HeadDim(), c.Heads*c.HeadDim()
 	mk := func(k int) []F { return make([]F, k) }
@@ -87,7 +93,7 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		targets: make([]int32, n), need: make([]bool, n), rows: make([]int32, 0, n), slots: make([]int32, 0, n)}
 	a := &acts[F]{B: b, T: t, N: n, rowPlan: plan, mid: mkL(n * d), xn1: mkL(n * d), inv1: mkL(n), qkv: mkL(n * qs),
 		probs: mkL(b * c.Heads * t * t), att: mkL(n * he), xn2: mkL(n * d), inv2: mkL(n), gu: mkL(n * 2 * m),
-		act: mkL(n * m), sig: mkL(sigLen(n, m, workers, train)), attRows: mk(n * he), xf: mk(n * d), invf: mk(n), tail: newTail[F](c, n, workers)}
+		act: mkL(n * m), sig: mkL(sigLen(n, m, workers, train)), attRows: mk(n * he), xf: mk(n * d), invf: mk(n), tail: newTail[F](c, n, workers, parts)}
 	a.resid = make([][]F, c.Layers+1)
 	for i := range a.resid {
 		if train || i < 2 {

@@ -11,9 +11,10 @@ import (
 // target's log-prob, and their backward. It runs in blocks of need rows,
 // so that no [rows, V] matrix outlives a block: for each block the logits
 // are computed, reduced to per-row statistics, and dropped; the backward
-// pass computes each block's logits again from the final norm's output,
-// turns them into their gradients in place, and adds the block's share of
-// the lm_head gradient and of the final norm's input gradient. Memory is
+// pass (last block first, whose logits are still there) computes each
+// block's logits again from the final norm's output, turns them into
+// their gradients in place, and adds the block's share of the lm_head
+// gradient and of the final norm's input gradient. Memory is
 // O(rows·hidden) plus one block of logits. A block is split over the
 // workers by rows (the products, the row reductions) and by vocabulary
 // (the lm_head gradient, in block order), so results do not depend on
@@ -42,32 +43,34 @@ type tail[F Float] struct {
 	lrow      []F // [workers, V]: a row's exponentials (forward) or log-probs (backward), per worker
 }
 
-// tailBlockFloats bounds a tail block's logits: 32 Mi values, 128 MiB in
-// float32 (whole batches of a 98-token vocabulary; 220 rows of 151,936:
-// enough that BLAS packing lm_head for each block's products costs little
-// next to them).
+// tailBlockFloats bounds the logits of a workspace's tail blocks: 32 Mi
+// values, 128 MiB in float32 (whole batches of a 98-token vocabulary; 220
+// rows of 151,936: enough that BLAS packing lm_head for each block's
+// products costs little next to them), shared by a batch's parts.
 const tailBlockFloats = 32 << 20
 
-// tailRows is the block of need rows of a workspace of n rows over a
-// vocabulary of v tokens: tailBlockFloats of logits, but at least
-// minRowsPerWorker rows per worker (the products split by rows), and at
-// most n. In float64, for the estimates' any dimensions.
-func tailRows(v, n float64, workers int) float64 {
-	return min(n, max(math.Floor(tailBlockFloats/max(v, 1)), minRowsPerWorker*float64(max(workers, 1))))
+// tailRows is the block of need rows of a workspace of n rows, one of
+// parts of a batch, over a vocabulary of v tokens: its share of
+// tailBlockFloats of logits, but at least minRowsPerWorker rows per
+// worker (the products split by rows), and at most n. In float64, for the
+// estimates' any dimensions.
+func tailRows(v, n float64, workers, parts int) float64 {
+	share := math.Floor(tailBlockFloats / max(v, 1) / float64(max(parts, 1)))
+	return min(n, max(share, minRowsPerWorker*float64(max(workers, 1))))
 }
 
 // newTail allocates the tail of a workspace of n rows run by workers
-// goroutines.
-func newTail[F Float](c Config, n, workers int) tail[F] {
-	block := int(tailRows(float64(c.Vocab), float64(n), workers))
+// goroutines, one of parts of a batch.
+func newTail[F Float](c Config, n, workers, parts int) tail[F] {
+	block := int(tailRows(float64(c.Vocab), float64(n), workers, parts))
 	return tail[F]{lp: make([]F, n), ent: make([]F, n), zmax: make([]F, n), lse: make([]F, n), block: block,
 		logits: make([]F, block*c.Vocab), lrow: make([]F, max(workers, 1)*c.Vocab)}
 }
 
-// tailBytes is the size of newTail(c, n, workers).
-func tailBytes(c Config, n float64, workers int) float64 {
+// tailBytes is the size of newTail(c, n, workers, parts).
+func tailBytes(c Config, n float64, workers, parts int) float64 {
 	v := float64(c.Vocab)
-	return 4 * (4*n + (tailRows(v, n, workers)+float64(max(workers, 1)))*v)
+	return 4 * (4*n + (tailRows(v, n, workers, parts)+float64(max(workers, 1)))*v)
 }
 
 // tailForward runs the tail on a's need rows (resid[L] holds them,
@@ -78,12 +81,26 @@ func (n *net[F]) tailForward(a *acts[F], temp float64) {
 	c, w := n.cfg, n.w
 	D, V, K := c.Hidden, c.Vocab, len(a.rows)
 	rmsnorm(a.xf[:K*D], a.invf[:K], a.resid[c.Layers][:K*D], w.norm, D, c.NormEps, n.workers)
-	for lo := 0; lo < K; lo += a.block {
-		hi := min(lo+a.block, K)
+	for i := range tailBlocks(K, a.block) {
+		lo, hi := tailSpan(i, K, a.block)
 		z := a.logits[:(hi-lo)*V]
 		n.headLogits(z, a.xf[lo*D:hi*D], hi-lo)
 		logSoftmaxEntropy(&a.tail, z, a.rows[lo:hi], a.targets, V, temp, n.workers)
 	}
+}
+
+// tailBlocks is the number of blocks of b rows that K need rows make.
+func tailBlocks(k, b int) int { return (k + b - 1) / max(b, 1) }
+
+// tailSpan returns the need rows lo..hi-1 of block i of K in blocks of b:
+// the first holds the remainder, so that the last, whose logits the
+// backward pass (last block first) finds still in place, is whole.
+func tailSpan(i, k, b int) (lo, hi int) {
+	r := k - (tailBlocks(k, b)-1)*b
+	if i == 0 {
+		return 0, r
+	}
+	return r + (i-1)*b, r + i*b
 }
 
 // headLogits computes z = xf·lm_headᵀ for the m rows of a block. On the
@@ -111,10 +128,11 @@ func (n *net[F]) headLogits(z, xf []F, m int) {
 func (n *net[F]) tailBackward(a *acts[F], g params[F], temp float64) {
 	c, w := n.cfg, n.w
 	D, V, K := c.Hidden, c.Vocab, len(a.rows)
-	for lo := 0; lo < K; lo += a.block {
-		hi := min(lo+a.block, K)
+	nb := tailBlocks(K, a.block)
+	for i := nb - 1; i >= 0; i-- {
+		lo, hi := tailSpan(i, K, a.block)
 		dz, xf := a.logits[:(hi-lo)*V], a.xf[lo*D:hi*D]
-		if K > a.block { // else tailForward's one block of logits is still there
+		if i < nb-1 { // the last block's logits are still there from tailForward
 			n.headLogits(dz, xf, hi-lo)
 		}
 		logSoftmaxEntropyBackward(&a.tail, dz, a.rows[lo:hi], a.targets, a.dlp, a.dH, V, temp, n.workers)

@@ -93,7 +93,7 @@ func worstRel[F Float](got []F, want []float64) float64 {
 	return worst / scale
 }
 
-// TestTailMatchesFull: the tail in blocks of need rows (several, the last
+// TestTailMatchesFull: the tail in blocks of need rows (several, the first
 // ragged; one row; one block) gives, in float64, the target log-probs,
 // entropies and gradients (lm_head, the final norm's weight, its input) of
 // the whole [K, V] computation, at temperatures other than 1 too, on the
@@ -103,12 +103,13 @@ func TestTailMatchesFull(t *testing.T) {
 		v, d, k, block int
 		temp           float64
 	}{
-		{98, 16, 10, 3, 0.7},        // blocks of 3, 3, 3, 1
+		{98, 16, 10, 3, 0.7},        // blocks of 1, 3, 3, 3
 		{98, 16, 10, 10, 1},         // one block
 		{98, 16, 1, 1, 1.6},         // one row
-		{151936, 8, 5, 2, 0.8},      // a real vocabulary: blocks of 2, 2, 1
+		{151936, 8, 5, 2, 0.8},      // a real vocabulary: blocks of 1, 2, 2
 		{151936, 8, 3, 64, 1.0},     // a block larger than the rows
-		{98, 32, 70, 32, 1.3},       // rows enough for two workers per block
+		{98, 32, 70, 32, 1.3},       // blocks of 6, 32, 32: logits split by vocabulary over two workers
+		{98, 16, 300, 150, 1.1},     // blocks of 150 rows: logits split by rows
 		{151936, 4, 1, 1, 0.000001}, // a near-greedy temperature
 	} {
 		name := fmt.Sprintf("V=%d K=%d block=%d T=%g", tc.v, tc.k, tc.block, tc.temp)
