@@ -82,16 +82,19 @@ func learnerLoop(b *testing.B, w *benchWorkload, seqs []Sequence, lb loss.Batch)
 // allocates once its workspaces exist; learner-MB is the learner's memory
 // (Config.LearnerBytes: weights, gradients, AdamW moments and the step's
 // workspace), the working set it is small against.
-func BenchmarkLearnerStep(b *testing.B) {
+func BenchmarkLearnerStep(b *testing.B) { benchModels(b, learnerBench) }
+
+// benchModels runs f on each preset's bench workload and on largeVocab's.
+func benchModels(b *testing.B, f func(b *testing.B, w *benchWorkload, o BenchOptions)) {
 	for _, p := range benchPresets {
 		b.Run("preset="+p, func(b *testing.B) {
 			w, o := benchWork(b, p)
-			learnerBench(b, w, o)
+			f(b, w, o)
 		})
 	}
 	b.Run("vocab=151936", func(b *testing.B) {
 		w, o := largeVocab(b)
-		learnerBench(b, w, o)
+		f(b, w, o)
 	})
 }
 
@@ -116,18 +119,7 @@ func BenchmarkSample(b *testing.B) {
 	}
 }
 
-func BenchmarkScore(b *testing.B) {
-	for _, p := range benchPresets {
-		b.Run("preset="+p, func(b *testing.B) {
-			w, o := benchWork(b, p)
-			scoreBench(b, w, o)
-		})
-	}
-	b.Run("vocab=151936", func(b *testing.B) {
-		w, o := largeVocab(b)
-		scoreBench(b, w, o)
-	})
-}
+func BenchmarkScore(b *testing.B) { benchModels(b, scoreBench) }
 
 // scoreBench times scoring w's bench batch.
 func scoreBench(b *testing.B, w *benchWorkload, o BenchOptions) {

@@ -143,46 +143,43 @@ func estimateSeqs(b, seqLen int) []Sequence {
 }
 
 func TestLearnerBytesMatchesAllocation(t *testing.T) {
-	for _, tc := range estimateCases() {
-		cfg, b, seqLen := tc.cfg, tc.b, tc.seqLen
-		m, _ := NewModel(cfg, 1)
-		seqs := estimateSeqs(b, seqLen)
-		grew, keep := heapGrowth(func() any {
-			l, err := NewLearner(m, DefaultLearnerConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l.SupervisedStep(seqs); err != nil {
-				t.Fatal(err)
-			}
-			return l
-		})
-		runtime.KeepAlive(keep)
-		runtime.KeepAlive(m) // its weights are not the learner's
-		t.Logf("vocab %d: LearnerBytes %d, measured %d", cfg.Vocab, cfg.LearnerBytes(b, seqLen), grew)
-		if est := cfg.LearnerBytes(b, seqLen); !within20(est, grew) {
-			t.Errorf("vocab %d: LearnerBytes(%d, %d) = %d, but the learner holds %d bytes after a step", cfg.Vocab, b, seqLen, est, grew)
+	checkEstimates(t, "LearnerBytes", "the learner holds after a step", Config.LearnerBytes, func(m *Model, seqs []Sequence) any {
+		l, err := NewLearner(m, DefaultLearnerConfig())
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if _, err := l.SupervisedStep(seqs); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	})
 }
 
-// TestScoreBytesMatchesAllocation: scoring keeps its workspace for the
-// next call, and ScoreBytes is its size.
+// TestScoreBytesMatchesAllocation: scoring keeps its workspace in the
+// model for the next call, and ScoreBytes is its size.
 func TestScoreBytesMatchesAllocation(t *testing.T) {
+	checkEstimates(t, "ScoreBytes", "scoring holds", Config.ScoreBytes, func(m *Model, seqs []Sequence) any {
+		if _, err := m.Score(seqs, 1); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	})
+}
+
+// checkEstimates checks, for each estimate case, that est(cfg, b, seqLen)
+// is within 20% of the heap alloc(model, its sequences) leaves (the model
+// kept alive: its weights are not part of the estimates).
+func checkEstimates(t *testing.T, name, holder string, est func(c Config, b, t int) int64, alloc func(*Model, []Sequence) any) {
 	for _, tc := range estimateCases() {
-		cfg, b, seqLen := tc.cfg, tc.b, tc.seqLen
-		m, _ := NewModel(cfg, 1)
-		seqs := estimateSeqs(b, seqLen)
-		grew, keep := heapGrowth(func() any {
-			if _, err := m.Score(seqs, 1); err != nil {
-				t.Fatal(err)
-			}
-			return m
-		})
+		m, _ := NewModel(tc.cfg, 1)
+		seqs := estimateSeqs(tc.b, tc.seqLen)
+		grew, keep := heapGrowth(func() any { return alloc(m, seqs) })
 		runtime.KeepAlive(keep)
-		t.Logf("vocab %d: ScoreBytes %d, measured %d", cfg.Vocab, cfg.ScoreBytes(b, seqLen), grew)
-		if est := cfg.ScoreBytes(b, seqLen); !within20(est, grew) {
-			t.Errorf("vocab %d: ScoreBytes(%d, %d) = %d, but scoring holds %d bytes", cfg.Vocab, b, seqLen, est, grew)
+		runtime.KeepAlive(m)
+		e := est(tc.cfg, tc.b, tc.seqLen)
+		t.Logf("vocab %d: %s %d, measured %d", tc.cfg.Vocab, name, e, grew)
+		if !within20(e, grew) {
+			t.Errorf("vocab %d: %s(%d, %d) = %d, but %s %d bytes", tc.cfg.Vocab, name, tc.b, tc.seqLen, e, holder, grew)
 		}
 	}
 }

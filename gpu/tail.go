@@ -15,11 +15,12 @@ import (
 // block's logits again from the final norm's output, turns them into
 // their gradients in place, and adds the block's share of the lm_head
 // gradient and of the final norm's input gradient. Memory is
-// O(rows·hidden) plus one block of logits. A block is split over the
-// workers by rows (the products, the row reductions) and by vocabulary
-// (the lm_head gradient, in block order), so results do not depend on
-// scheduling; a row's values do not depend on the block size either, and
-// only the summation order of the lm_head gradient over rows does.
+// O(rows·hidden) plus one block of logits. Within a block the work is
+// split over the workers by rows (the row reductions, the input gradient)
+// or by vocabulary (the lm_head gradient, each element summed in block
+// order; the logits, when BLAS computes them), so results do not depend
+// on scheduling; a row's values do not depend on the block size either,
+// and only the summation order of the lm_head gradient over rows does.
 //
 // For need row r with logits z (V values), temperature T, target t and
 // upstream gradients a = dL/dlp and b = dL/dH, the tail keeps
@@ -198,55 +199,57 @@ func shiftedDot[F Float](e, z []F, mx F) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// logSoftmaxEntropyBackward turns, in place, the logits z of rows rows
-// ([len(rows), v], compact; those of logSoftmaxEntropy) into their
-// gradients from the upstream gradients dlp (of the target's log-prob)
-// and dH (of the entropy) of each row (the formula above, with the
-// statistics t kept). Rows with both gradients zero get zeros.
-func logSoftmaxEntropyBackward[F Float](t *tail[F], z []F, rows, targets []int32, dlp, dH []float64, v int, temp float64, workers int) {
+// logSoftmaxEntropyBackward writes the gradients of the logits of rows
+// rows ([len(rows), v], compact) from the upstream gradients dlp (of the
+// target's log-prob) and dH (of the entropy) of each row: the formula
+// above, with the statistics t kept. dz holds the logits on entry (those
+// of logSoftmaxEntropy) and their gradients on return: in place, as rope
+// works, because it is the tail's own block buffer and a second one would
+// double the block's memory. Rows with both gradients zero get zeros.
+func logSoftmaxEntropyBackward[F Float](t *tail[F], dz []F, rows, targets []int32, dlp, dH []float64, v int, temp float64, workers int) {
 	inv := F(1 / temp)
 	if workers <= 1 {
-		logSoftmaxEntropyBackwardRows(t, z, rows, targets, dlp, dH, v, inv, 0, 0, len(rows))
+		logSoftmaxEntropyBackwardRows(t, dz, rows, targets, dlp, dH, v, inv, 0, 0, len(rows))
 		return
 	}
 	parallelFor(len(rows), workers, func(chunk, lo, hi int) {
-		logSoftmaxEntropyBackwardRows(t, z, rows, targets, dlp, dH, v, inv, chunk, lo, hi)
+		logSoftmaxEntropyBackwardRows(t, dz, rows, targets, dlp, dH, v, inv, chunk, lo, hi)
 	})
 }
 
 // logSoftmaxEntropyBackwardRows is logSoftmaxEntropyBackward over rows
 // lo..hi-1, on the calling goroutine, with scratch row chunk.
-func logSoftmaxEntropyBackwardRows[F Float](t *tail[F], z []F, rows, targets []int32, dlp, dH []float64, v int, inv F, chunk, lo, hi int) {
+func logSoftmaxEntropyBackwardRows[F Float](t *tail[F], dz []F, rows, targets []int32, dlp, dH []float64, v int, inv F, chunk, lo, hi int) {
 	l := t.lrow[chunk*v : (chunk+1)*v]
 	for i := lo; i < hi; i++ {
 		r := int(rows[i])
-		dz := z[i*v : (i+1)*v]
+		row := dz[i*v : (i+1)*v]
 		a, b := F(dlp[r]), F(dH[r])
 		if a == 0 && b == 0 {
-			clear(dz)
+			clear(row)
 			continue
 		}
-		softmaxRowBackward(dz, l, a, b, t.ent[r], t.zmax[r], t.lse[r], inv)
-		dz[targets[r]] += a * inv
+		softmaxRowBackward(row, l, a, b, t.ent[r], t.zmax[r], t.lse[r], inv)
+		row[targets[r]] += a * inv
 	}
 }
 
-// softmaxRowBackward overwrites the logits z of one row with
-// −(a·p + b·p·(log p + h))/T, the gradient but for the target's term;
-// l ([len(z)]) is scratch.
-func softmaxRowBackward[F Float](z, l []F, a, b, h, mx, lse, inv F) {
+// softmaxRowBackward overwrites one row's logits dz with
+// −(a·p + b·p·(log p + h))/T, their gradient but for the target's term
+// (in place, as logSoftmaxEntropyBackward); l ([len(dz)]) is scratch.
+func softmaxRowBackward[F Float](dz, l []F, a, b, h, mx, lse, inv F) {
 	if is32[F]() { // dz = p·(c0 + c1·log p) with p = e^(log p)
-		for j, x := range z {
+		for j, x := range dz {
 			l[j] = (x-mx)*inv - lse
 		}
-		z32, l32 := as32(z), as32(l[:len(z)])
+		z32, l32 := as32(dz), as32(l[:len(dz)])
 		vec.ExpShift(z32, l32, 0, 1)
 		vec.MulAffine(z32, l32, z32, float32(-(a+b*h)*inv), float32(-b*inv))
 		return
 	}
-	for j, x := range z {
+	for j, x := range dz {
 		lj := (x-mx)*inv - lse
 		p := expF(lj)
-		z[j] = (-a*p - b*p*(lj+h)) * inv
+		dz[j] = (-a*p - b*p*(lj+h)) * inv
 	}
 }
