@@ -6,6 +6,11 @@ TOOLS := $(CURDIR)/.tools/bin
 PROTOC_GEN_GO := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 BENCHTIME ?= 1s
 PROTOS := messages/step.proto messages/node.proto
+# The version every binary is stamped with (mgrpo-node version; cluster nodes also compare the
+# executables' SHA-256): git describe, so that two commits never share a name, even with
+# GOFLAGS=-buildvcs=false.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/mgrpo/mgrpo/internal/buildinfo.version=$(VERSION)
 # Fuzzing stops after a count of inputs, not a duration: a duration -fuzztime can fail a clean
 # run with "context deadline exceeded" (a race in Go 1.26's fuzz coordinator, golang/go#75804).
 FUZZTIME ?= 200000x
@@ -27,8 +32,9 @@ FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-deps: ## install what the build needs if missing (gcc for -race and cgo, libopenblas-dev, node and npm for the tokenizer reference test, Debian python3 packages and protoc for the chat-template and TensorBoard ones, chromium for the run page's)
+deps: ## install what the build needs if missing (gcc for -race and cgo, g++ for the CUDA emulator, libopenblas-dev, node and npm for the tokenizer reference test, Debian python3 packages and protoc for the chat-template and TensorBoard ones, chromium for the run page's)
 	@command -v gcc >/dev/null 2>&1 || (apt-get update && apt-get install -y gcc libc6-dev)
+	@command -v g++ >/dev/null 2>&1 || (apt-get update && apt-get install -y g++)
 	@command -v npm >/dev/null 2>&1 || (apt-get update && apt-get install -y nodejs npm)
 	@/usr/bin/python3 -c 'import jinja2, google.protobuf, crc32c' >/dev/null 2>&1 || \
 	  (apt-get update && apt-get install -y python3-jinja2 python3-protobuf python3-crc32c)
@@ -37,17 +43,18 @@ deps: ## install what the build needs if missing (gcc for -race and cgo, libopen
 	@command -v chromium >/dev/null 2>&1 || (apt-get update && apt-get install -y chromium)
 
 build: deps ## build bin/mgrpo-node (with OpenBLAS when installed)
-	$(call goblas,build,-o $(BIN) ./cmd/mgrpo-node)
+	$(call goblas,build,-ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mgrpo-node)
 
 run: build ## build and train the default recipe on this machine (--role all)
 	./$(BIN) --role all
 
-test: deps lint jaeger ## lint, race tests (-short), the OpenBLAS build's gpu tests, the long TestLong* tests (multi-process clusters, Jaeger), fuzzing, proto-check
+test: deps lint jaeger ## lint, race tests (-short), the OpenBLAS build's gpu tests, the long TestLong* tests (multi-process clusters, Jaeger), fuzzing, proto-check, cuda-check
 	$(GO) test -race -short ./...
 	$(call goblas,test,-short ./gpu/...)
 	$(call goblas,test,-count=1 -run '^TestLong' ./...)
 	@$(MAKE) --no-print-directory fuzz
 	@if command -v protoc >/dev/null 2>&1; then $(MAKE) --no-print-directory proto-check; else echo "protoc not installed: skipping proto-check"; fi
+	@$(MAKE) --no-print-directory cuda-check
 
 test-long: deps jaeger ## only the long tests (TestLong*, skipped under -short), without -race
 	$(call goblas,test,-count=1 -run '^TestLong' ./...)
@@ -94,19 +101,19 @@ lint: ## gofmt check and go vet (also the openblas build and the purego build: t
 	CGO_LDFLAGS="-L$(OPENBLAS_DIR) -lopenblas" $(GO) vet -tags openblas ./gpu/...
 	$(GO) vet -tags purego ./gpu/...
 
-CUDA_ROOT := $(CURDIR)/.tools/cuda
-cuda-check: ## compile-check the cuda build tag against CUDA headers from Debian non-free (no GPU needed; ~800 MB download once)
-	@test -f $(CUDA_ROOT)/usr/include/cuda.h || { \
-	  src=/etc/apt/sources.list.d/mgrpo-nonfree.sources; \
-	  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' > $$src; \
-	  tmp=$$(mktemp -d); apt-get update -qq && (cd $$tmp && apt-get download nvidia-cuda-dev); rc=$$?; \
-	  rm -f $$src; apt-get update -qq; [ $$rc -eq 0 ] || exit $$rc; \
-	  mkdir -p $(CUDA_ROOT) && dpkg-deb --fsys-tarfile $$tmp/nvidia-cuda-dev_*.deb | \
-	    tar -x -C $(CUDA_ROOT) --wildcards './usr/include/*' './usr/lib/x86_64-linux-gnu/stubs/*'; rm -rf $$tmp; }
-	CGO_CFLAGS="-I$(CUDA_ROOT)/usr/include -Wno-deprecated-declarations" \
-	CGO_LDFLAGS="-L$(CUDA_ROOT)/usr/lib/x86_64-linux-gnu/stubs" $(GO) vet -tags cuda ./gpu/... ./actors/... ./cmd/...
-	CGO_CFLAGS="-I$(CUDA_ROOT)/usr/include -Wno-deprecated-declarations" \
-	CGO_LDFLAGS="-L$(CUDA_ROOT)/usr/lib/x86_64-linux-gnu/stubs" $(GO) build -tags cuda -o /dev/null ./cmd/mgrpo-node
+# CUDA without a GPU: Debian's CUDA 11.8 headers, link stubs and NVRTC, cached outside the clone
+# (.ci/cuda-cache; ../shared/tools/cuda-build uses the same cache).
+CUDA_CACHE ?= $(or $(MGRPO_CUDA_CACHE),$(HOME)/.cache/mgrpo-cuda)
+CUDA_ENV = CGO_CFLAGS="-I$(CUDA_CACHE)/usr/include -Wno-deprecated-declarations" CGO_LDFLAGS="-L$(CUDA_CACHE)/usr/lib/x86_64-linux-gnu/stubs"
+NVRTC_ENV = CGO_CFLAGS="-I$(CUDA_CACHE)/usr/include" CGO_LDFLAGS="-L$(CUDA_CACHE)/nvrtc/lib" LD_LIBRARY_PATH="$(CUDA_CACHE)/nvrtc/lib"
+cuda-check: ## without a GPU: vet and build the cuda tag, compile every kernel to PTX with NVRTC (compute_80, _90), run the kernel tests on the CPU emulator (~800 MB fetched once)
+	@.ci/cuda-cache "$(CUDA_CACHE)"
+	$(CUDA_ENV) $(GO) vet -tags cuda ./gpu/... ./actors/... ./cmd/...
+	$(CUDA_ENV) $(GO) build -tags cuda -o /dev/null ./cmd/mgrpo-node
+	$(NVRTC_ENV) $(GO) test -count=1 -tags nvrtc,cudaemu -run PTX ./gpu/cuda
+	$(GO) vet -tags cudaemu ./gpu/...
+	$(GO) test -tags cudaemu ./gpu/cuda/...
+	$(GO) test -tags cudaemu -run CUDA ./gpu
 
 # CUDA_HOME is the CUDA toolkit of a GPU machine: headers in include/, libraries in CUDA_LIB.
 CUDA_HOME ?= /usr/local/cuda
@@ -114,7 +121,7 @@ CUDA_LIB ?= $(CUDA_HOME)/lib64
 build-cuda: deps ## build bin/mgrpo-node-cuda: OpenBLAS plus cuBLAS (-tags cuda; needs the CUDA toolkit, runs only where a GPU is)
 	@test -f $(CUDA_HOME)/include/cuda.h || { echo "build-cuda: no CUDA toolkit at CUDA_HOME=$(CUDA_HOME) (no include/cuda.h); install it or set CUDA_HOME"; exit 2; }
 	CGO_CFLAGS="-I$(CUDA_HOME)/include -Wno-deprecated-declarations" \
-	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas -o $(BIN)-cuda ./cmd/mgrpo-node
+	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas -ldflags '$(LDFLAGS)' -o $(BIN)-cuda ./cmd/mgrpo-node
 
 # Jaeger v2 for tests and demos, built from the module proxy in its own tools module (go-deps §8:
 # `go install` is refused, and its 300+ modules stay out of go.mod). Cached in .tools/: a warm

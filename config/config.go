@@ -433,6 +433,11 @@ type Cluster struct {
 	// RemotePort is the port of the node's actor system (gRPC); 0 picks a
 	// free one, which membership advertises.
 	RemotePort int `koanf:"remote_port" help:"actor-system (gRPC) port (0 = any free port)"`
+	// Advertise is the host, or host:port, other nodes dial to reach this
+	// node's actor system (the port as seen from them: behind NAT, say);
+	// "" advertises Host, or for a wildcard Host (0.0.0.0, ::) this
+	// machine's first non-loopback address.
+	Advertise string `koanf:"advertise" help:"host[:port] other nodes dial to reach this node's actors (\"\" = cluster.host; for 0.0.0.0 or ::, this machine's first non-loopback address)"`
 	// Seeds are the membership addresses (host:port) of the learner node:
 	// where a worker node finds the run.
 	Seeds []string `koanf:"seeds" help:"host:port of the learner node's membership port, comma-separated"`

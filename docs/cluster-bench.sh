@@ -4,8 +4,12 @@
 # reward+reference), and the weight-sync time and bytes of each preset. Both runs start from
 # one warm start (model.checkpoint), so only RL steps are timed.
 # Usage: docs/cluster-bench.sh [STEPS]   (from the repository root; needs make build)
+# PRESETS="tiny base" limits the presets, PRESET_STEPS (40) sets their steps; RECIPE=0 leaves
+# out the default recipe's runs.
 set -euo pipefail
 steps=${1:-200}
+presets=${PRESETS:-tiny small base}
+preset_steps=${PRESET_STEPS:-40}
 bin=$PWD/bin/mgrpo-node
 work=$(mktemp -d)
 trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -41,14 +45,16 @@ cluster() { # NAME FLAGS...: learner, a generator node and a reward+reference no
 }
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bin" --output.dir "$work" --output.name warm --train.steps 1 >/dev/null
-common=(--model.checkpoint "$work/warm/reference" --train.steps "$steps" --train.eval_every 0 --train.checkpoint_every 0 --output.sample_every 0)
-"$bin" --role all --output.dir "$work" --output.name all "${common[@]}" >/dev/null
-echo "default recipe, --role all:       $(stats "$work/all")"
-cluster three "${common[@]}"
-echo "default recipe, 3 processes:      $(stats "$work/three")"
-for preset in tiny small base; do
-  each=(--model.preset "$preset" --train.warm_start_steps 0 --train.steps 40 --train.eval_every 0
+if [[ ${RECIPE:-1} != 0 ]]; then
+  "$bin" --output.dir "$work" --output.name warm --train.steps 1 >/dev/null
+  common=(--model.checkpoint "$work/warm/reference" --train.steps "$steps" --train.eval_every 0 --train.checkpoint_every 0 --output.sample_every 0)
+  "$bin" --role all --output.dir "$work" --output.name all "${common[@]}" >/dev/null
+  echo "default recipe, --role all:       $(stats "$work/all")"
+  cluster three "${common[@]}"
+  echo "default recipe, 3 processes:      $(stats "$work/three")"
+fi
+for preset in $presets; do
+  each=(--model.preset "$preset" --train.warm_start_steps 0 --train.steps "$preset_steps" --train.eval_every 0
     --train.checkpoint_every 0 --output.sample_every 0 --train.guard warn)
   "$bin" --role all --output.dir "$work" --output.name "all-$preset" "${each[@]}" >/dev/null
   echo "$preset preset, --role all:          $(stats "$work/all-$preset")"

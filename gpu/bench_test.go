@@ -41,7 +41,7 @@ func loop(b *testing.B, f func() error) {
 //	go test -run '^$' -bench . ./gpu/
 //	CGO_LDFLAGS="-L/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas" go test -tags openblas -run '^$' -bench . ./gpu/
 
-var benchPresets = []string{"tiny", "small", "base"}
+var benchPresets = []string{"tiny", "small", "base", "qwen2-base", "qwen3-base"}
 
 func benchWork(b *testing.B, preset string) (*benchWorkload, BenchOptions) {
 	o := BenchOptions{Seed: 1}.withDefaults()

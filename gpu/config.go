@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mgrpo/mgrpo/gpu/hfconfig"
 )
@@ -61,7 +62,8 @@ const (
 // Presets lists the preset names in increasing size.
 var presetNames = []string{"tiny", "small", "base"}
 
-// PresetNames returns the names accepted by Preset, smallest first.
+// PresetNames returns the names of the Llama presets, smallest first
+// (Preset also accepts each with an architecture prefix).
 func PresetNames() []string { return append([]string(nil), presetNames...) }
 
 // Preset returns the configuration of a named preset (DESIGN §4 table):
@@ -70,8 +72,19 @@ func PresetNames() []string { return append([]string(nil), presetNames...) }
 //	small hidden 64,  2 layers, 4 heads, 4 kv heads, MLP 192
 //	base  hidden 128, 4 layers, 4 heads, 4 kv heads, MLP 384
 //
-// all with vocabulary 98, context 64, theta 10000, eps 1e-6 and an untied head.
+// all with vocabulary 98, context 64, theta 10000, eps 1e-6 and an untied
+// head. A name prefixed by "qwen2-" or "qwen3-" (qwen3-base) is the same
+// shape as a Qwen2 model (q/k/v biases) or a Qwen3 one (q/k norms): the
+// Qwen-shaped benchmarks (`mgrpo-node bench --preset qwen3-base`).
 func Preset(name string) (Config, error) {
+	if arch, size, ok := strings.Cut(name, "-"); ok && (arch == ArchQwen2 || arch == ArchQwen3) {
+		c, err := Preset(size)
+		c.Arch = arch
+		if err != nil {
+			return Config{}, fmt.Errorf("%w (after the prefix %s-)", err, arch)
+		}
+		return c, nil
+	}
 	c := Config{Vocab: PresetVocab, Context: PresetContext, RopeTheta: 10000, NormEps: 1e-6}
 	switch name {
 	case "tiny":
@@ -81,7 +94,7 @@ func Preset(name string) (Config, error) {
 	case "base":
 		c.Hidden, c.Layers, c.Heads, c.KVHeads, c.MLP = 128, 4, 4, 4, 384
 	default:
-		return Config{}, fmt.Errorf("%w: unknown preset %q (want one of %v)", ErrBadConfig, name, presetNames)
+		return Config{}, fmt.Errorf("%w: unknown preset %q (want one of %v, or one of them after qwen2- or qwen3-)", ErrBadConfig, name, presetNames)
 	}
 	return c, nil
 }

@@ -1,8 +1,11 @@
 // Package gpu is the compute device of mgrpo: the Llama policy model
-// (exactly Hugging Face LlamaForCausalLM's math, DESIGN §4), sampling with a
-// key/value cache, per-token log-prob and entropy scoring, the learner that
-// ties a loss to backward, clipping and AdamW, weight snapshots and their
-// wire format, and Hugging Face-compatible checkpoints.
+// (exactly Hugging Face LlamaForCausalLM's math, DESIGN §4) and its Qwen2
+// and Qwen3 variants (Config.Arch: q/k/v biases; RMSNorm of each query and
+// key head, a head width of its own; qkv.go), with Llama 3's RoPE scaling
+// (rope.go), sampling with a key/value cache, per-token log-prob and
+// entropy scoring, the learner that ties a loss to backward, clipping and
+// AdamW, weight snapshots and their wire format, and Hugging
+// Face-compatible checkpoints (config.json keeps the model type).
 //
 // The model is written llm.c-style: hand-written, fused forward and
 // backward kernels over contiguous buffers (model.go reads top-down like
@@ -50,7 +53,7 @@
 //
 // # What it provides
 //
-//	NewModel(cfg, seed), Preset("tiny"|"small"|"base")     a model and its dimensions
+//	NewModel(cfg, seed), Preset("tiny"|"small"|"base")     a model and its dimensions (Preset("qwen3-base"): that shape as a Qwen3)
 //	(*Model).Sample(prompts, n, SampleOptions)              completions + behaviour log-probs
 //	(*Model).Score(seqs, temperature)                       per-token log-probs and entropies
 //	NewLearner(model, LearnerConfig)                        training state (AdamW, schedule, clip)
@@ -61,9 +64,10 @@
 //	OpenDevice("cpu"|"cuda")                               the learner's device (LearnerConfig.Device): it makes the engines
 //	Bench(preset, opts)                                     `mgrpo-node bench` figures
 //
-// Sub-packages: tokenizer, safetensors, hfconfig, optim (AdamW, schedules),
+// Sub-packages: safetensors, hfconfig, optim (AdamW, schedules),
 // loss (the GRPO-family and MaxEnt objectives as pure slice functions),
-// cuda (device discovery and cuBLAS behind the cuda build tag).
+// cuda (device discovery and cuBLAS behind the cuda build tag). The tokenizer
+// and chat templates it saves with a checkpoint live in internal/tokenizer.
 //
 // It never imports actors, rewards, messages or config: callers hand it
 // token ids and loss closures, and get slices back.

@@ -117,7 +117,7 @@ func TestGradRoPE(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 1))
 	n, heads, e, extra := 6, 3, 4, 5
 	stride := heads*e + extra // rope must leave the v columns alone
-	cos, sin := ropeTable[float64](n, e, 10000)
+	cos, sin := ropeTable[float64](n, e, 10000, RopeScaling{})
 	pos := []int32{0, 1, 2, 3, 4, 5}
 	x, r := randVec(rng, n*stride, 1), randVec(rng, n*stride, 1)
 	y := make([]float64, len(x))
@@ -189,7 +189,8 @@ func TestGradLogSoftmaxEntropy(t *testing.T) {
 }
 
 // testNet builds a float64 decoder with random weights, norm weights drawn
-// around 1 so that their gradients are checked at a generic point.
+// around 1 and biases around 0 so that their gradients are checked at a
+// generic point.
 func testNet(c Config, seed uint64) *net[float64] {
 	flat := make([]float64, newLayout(c).size)
 	initWeights(flat, c, seed)
@@ -197,9 +198,12 @@ func testNet(c Config, seed uint64) *net[float64] {
 	for _, s := range newLayout(c).specs {
 		w := flat[s.Offset : s.Offset+s.Size()]
 		for i := range w {
-			if s.Norm {
+			switch {
+			case s.Norm:
 				w[i] = 1 + 0.3*rng.NormFloat64()
-			} else {
+			case s.Bias:
+				w[i] = 0.2 * rng.NormFloat64()
+			default:
 				w[i] *= 10 // 0.2 std: larger activations exercise the nonlinearities
 			}
 		}
@@ -257,6 +261,10 @@ func TestGradModel(t *testing.T) {
 	tied := tiny
 	tied.TieEmbeddings = true
 	gqa := Config{Vocab: 11, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2, MLP: 24, Context: 8, RopeTheta: 10000, NormEps: 1e-6}
+	qwen2, qwen3, llama3 := gqa, gqa, gqa
+	qwen2.Arch = ArchQwen2
+	qwen3.Arch, qwen3.HeadWidth = ArchQwen3, 6 // H·E = 24 ≠ D = 16
+	llama3.RopeScaling = RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 4}
 	for _, tc := range []struct {
 		name  string
 		cfg   Config
@@ -273,6 +281,11 @@ func TestGradModel(t *testing.T) {
 		{"gqa packed", gqa, nil, 0, packedSeqs, 1.1, 0},
 		{"gqa grouped", gqa, nil, 0, groupedSeqs, 0.9, 0}, // groups share their prompts' rows
 		{"gqa grouped, tail blocks of 3", gqa, nil, 0, groupedSeqs, 0.9, 3},
+		{"qwen2 q/k/v biases", qwen2, []int{8, 5}, 8, nil, 1, 0},
+		{"qwen2 grouped", qwen2, nil, 0, groupedSeqs, 0.8, 0},
+		{"qwen3 q/k norms, head width 6", qwen3, []int{8, 3}, 8, nil, 1.2, 0},
+		{"qwen3 grouped", qwen3, nil, 0, groupedSeqs, 0.9, 0},
+		{"llama3 RoPE scaling", llama3, []int{8, 6}, 8, nil, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := testNet(tc.cfg, 11)

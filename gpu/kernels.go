@@ -110,12 +110,12 @@ func rmsnormBackwardRows[F Float](dx, dy, x, inv, w []F, d int, lo, hi int) {
 	}
 }
 
-// ropeTable returns cos and sin of pos·θ^(−2i/e) for pos < context, i < e/2
-// ([context, e/2] each; the frequencies of ropeFreqs); Hugging Face
-// duplicates them over both halves.
-func ropeTable[F Float](context, e int, theta float64) (cos, sin []F) {
+// ropeTable returns cos and sin of pos·f_i for pos < context, i < e/2
+// ([context, e/2] each), f_i = θ^(−2i/e) scaled by s (ropeFreqs); Hugging
+// Face duplicates them over both halves.
+func ropeTable[F Float](context, e int, theta float64, s RopeScaling) (cos, sin []F) {
 	half := e / 2
-	freqs := ropeFreqs(e, theta, RopeScaling{})
+	freqs := ropeFreqs(e, theta, s)
 	cos, sin = make([]F, context*half), make([]F, context*half)
 	for p := 0; p < context; p++ {
 		for i := 0; i < half; i++ {

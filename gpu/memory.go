@@ -92,6 +92,9 @@ func sampleBytes(c Config, slots, tmax, rows, newTokens float64, workers int) fl
 	h, g, k := float64(c.Heads), float64(c.KVHeads), float64(workers)
 	cache := 2 * float64(c.Layers) * slots * tmax * g * e
 	perRow := 2*d + 1 + (h+2*g)*e + h*e + 4*m + 3 // x, xn, inv, qkv, att, gu, act, sig; tok, pos, slot
+	if c.QKNorm() {
+		perRow += h + g // 1/rms of each q and k head
+	}
 	// and a row of logits per sequence
 	decoder := 4 * (cache + rows*perRow + slots*v + k*tmax)
 	drawers := k * v * 24                                 // lp, p (float64) and cand (int)
@@ -110,9 +113,7 @@ func actsBytes(c Config, b, t, workers, parts int, train bool) float64 {
 		layers, resid = float64(c.Layers), float64(c.Layers)+1
 	}
 	perLayer := n*(3*d+2+qs+he+3*m) + float64(b)*float64(c.Heads)*tf*tf
-	if c.QKNorm() { // each q and k head before its norm, and its 1/rms
-		perLayer += n * float64(c.Heads+c.KVHeads) * (e + 1)
-	}
+	perLayer += archLayerFloats(c, n, train)
 	sig := float64(max(workers, 1)) * m // forward-only: a scratch row per worker (sigLen)
 	if train {
 		sig = n * m
@@ -120,10 +121,36 @@ func actsBytes(c Config, b, t, workers, parts int, train bool) float64 {
 	floats := layers*(perLayer+sig) + resid*n*d + n*(he+d+1)   // + attRows, xf, invf
 	bytes := 4*floats + tailBytes(c, n, workers, parts) + 21*n // tokens, pos, targets, rows, slots (int32), need (bool)
 	if train {
-		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf
+		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf + archScratchFloats(c, n, workers)
 		bytes += 4*scratch + 16*n // + dlp, dH (float64)
 	}
 	return bytes
+}
+
+// archLayerFloats is what a layer of Qwen3 adds to a workspace of n rows
+// (addArch): each q and k head's 1/rms and, to train, the heads before
+// the norm.
+func archLayerFloats(c Config, n float64, train bool) float64 {
+	if !c.QKNorm() {
+		return 0
+	}
+	heads := float64(c.Heads + c.KVHeads)
+	if train {
+		return n * heads * (1 + float64(c.headDim()))
+	}
+	return n * heads
+}
+
+// archScratchFloats is the backward scratch of the Qwen layers: Qwen3's
+// head of gradient per worker, Qwen2's n ones.
+func archScratchFloats(c Config, n float64, workers int) float64 {
+	switch {
+	case c.QKNorm():
+		return float64(max(workers, 1) * c.headDim())
+	case c.QKVBias():
+		return n
+	}
+	return 0
 }
 
 // toBytes rounds x up to an int64, saturating at math.MaxInt64.

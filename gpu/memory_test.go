@@ -2,8 +2,10 @@ package gpu
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu/safetensors"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 func TestValidateUpperBounds(t *testing.T) {
@@ -115,6 +117,16 @@ func within20(estimate, measured int64) bool {
 // blocks, logits per row and vocabulary token.
 var bigVocab = Config{Vocab: 151936, Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, MLP: 64, Context: 128, RopeTheta: 10000, NormEps: 1e-6}
 
+// memoryArchs are a config and its Qwen2 and Qwen3 variants (Qwen3's
+// head width twice hidden/heads, as Qwen3's own), for the allocation
+// tests.
+func memoryArchs(c Config) []Config {
+	q2, q3 := c, c
+	q2.Arch = ArchQwen2
+	q3.Arch, q3.HeadWidth = ArchQwen3, 2*c.Hidden/c.Heads
+	return []Config{c, q2, q3}
+}
+
 // estimateCase is a model of the allocation tests and its batch: b
 // sequences of seqLen tokens.
 type estimateCase struct {
@@ -122,13 +134,15 @@ type estimateCase struct {
 	b, seqLen int
 }
 
-// estimateCases are the presets' vocabulary and a large one (a smaller
-// batch: each token's tail runs over the whole vocabulary).
+// estimateCases are the presets' vocabulary in each architecture, and a
+// large one (a smaller batch: each token's tail runs over the whole
+// vocabulary).
 func estimateCases() []estimateCase {
-	return []estimateCase{
-		{Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, MLP: 192, Context: 64, RopeTheta: 10000, NormEps: 1e-6}, 32, 64},
-		{bigVocab, 12, 32},
+	var cs []estimateCase
+	for _, c := range memoryArchs(Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, MLP: 192, Context: 64, RopeTheta: 10000, NormEps: 1e-6}) {
+		cs = append(cs, estimateCase{c, 32, 64})
 	}
+	return append(cs, estimateCase{bigVocab, 12, 32})
 }
 
 // estimateSeqs are b sequences of seqLen tokens, half prompt, half
@@ -171,47 +185,51 @@ func TestScoreBytesMatchesAllocation(t *testing.T) {
 // kept alive: its weights are not part of the estimates).
 func checkEstimates(t *testing.T, name, holder string, est func(c Config, b, t int) int64, alloc func(*Model, []Sequence) any) {
 	for _, tc := range estimateCases() {
-		m, _ := NewModel(tc.cfg, 1)
-		seqs := estimateSeqs(tc.b, tc.seqLen)
-		grew, keep := heapGrowth(func() any { return alloc(m, seqs) })
-		runtime.KeepAlive(keep)
-		runtime.KeepAlive(m)
-		e := est(tc.cfg, tc.b, tc.seqLen)
-		t.Logf("vocab %d: %s %d, measured %d", tc.cfg.Vocab, name, e, grew)
-		if !within20(e, grew) {
-			t.Errorf("vocab %d: %s(%d, %d) = %d, but %s %d bytes", tc.cfg.Vocab, name, tc.b, tc.seqLen, e, holder, grew)
-		}
+		t.Run(fmt.Sprintf("%s vocab=%d", cmp.Or(tc.cfg.Arch, ArchLlama), tc.cfg.Vocab), func(t *testing.T) {
+			m, _ := NewModel(tc.cfg, 1)
+			seqs := estimateSeqs(tc.b, tc.seqLen)
+			grew, keep := heapGrowth(func() any { return alloc(m, seqs) })
+			runtime.KeepAlive(keep)
+			runtime.KeepAlive(m)
+			e := est(tc.cfg, tc.b, tc.seqLen)
+			t.Logf("%s %d, measured %d", name, e, grew)
+			if !within20(e, grew) {
+				t.Errorf("%s(%d, %d) = %d, but %s %d bytes", name, tc.b, tc.seqLen, e, holder, grew)
+			}
+		})
 	}
 }
 
 func TestSampleBytesMatchesAllocation(t *testing.T) {
-	for _, cfg := range []Config{
-		{Vocab: 98, Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, MLP: 128, Context: 128, RopeTheta: 10000, NormEps: 1e-6},
-		bigVocab,
-	} {
-		m, _ := NewModel(cfg, 1)
-		const prompts, n, promptLen = 16, 4, 8
-		newTokens := 120
-		if cfg.Vocab > 1000 {
-			newTokens = 8 // each token's softmax runs over the whole vocabulary
+	cfgs := memoryArchs(Config{Vocab: 98, Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, MLP: 128, Context: 128, RopeTheta: 10000, NormEps: 1e-6})
+	for _, cfg := range append(cfgs, bigVocab) {
+		t.Run(fmt.Sprintf("%s vocab=%d", cmp.Or(cfg.Arch, ArchLlama), cfg.Vocab), func(t *testing.T) { checkSampleBytes(t, cfg) })
+	}
+}
+
+func checkSampleBytes(t *testing.T, cfg Config) {
+	m, _ := NewModel(cfg, 1)
+	const prompts, n, promptLen = 16, 4, 8
+	newTokens := 120
+	if cfg.Vocab > 1000 {
+		newTokens = 8 // each token's softmax runs over the whole vocabulary
+	}
+	ps := make([][]int, prompts)
+	for i := range ps {
+		ps[i] = []int{1, 5, 6, 7, 8, 9, 10, 11}
+	}
+	grew, keep := heapGrowth(func() any {
+		out, err := m.Sample(ps, n, SampleOptions{Temperature: 1, MaxNewTokens: newTokens, Seeds: PromptSeeds(1, len(ps))})
+		if err != nil {
+			t.Fatal(err)
 		}
-		ps := make([][]int, prompts)
-		for i := range ps {
-			ps[i] = []int{1, 5, 6, 7, 8, 9, 10, 11}
-		}
-		grew, keep := heapGrowth(func() any {
-			out, err := m.Sample(ps, n, SampleOptions{Temperature: 1, MaxNewTokens: newTokens, Seeds: PromptSeeds(1, len(ps))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return out
-		})
-		runtime.KeepAlive(keep)
-		runtime.KeepAlive(m)
-		t.Logf("vocab %d: SampleBytes %d, measured %d", cfg.Vocab, cfg.SampleBytes(prompts, n, promptLen, newTokens), grew)
-		if est := cfg.SampleBytes(prompts, n, promptLen, newTokens); !within20(est, grew) {
-			t.Errorf("vocab %d: SampleBytes = %d, but sampling holds %d bytes (cache and outputs)", cfg.Vocab, est, grew)
-		}
+		return out
+	})
+	runtime.KeepAlive(keep)
+	runtime.KeepAlive(m)
+	t.Logf("SampleBytes %d, measured %d", cfg.SampleBytes(prompts, n, promptLen, newTokens), grew)
+	if est := cfg.SampleBytes(prompts, n, promptLen, newTokens); !within20(est, grew) {
+		t.Errorf("SampleBytes = %d, but sampling holds %d bytes (cache and outputs)", est, grew)
 	}
 }
 

@@ -1,7 +1,7 @@
 package gpu
 
 // Dimensions: B sequences of at most T rows, N ≤ B·T rows in use (packed), D hidden, L layers,
-// H query heads, G key/value heads, E = D/H head width, M MLP width, V vocab.
+// H query heads, G key/value heads, E head width (D/H unless Config.HeadWidth), M MLP width, V vocab.
 
 // net is the Llama decoder over one flat weight buffer, generic so that the
 // float64 gradient checks run exactly the float32 production code.
@@ -15,7 +15,7 @@ type net[F Float] struct {
 }
 
 func newNet[F Float](cfg Config, flat []F, workers int) *net[F] {
-	cos, sin := ropeTable[F](cfg.Context, cfg.HeadDim(), cfg.RopeTheta)
+	cos, sin := ropeTable[F](cfg.Context, cfg.HeadDim(), cfg.RopeTheta, cfg.RopeScaling)
 	workers = max(workers, 1)
 	return &net[F]{cfg: cfg, w: bindParams(cfg, flat), cos: cos, sin: sin, workers: workers, mm: cpuLinear[F]{workers: workers}}
 }
@@ -39,7 +39,9 @@ type acts[F Float] struct {
 	mid     [][]F     // L × [N, D]: residual after attention
 	xn1     [][]F     // L × [N, D]: input_layernorm output
 	inv1    [][]F     // L × [N]: its 1/rms
-	qkv     [][]F     // L × [N, (H+2G)·E]: projections, q and k rotated
+	qkv     [][]F     // L × [N, (H+2G)·E]: projections (+ bias), q and k normed (Qwen3) and rotated
+	qkRaw   [][]F     // L × [N, (H+G)·E]: Qwen3's q and k heads before their norm (train only), else nil
+	qkInv   [][]F     // L × [N, H+G]: the 1/rms of each of them (Qwen3), else nil
 	probs   [][]F     // L × [B, H, T, T]: causal attention probabilities
 	att     [][]F     // L × [N, H·E]: attention output before o_proj
 	xn2     [][]F     // L × [N, D]: post_attention_layernorm output
@@ -55,6 +57,8 @@ type acts[F Float] struct {
 
 	// backward scratch, shared by all layers
 	dx, dxn, dqkv, datt, dgu, dact, dscores []F
+	dqk                                     []F // [workers, E]: qkNormBackward's scratch (Qwen3)
+	ones                                    []F // [N] of 1: the q/k/v bias gradient's column sum (Qwen2)
 }
 
 // The last block after attention (o_proj, its residual, the MLP), the final
@@ -107,6 +111,7 @@ func newPart[F Float](c Config, b, t, workers, parts int, train bool) *acts[F] {
 		a.dx, a.dxn, a.dqkv, a.datt = mk(n*d), mk(n*d), mk(n*qs), mk(n*he)
 		a.dgu, a.dact, a.dscores = mk(n*2*m), mk(n*m), mk(max(workers, 1)*t*t)
 	}
+	a.addArch(c, n, workers, train, mkL)
 	for r := range a.pos { // until load plans them: every sequence T rows
 		a.pos[r] = int32(r % t)
 	}
@@ -114,6 +119,24 @@ func newPart[F Float](c Config, b, t, workers, parts int, train bool) *acts[F] {
 		a.start[i] = int32(i * t)
 	}
 	return a
+}
+
+// addArch allocates the buffers of Qwen3's q/k norms (the heads before
+// the norm only to train) and, to train a Qwen2, the bias gradient's ones.
+func (a *acts[F]) addArch(c Config, n, workers int, train bool, mkL func(int) [][]F) {
+	s := headShape{c.Heads, c.KVHeads, c.HeadDim()}
+	if c.QKNorm() {
+		a.qkInv, a.qkRaw = mkL(n*(s.H+s.G)), make([][]F, c.Layers) // forward-only: normed in place
+		if train {
+			a.qkRaw, a.dqk = mkL(n*s.qk()), make([]F, max(workers, 1)*s.E)
+		}
+	}
+	if c.QKVBias() && train {
+		a.ones = make([]F, n)
+		for i := range a.ones {
+			a.ones[i] = 1
+		}
+	}
 }
 
 // sigLen is the length of each layer's sigmoid buffer: every row's for
@@ -146,7 +169,10 @@ func (n *net[F]) forward(a *acts[F], temp float64) {
 	for l, lw := range w.layers {
 		x := a.resid[l][:N*D]
 		rmsnorm(a.xn1[l], a.inv1[l], x, lw.attnNorm, D, c.NormEps, k)
-		n.mm.NT(a.qkv[l], a.xn1[l], lw.qkv, N, D, qs, false)
+		projectQKV(n.mm, a.qkv[l], a.xn1[l], lw, N, D, qs) // + Qwen2's bias
+		if lw.qNorm != nil {                               // Qwen3
+			qkNorm(a.qkv[l], a.qkRaw[l], a.qkInv[l], lw.qNorm, lw.kNorm, as.heads(), N, c.NormEps, k)
+		}
 		attention(a.att[l], a.probs[l], a.qkv[l], as, rot, k) // rotates q and k first
 		// R rows go on from here, att their attention output
 		R, att := N, a.att[l]
@@ -198,6 +224,12 @@ func (n *net[F]) backward(a *acts[F], g params[F], temp float64) {
 			scatterRows(a.dx, R, a.rows, D, N)
 		}
 		attentionBackward(a.dqkv, a.datt, a.qkv[l], a.probs[l], a.dscores, as, rot, k) // dq, dk unrotated
+		if lw.qNorm != nil {
+			qkNormBackward(a.dqkv, lg.qNorm, lg.kNorm, a.qkRaw[l], a.qkInv[l], lw.qNorm, lw.kNorm, a.dqk, as.heads(), N, k)
+		}
+		if lg.qkvBias != nil {
+			biasBackward(lg.qkvBias, a.dqkv[:N*qs], a.ones, N)
+		}
 		n.mm.TNAdd(lg.qkv, a.dqkv, a.xn1[l], N, D, qs)
 		n.mm.NN(a.dxn, a.dqkv, lw.qkv, N, D, qs, false)
 		rmsnormBackward(a.dx[:N*D], lg.attnNorm, a.dxn[:N*D], a.resid[l][:N*D], a.inv1[l][:N], lw.attnNorm, D, k) // dLoss/d resid[l]

@@ -31,8 +31,8 @@ var (
 )
 
 // binary returns the path of mgrpo-node built from this tree, once per
-// test process; suffix, if not empty, is linked in as the build suffix
-// (another "build" of the same source, for the version check).
+// test process; suffix, if not empty, is stamped as the build's version
+// (another build of the same source, for the version check).
 func binary(t *testing.T, suffix string) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -45,7 +45,7 @@ func binary(t *testing.T, suffix string) string {
 			out := filepath.Join(dir, "mgrpo-node"+s)
 			args := []string{"build", "-o", out}
 			if s != "" {
-				args = append(args, "-ldflags", "-X github.com/mgrpo/mgrpo/actors.buildSuffix="+s)
+				args = append(args, "-ldflags", "-X github.com/mgrpo/mgrpo/internal/buildinfo.version="+s)
 			}
 			cmd := exec.Command("go", append(args, "./cmd/mgrpo-node")...)
 			cmd.Dir = ".."
@@ -408,15 +408,7 @@ func TestLongClusterLearnerRestart(t *testing.T) {
 	gen := start(t, bin, "generator", "--role", "generator", "--cluster.seeds", seed)
 	rr := start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seed)
 	run := filepath.Join(dir, "cluster")
-	manifest := filepath.Join(run, "checkpoints", "step-20", "MANIFEST.sha256")
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(manifest); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint at step 20 after 2 minutes\n%s", learner.text())
-		}
-	}
+	waitFile(t, filepath.Join(run, "checkpoints", "step-20", "MANIFEST.sha256"), 2*time.Minute, learner)
 	learner.signal(t, syscall.SIGKILL)
 	learner.exit(t, time.Minute)
 	if strings.Contains(learner.text(), "done:") {
@@ -447,16 +439,7 @@ func TestLongClusterRefusals(t *testing.T) {
 		t.Skip("long: several processes")
 	}
 	bin, dir := binary(t, ""), t.TempDir()
-	ok, other := filepath.Join(dir, "ok"), filepath.Join(dir, "other")
-	for _, d := range []string{ok, other} {
-		if p := start(t, bin, "certs", "certs", "--out", d, "--nodes", "3"); p.exit(t, time.Minute) != 0 {
-			t.Fatalf("certs: %s", p.text())
-		}
-	}
-	tlsFlags := func(d string, i int) []string {
-		return []string{"--cluster.tls.ca", filepath.Join(d, "ca.pem"), "--cluster.tls.cert", filepath.Join(d, fmt.Sprintf("node-%d.pem", i)),
-			"--cluster.tls.key", filepath.Join(d, fmt.Sprintf("node-%d.key", i))}
-	}
+	ok, other := certs(t, bin, dir, "ok", 3), certs(t, bin, dir, "other", 3)
 	oneLine := func(t *testing.T, p *proc, code int, want string) {
 		t.Helper()
 		if got := p.exit(t, time.Minute); got != code || !strings.Contains(p.text(), want) || strings.Count(strings.TrimSpace(p.text()), "\n") > 1 {
@@ -465,10 +448,10 @@ func TestLongClusterRefusals(t *testing.T) {
 	}
 	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	port := strings.Split(seed, ":")[1]
-	learner := start(t, bin, "learner", append(append(runFlags(dir, "tls", 4), "--role", "learner", "--cluster.port", port), tlsFlags(ok, 1)...)...)
+	learner := start(t, bin, "learner", append(append(runFlags(dir, "tls", 4), "--role", "learner", "--cluster.port", port), tlsFlags(ok, "node-1")...)...)
 	learner.waitFor(t, `waiting for a node of role generator, reward, reference`, time.Minute)
 
-	stranger := start(t, bin, "other CA", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(other, 1)...)...)
+	stranger := start(t, bin, "other CA", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(other, "node-1")...)...)
 	stranger.waitFor(t, `(?m)^node \S+: generator`, time.Minute)
 	if got := stranger.exit(t, time.Minute); got != 2 || !strings.Contains(stranger.text(), "certificate") {
 		t.Errorf("a node with another CA's certificate: exit %d, output %q; want exit 2 naming the certificate", got, stranger.text())
@@ -477,7 +460,7 @@ func TestLongClusterRefusals(t *testing.T) {
 	if got := plain.exit(t, time.Minute); got != 2 || !strings.Contains(plain.text(), "uses mutual TLS") {
 		t.Errorf("a node without TLS: exit %d, output %q; want exit 2 saying the learner uses mutual TLS", got, plain.text())
 	}
-	foreign := start(t, binary(t, "other"), "other build", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ok, 2)...)...)
+	foreign := start(t, binary(t, "other"), "other build", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ok, "node-2")...)...)
 	if got := foreign.exit(t, time.Minute); got != 1 || !strings.Contains(foreign.text(), "refused by the learner") || !strings.Contains(foreign.text(), "build") {
 		t.Errorf("another build: exit %d, output %q; want exit 1, refused for its build", got, foreign.text())
 	}
@@ -487,8 +470,8 @@ func TestLongClusterRefusals(t *testing.T) {
 	}
 	// The learner is still waiting; a node with a good certificate joins
 	// and, with a reward+reference node, the run trains to the end.
-	start(t, bin, "gen", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ok, 2)...)...)
-	start(t, bin, "rr", append([]string{"--role", "reward,reference", "--cluster.seeds", seed}, tlsFlags(ok, 3)...)...)
+	start(t, bin, "gen", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ok, "node-2")...)...)
+	start(t, bin, "rr", append([]string{"--role", "reward,reference", "--cluster.seeds", seed}, tlsFlags(ok, "node-3")...)...)
 	if code := learner.exit(t, 5*time.Minute); code != 0 || strings.Count(learner.text(), " joined: ") != 2 {
 		t.Fatalf("learner with good nodes: exit %d\n%s", code, learner.text())
 	}

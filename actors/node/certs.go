@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -48,33 +49,59 @@ func WriteCerts(dir string, n int, hosts []string) error {
 	if err := writePair(dir, "ca", caDER, caKey); err != nil {
 		return err
 	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return fmt.Errorf("certs: %w", err)
+	}
 	for i := 1; i <= n; i++ {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return fmt.Errorf("certs: %w", err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: serial(), Subject: pkix.Name{CommonName: fmt.Sprintf("mgrpo node %d", i)},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(CertValidity),
-			KeyUsage:    x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		}
-		for _, h := range hosts {
-			if ip := net.ParseIP(h); ip != nil {
-				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-			} else {
-				tmpl.DNSNames = append(tmpl.DNSNames, h)
-			}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return fmt.Errorf("certs: %w", err)
-		}
-		if err := writePair(dir, fmt.Sprintf("node-%d", i), der, key); err != nil {
+		if err := signNode(dir, fmt.Sprintf("node-%d", i), caCert, caKey, hosts, time.Now().Add(-time.Hour), time.Now().Add(CertValidity)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// AddNodeCert writes one more node certificate, name.pem and name.key,
+// valid from notBefore to notAfter, signed by the CA that WriteCerts left
+// in dir (ca.pem, ca.key): a node added to a running cluster, or, in
+// tests, a certificate expired or not valid yet.
+func AddNodeCert(dir, name string, hosts []string, notBefore, notAfter time.Time) error {
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca.key"))
+	if err != nil {
+		return fmt.Errorf("certs: the CA in %s: %w", dir, err)
+	}
+	key, ok := pair.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok {
+		return fmt.Errorf("certs: the CA key in %s is not ECDSA", dir)
+	}
+	return signNode(dir, name, pair.Leaf, key, hosts, notBefore, notAfter)
+}
+
+// signNode writes the node certificate name.pem and its key name.key into
+// dir, signed by the CA ca.
+func signNode(dir, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, hosts []string, notBefore, notAfter time.Time) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("certs: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: "mgrpo " + name},
+		NotBefore: notBefore, NotAfter: notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("certs: %w", err)
+	}
+	return writePair(dir, name, der, key)
 }
 
 // writePair writes name.pem (the certificate) and name.key (its key, 0600).

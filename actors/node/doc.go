@@ -13,9 +13,23 @@
 // gRPC keepalive (about 11 s). No grains are used, so no identity can be
 // activated twice (go-deps §11).
 //
-// Everything binds cluster.host. Membership answers plain HTTP with the
-// node's address, id and kinds; every actor message travels over gRPC,
-// under mutual TLS when LoadTLS is given (certificates from WriteCerts).
+// Everything binds cluster.host; a wildcard host advertises this
+// machine's first non-loopback address (or Options.Advertise). Membership
+// answers plain HTTP with the node's address, id and kinds; every actor
+// message travels over gRPC, under mutual TLS when LoadTLS is given
+// (certificates from WriteCerts, AddNodeCert).
+//
+// A peer cannot knock a node over: its gRPC server serves proto.actor's
+// message stream and answers every other method Unimplemented (two of
+// them panic at the pinned version), refuses message batches proto.actor
+// would index out of range with or that stop an actor, and recovers a
+// panic in a handler into an error. A refused connection (a certificate
+// of another CA, expired, not valid yet; no TLS, or TLS at a plaintext
+// node), a refused batch and a recovered panic are each one line naming
+// the peer, at most once a minute per peer host and kind (Refused does
+// the same for the learner's own refusals). CheckPeer tells a worker
+// whose learner does not answer whether it never will (ErrTLS, naming the
+// reason) or is merely not there (a network error: wait).
 //
 // It imports protoactor-go, gRPC and internal/atomicfile; nothing of
 // actors.

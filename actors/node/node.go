@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -71,9 +72,18 @@ type Options struct {
 	// BatchSize bounds how many queued messages go out in one gRPC
 	// message, so that a batch cannot exceed MaxMessageBytes.
 	BatchSize int
+	// Advertise, when set, is the host or host:port other nodes dial to
+	// reach this node's actor system (behind NAT, or to pick one of several
+	// addresses); by default the node advertises Host, or for a wildcard
+	// Host (0.0.0.0, ::) this machine's first non-loopback address.
+	Advertise string
 	// Log receives the actor system's own log lines at WARN and above
 	// (nil discards them); routine membership polling errors are dropped.
 	Log io.Writer
+	// Notices receives the node's one-line notices about its peers: a
+	// connection refused and why, a recovered panic; at most one a minute
+	// per peer host and kind. nil means Log.
+	Notices io.Writer
 	// MeterProvider, when set, turns on proto.actor's own actor metrics
 	// (actor.WithMetricProviders; see actors/meter).
 	MeterProvider metric.MeterProvider
@@ -82,15 +92,16 @@ type Options struct {
 // TLSConfigs are the server and client sides of mutual TLS.
 type TLSConfigs struct {
 	Server, Client *tls.Config
+	pool           *x509.CertPool // the cluster's CA (LoadTLS)
 }
 
 // Node is one process's actor system, joined to a cluster.
 type Node struct {
-	sys        *actor.ActorSystem
-	cluster    *cluster.Cluster
-	seed       string // membership address (learner nodes)
-	remotePort int
-	tls        *TLSConfigs
+	sys     *actor.ActorSystem
+	cluster *cluster.Cluster
+	seed    string // membership address (learner nodes)
+	tls     *TLSConfigs
+	notes   *notices
 }
 
 // ErrBind: a port of the node cannot be bound.
@@ -107,8 +118,15 @@ func Start(o Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	advHost, advPort, err := advertised(o.Host, remotePort, o.Advertise, net.InterfaceAddrs)
+	if err != nil {
+		return nil, err
+	}
+	if o.Notices == nil {
+		o.Notices = o.Log
+	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(loggerFactory(o.Log)), actor.WithMetricProviders(o.MeterProvider))
-	n := &Node{sys: sys, remotePort: remotePort, tls: o.TLS}
+	n := &Node{sys: sys, tls: o.TLS, notes: newNotices(o.Notices)}
 	var health *echo.Echo
 	hosts := slices.Clone(o.Seeds)
 	if o.Learner {
@@ -116,7 +134,7 @@ func Start(o Options) (*Node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: membership port %s:%d: %w", ErrBind, o.Host, o.Port, err)
 		}
-		n.seed = lis.Addr().String()
+		n.seed = net.JoinHostPort(advHost, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port))
 		health = echo.New()
 		health.HideBanner, health.HidePort, health.Listener = true, true, lis
 		hosts = append([]string{n.seed}, hosts...)
@@ -128,12 +146,13 @@ func Start(o Options) (*Node, error) {
 	if o.Learner {
 		kinds = append(kinds, cluster.NewKind(LearnerKind, actor.PropsFromFunc(func(actor.Context) {})))
 	}
-	cfg := cluster.Configure(o.Name, provider, disthash.New(), remote.Configure(o.Host, remotePort, remoteOptions(o)...),
+	ropts := append(remoteOptions(o, n.notes), remote.WithAdvertisedHost(net.JoinHostPort(advHost, strconv.Itoa(advPort))))
+	cfg := cluster.Configure(o.Name, provider, disthash.New(), remote.Configure(o.Host, remotePort, ropts...),
 		cluster.WithKinds(kinds...))
 	n.cluster = cluster.New(n.sys, cfg)
 	if o.Learner {
 		health.GET("/_health", func(c echo.Context) error {
-			return c.JSON(200, automanaged.NewNode(o.Name, n.sys.ID, o.Host, remotePort, o.Port, n.cluster.GetClusterKinds()))
+			return c.JSON(200, automanaged.NewNode(o.Name, n.sys.ID, advHost, advPort, o.Port, n.cluster.GetClusterKinds()))
 		})
 		n.cluster.StartMember()
 	} else {
@@ -142,19 +161,22 @@ func Start(o Options) (*Node, error) {
 	return n, nil
 }
 
-// remoteOptions are the gRPC settings of every node: credentials, the
-// message limit (both sides: replies travel the other way), keepalive, and
-// the batch bound.
-func remoteOptions(o Options) []remote.ConfigOption {
+// remoteOptions are the gRPC settings of every node: credentials (whose
+// server side says why it refuses a connection), the message limit (both
+// sides: replies travel the other way), keepalive, the batch bound, and
+// the guard that keeps the server standing whatever a peer sends.
+func remoteOptions(o Options, notes *notices) []remote.ConfigOption {
 	creds := insecure.NewCredentials()
-	serverOpts := []grpc.ServerOption{
+	serverOpts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
-	}
+	}, guard{notes}.serverOptions()...)
 	if o.TLS != nil {
 		creds = credentials.NewTLS(o.TLS.Client)
-		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(o.TLS.Server)))
+		serverOpts = append(serverOpts, grpc.Creds(loggedTLS{credentials.NewTLS(o.TLS.Server), notes}))
+	} else {
+		serverOpts = append(serverOpts, grpc.Creds(loggedPlain{insecure.NewCredentials(), notes}))
 	}
 	return []remote.ConfigOption{
 		remote.WithServerOptions(serverOpts...),
@@ -200,6 +222,15 @@ func (n *Node) Learners() []string {
 
 // CheckPeer is CheckPeer(addr) with this node's transport security.
 func (n *Node) CheckPeer(addr string) error { return CheckPeer(addr, n.tls) }
+
+// Refused prints that this node refused who (a node, say) at peer
+// (host:port) for reason, in one line: "refused WHO at PEER: REASON".
+// kind is what the refusal is about, from a fixed vocabulary (reason may
+// quote what the peer sent): one kind about one peer host is said once a
+// minute at most.
+func (n *Node) Refused(kind, who, peer, reason string) {
+	n.notes.say(peer, "refused "+kind, "refused %s at %s: %s", who, peer, reason)
+}
 
 // Stop stops the node without waiting for a graceful leave. (A cluster
 // client has no gossip to leave: Cluster.Shutdown would dereference it.)

@@ -1,13 +1,19 @@
 package node
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // certsIn writes a CA and 2 node certificates into a fresh directory.
@@ -20,20 +26,55 @@ func certsIn(t *testing.T) string {
 	return dir
 }
 
-func loadNode(t *testing.T, dir string, i string) *TLSConfigs {
+func loadNode(t *testing.T, dir string, name string) *TLSConfigs {
 	t.Helper()
-	c, err := LoadTLS(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "node-"+i+".pem"), filepath.Join(dir, "node-"+i+".key"))
+	c, err := LoadTLS(filepath.Join(dir, "ca.pem"), filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".key"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-// serveTLS accepts TLS connections with cfg on a loopback port and
-// completes each handshake; it returns the address.
-func serveTLS(t *testing.T, cfg *tls.Config) string {
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serveTLS serves like a node's gRPC server: each connection is handshaken
+// by the node's server credentials (which say why they refuse one, on
+// notes), then the server speaks first, as gRPC does. It returns the
+// address.
+func serveTLS(t *testing.T, cfg *tls.Config, notes *lockedBuffer) string {
 	t.Helper()
-	l, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	creds := loggedTLS{credentials.NewTLS(cfg), newNotices(notes)}
+	return serveRaw(t, func(c net.Conn) {
+		conn, _, err := creds.ServerHandshake(c)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		conn.Write([]byte{0})
+		conn.Read(make([]byte, 1)) // hold it open until the client goes
+	})
+}
+
+// serveRaw accepts connections on a loopback port and hands each to serve.
+func serveRaw(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +87,7 @@ func serveTLS(t *testing.T, cfg *tls.Config) string {
 			}
 			go func() {
 				defer c.Close()
-				if c.(*tls.Conn).Handshake() == nil {
-					c.Read(make([]byte, 1)) // hold it open until the client goes
-				}
+				serve(c)
 			}()
 		}
 	}()
@@ -57,7 +96,10 @@ func serveTLS(t *testing.T, cfg *tls.Config) string {
 
 func TestWriteCertsKeysArePrivate(t *testing.T) {
 	dir := certsIn(t)
-	for _, name := range []string{"ca.key", "node-1.key", "node-2.key"} {
+	if err := AddNodeCert(dir, "node-9", nil, time.Now().Add(-time.Hour), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ca.key", "node-1.key", "node-2.key", "node-9.key"} {
 		st, err := os.Stat(filepath.Join(dir, name))
 		if err != nil || st.Mode().Perm() != 0o600 {
 			t.Errorf("%s: mode %v (%v), want 0600", name, st.Mode().Perm(), err)
@@ -66,40 +108,92 @@ func TestWriteCertsKeysArePrivate(t *testing.T) {
 	if err := WriteCerts(t.TempDir(), 0, nil); err == nil {
 		t.Error("WriteCerts with 0 nodes succeeded")
 	}
+	if err := AddNodeCert(t.TempDir(), "node-1", nil, time.Now(), time.Now().Add(time.Hour)); err == nil {
+		t.Error("AddNodeCert without a CA succeeded")
+	}
 }
 
-// TestCheckPeer: nodes of one CA accept each other; a node of another CA,
-// or one without TLS, is told in one line what does not fit.
+// TestCheckPeer: nodes of one CA accept each other. A certificate refused
+// on either side (another CA, expired, not valid yet) and TLS on one side
+// only are ErrTLS, naming the reason, on one line, and the server says so
+// too; a peer that cannot be reached, or hangs up before the handshake,
+// is a network error a worker waits out (not ErrTLS).
 func TestCheckPeer(t *testing.T) {
 	ours, theirs := certsIn(t), certsIn(t)
-	addr := serveTLS(t, loadNode(t, ours, "1").Server)
-	if err := CheckPeer(addr, loadNode(t, ours, "2")); err != nil {
-		t.Errorf("same CA: %v", err)
+	now := time.Now()
+	if err := AddNodeCert(ours, "expired", nil, now.Add(-48*time.Hour), now.Add(-24*time.Hour)); err != nil {
+		t.Fatal(err)
 	}
-	err := CheckPeer(addr, loadNode(t, theirs, "2"))
-	if !errors.Is(err, ErrTLS) || !strings.Contains(err.Error(), "CA") || strings.Contains(err.Error(), "\n") {
-		t.Errorf("another CA: %v, want one ErrTLS line about the CA", err)
+	if err := AddNodeCert(ours, "later", nil, now.Add(24*time.Hour), now.Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
 	}
-	if err := CheckPeer(addr, nil); !errors.Is(err, ErrTLS) || !strings.Contains(err.Error(), "uses mutual TLS") {
-		t.Errorf("no TLS against a TLS node: %v, want ErrTLS saying it uses mutual TLS", err)
+	var notes lockedBuffer
+	addr := serveTLS(t, loadNode(t, ours, "node-1").Server, &notes)
+	closed := serveRaw(t, func(net.Conn) {}) // hangs up before the handshake
+	plain := serveRaw(t, func(c net.Conn) {  // speaks first (a settings frame), as gRPC's plaintext server does
+		c.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0})
+		c.Read(make([]byte, 1))
+	})
+	gone := closedPort(t)
+	tests := []struct {
+		name, addr string
+		tls        *TLSConfigs
+		tlsErr     bool   // ErrTLS; otherwise a network error, or nil when want is ""
+		want       string // in the error
+		server     string // in the server's notices
+	}{
+		{"same CA", addr, loadNode(t, ours, "node-2"), false, "", ""},
+		{"another CA", addr, loadNode(t, theirs, "node-2"), true, "signed by another CA", `certificate "mgrpo node-2" is signed by another CA`},
+		{"expired", addr, loadNode(t, ours, "expired"), true, "it expired: valid until", `certificate "mgrpo expired" is expired: valid until`},
+		{"not valid yet", addr, loadNode(t, ours, "later"), true, "it is not valid yet: valid from", `certificate "mgrpo later" is not valid yet`},
+		{"no TLS against TLS", addr, nil, true, "uses mutual TLS", "it sent no certificate"},
+		{"TLS against plaintext", plain, loadNode(t, ours, "node-2"), true, "does not use TLS", ""},
+		{"plaintext against plaintext", plain, nil, false, "", ""},
+		{"hangs up, TLS", closed, loadNode(t, ours, "node-2"), false, closed, ""},
+		{"hangs up, plaintext", closed, nil, false, closed, ""},
+		{"nothing listens", gone, loadNode(t, ours, "node-2"), false, "connection refused", ""},
+		{"nothing listens, plaintext", gone, nil, false, "connection refused", ""},
 	}
-	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	for _, tc := range tests {
+		err := CheckPeer(tc.addr, tc.tls)
+		t.Logf("%s: %v", tc.name, err)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want nil", tc.name, err)
+		case tc.want != "" && (err == nil || errors.Is(err, ErrTLS) != tc.tlsErr || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s: %v; want one line with %q (ErrTLS %v)", tc.name, err, tc.want, tc.tlsErr)
+		}
+		if tc.server != "" && !waitFor(&notes, tc.server) {
+			t.Errorf("%s: the server's notices lack %q:\n%s", tc.name, tc.server, notes.String())
+		}
+	}
+	t.Logf("the server said:\n%s", notes.String())
+	if strings.Contains(notes.String(), "mgrpo node-2\" is") && !strings.Contains(notes.String(), "another CA") {
+		t.Errorf("a good certificate was refused:\n%s", notes.String())
+	}
+}
+
+// closedPort is a loopback address where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer plain.Close()
-	go func() {
-		for {
-			c, err := plain.Accept()
-			if err != nil {
-				return
-			}
-			c.Close() // a plaintext server: no TLS handshake
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// waitFor waits up to 5 s for s to appear in b (a server goroutine writes
+// its notice after the client has its answer).
+func waitFor(b *lockedBuffer, s string) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(b.String(), s) {
+			return true
 		}
-	}()
-	if err := CheckPeer(plain.Addr().String(), nil); err != nil {
-		t.Errorf("plaintext to plaintext: %v", err)
 	}
+	return false
 }
 
 func TestLoadTLSErrorsNameTheFile(t *testing.T) {
@@ -113,5 +207,33 @@ func TestLoadTLSErrorsNameTheFile(t *testing.T) {
 		if !errors.Is(err, ErrTLS) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("LoadTLS(%s, %s, %s) = %v, want ErrTLS naming %q", tc.ca, tc.cert, tc.key, err, tc.want)
 		}
+	}
+}
+
+// TestLoggedPlain: a plaintext node that a TLS node talks to says so,
+// naming the peer; a plaintext client says nothing.
+func TestLoggedPlain(t *testing.T) {
+	var notes lockedBuffer
+	creds := loggedPlain{insecure.NewCredentials(), newNotices(&notes)}
+	addr := serveRaw(t, func(c net.Conn) {
+		conn, _, err := creds.ServerHandshake(c)
+		if err != nil {
+			return
+		}
+		conn.Write([]byte{0, 0, 0, 4, 0, 0, 0, 0, 0}) // gRPC's settings frame comes first
+		conn.Read(make([]byte, 24))
+	})
+	if err := CheckPeer(addr, nil); err != nil {
+		t.Errorf("plaintext to plaintext: %v", err)
+	}
+	if notes.String() != "" {
+		t.Errorf("a plaintext client was refused: %q", notes.String())
+	}
+	err := CheckPeer(addr, loadNode(t, certsIn(t), "node-1"))
+	if !errors.Is(err, ErrTLS) || !strings.Contains(err.Error(), "does not use TLS") {
+		t.Errorf("TLS to plaintext: %v, want ErrTLS saying it does not use TLS", err)
+	}
+	if !waitFor(&notes, "refused a connection from 127.0.0.1:") || !strings.Contains(notes.String(), "it speaks TLS and this node does not") {
+		t.Errorf("the plaintext node's notices: %q", notes.String())
 	}
 }

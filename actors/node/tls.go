@@ -5,14 +5,19 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"time"
 )
 
-// ErrTLS: the TLS files cannot be used.
+// ErrTLS: the TLS files cannot be used, or this node and a peer cannot
+// agree on TLS (a certificate refused on either side, TLS on one side
+// only): something no retry can mend.
 var ErrTLS = errors.New("node: tls")
+
+// alpn is the protocol gRPC negotiates over TLS; a gRPC server hangs up on
+// a TLS client that does not offer it.
+const alpn = "h2"
 
 // LoadTLS returns mutual TLS for a node from PEM files: the cluster's CA
 // certificate and the node's certificate and key (mgrpo-node certs writes
@@ -33,30 +38,36 @@ func LoadTLS(caFile, certFile, keyFile string) (*TLSConfigs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: cluster.tls.cert/key %s, %s: %w", ErrTLS, certFile, keyFile, err)
 	}
-	verify := func(raw [][]byte, _ [][]*x509.Certificate) error { return verifyChain(raw, pool) }
+	verify := func(raw [][]byte, _ [][]*x509.Certificate) error {
+		if err := verifyChain(raw, pool, time.Now()); err != nil {
+			return fmt.Errorf("%w: the peer's %w", ErrTLS, err)
+		}
+		return nil
+	}
 	server := &tls.Config{
 		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert},
 		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool,
 	}
 	client := &tls.Config{
-		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert},
+		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, NextProtos: []string{alpn},
 		// The chain is checked against the CA below; only the host name
 		// check of the default verification is skipped.
 		InsecureSkipVerify: true, VerifyPeerCertificate: verify,
 	}
-	return &TLSConfigs{Server: server, Client: client}, nil
+	return &TLSConfigs{Server: server, Client: client, pool: pool}, nil
 }
 
-// verifyChain checks that the peer's certificate chains to the CA pool.
-func verifyChain(raw [][]byte, pool *x509.CertPool) error {
+// verifyChain checks that the peer's certificate (raw, leaf first) chains
+// to the CA pool at now; its error reads "certificate … is …".
+func verifyChain(raw [][]byte, pool *x509.CertPool, now time.Time) error {
 	if len(raw) == 0 {
-		return fmt.Errorf("%w: the peer sent no certificate", ErrTLS)
+		return errors.New("certificate is missing")
 	}
 	certs := make([]*x509.Certificate, len(raw))
 	for i, b := range raw {
 		c, err := x509.ParseCertificate(b)
 		if err != nil {
-			return fmt.Errorf("%w: peer certificate: %w", ErrTLS, err)
+			return fmt.Errorf("certificate cannot be read: %w", err)
 		}
 		certs[i] = c
 	}
@@ -64,43 +75,42 @@ func verifyChain(raw [][]byte, pool *x509.CertPool) error {
 	for _, c := range certs[1:] {
 		inter.AddCert(c)
 	}
-	_, err := certs[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter,
+	_, err := certs[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, CurrentTime: now,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}})
 	if err != nil {
-		return fmt.Errorf("%w: peer certificate not signed by the cluster's CA: %w", ErrTLS, err)
+		_, problem := certProblem(certs[0], err, now)
+		return fmt.Errorf("certificate %s is %s", subject(certs[0]), problem)
 	}
 	return nil
 }
 
-// CheckPeer tells whether this node's transport security fits the actor
-// system at addr: nil when both use mutual TLS that accepts the other, or
-// both plaintext; otherwise an ErrTLS saying what does not fit, for the
-// one line a node prints when it cannot join. t is this node's TLS (nil:
-// plaintext).
-func CheckPeer(addr string, t *TLSConfigs) error {
-	d := &net.Dialer{Timeout: 2 * time.Second}
-	if t != nil {
-		conn, err := tls.DialWithDialer(d, "tcp", addr, t.Client)
-		if err != nil {
-			return fmt.Errorf("%w: mutual TLS with %s failed (is its certificate signed by this node's cluster.tls.ca, and this node's by its?): %v", ErrTLS, addr, err)
-		}
-		// The server checks this node's certificate after the handshake
-		// completes on the client side: a refusal arrives on the first read.
-		conn.SetReadDeadline(time.Now().Add(time.Second))
-		_, err = conn.Read(make([]byte, 1))
-		conn.Close()
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			return fmt.Errorf("%w: %s refused this node's certificate (signed by another CA?): %v", ErrTLS, addr, err)
-		}
-		return nil
+// certProblem says what is wrong with cert, whose verification failed with
+// err: the kind of problem (for notices) and a phrase completing "the
+// certificate is …". The dates come first (x509 calls a certificate that
+// is not valid yet "expired"), then the CA, the use, the name.
+func certProblem(cert *x509.Certificate, err error, now time.Time) (kind, text string) {
+	switch {
+	case cert != nil && now.Before(cert.NotBefore):
+		return "not valid yet", fmt.Sprintf("not valid yet: valid from %s (made for later, or this clock is behind)", stamp(cert.NotBefore))
+	case cert != nil && now.After(cert.NotAfter):
+		return "expired", fmt.Sprintf("expired: valid until %s", stamp(cert.NotAfter))
 	}
-	conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
-	if err == nil {
-		conn.Close()
-		return fmt.Errorf("%w: %s uses mutual TLS: give this node cluster.tls.ca, .cert and .key", ErrTLS, addr)
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+		return "another CA", "signed by another CA than this node's cluster.tls.ca"
 	}
-	if strings.Contains(err.Error(), "certificate required") || strings.Contains(err.Error(), "handshake failure") {
-		return fmt.Errorf("%w: %s uses mutual TLS: give this node cluster.tls.ca, .cert and .key", ErrTLS, addr)
+	if ci, ok := errors.AsType[x509.CertificateInvalidError](err); ok && ci.Reason == x509.IncompatibleUsage {
+		return "usage", "not made for TLS between nodes (its extended key usage)"
 	}
-	return nil
+	if he, ok := errors.AsType[x509.HostnameError](err); ok {
+		return "name", "made for another name: " + he.Error()
+	}
+	return "refused", "refused: " + err.Error()
+}
+
+// stamp formats a certificate date.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// subject names a certificate in a notice: its common name, quoted.
+func subject(c *x509.Certificate) string {
+	return fmt.Sprintf("%q", strings.ToValidUTF8(c.Subject.CommonName, "?"))
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer/chat"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer/chat"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 	"github.com/spf13/pflag"
 )
@@ -174,14 +174,20 @@ func checkEvalArgs(a evalArgs) error {
 
 // withRunDefaults fills the task flags not given on the command line from
 // the config.yaml of the run holding checkpoint dir
-// (runs/<name>/checkpoints/step-N); other checkpoints keep the flag
-// defaults.
+// (runs/<name>/checkpoints/step-N, or its reference/); other checkpoints
+// keep the flag defaults.
 func withRunDefaults(a evalArgs, dir string) (evalArgs, error) {
 	parent := filepath.Dir(dir)
-	if filepath.Base(parent) != runlog.CheckpointsDir {
+	var run string
+	switch {
+	case filepath.Base(parent) == runlog.CheckpointsDir:
+		run = filepath.Dir(parent)
+	case filepath.Base(filepath.Clean(dir)) == runlog.ReferenceDir:
+		run = parent
+	default:
 		return a, nil
 	}
-	file := filepath.Join(filepath.Dir(parent), runlog.ConfigFile)
+	file := filepath.Join(run, runlog.ConfigFile)
 	if _, err := os.Stat(file); err != nil {
 		return a, nil
 	}
@@ -236,9 +242,11 @@ func evalTask(a evalArgs) (tasks.Task, error) {
 }
 
 // resolveEvalCheckpoint accepts a complete runlog checkpoint, a run or
-// checkpoints directory (its newest complete checkpoint), or a bare model
-// directory (config.json), and returns it with its trainer step (-1 when
-// there is none). A path that does not exist is said so.
+// checkpoints directory (its newest complete checkpoint), or a model
+// directory (config.json, model.safetensors, tokenizer.json: a run's
+// sealed reference/, a Hugging Face checkpoint), and returns it with its
+// trainer step (-1 when there is none). A path that does not exist is
+// said so.
 func resolveEvalCheckpoint(path string) (string, int, error) {
 	if _, err := os.Stat(path); err != nil {
 		var pe *os.PathError
@@ -255,6 +263,9 @@ func resolveEvalCheckpoint(path string) (string, int, error) {
 	}
 	if err != nil {
 		return "", 0, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, runlog.TrainerStateFile)); errors.Is(err, os.ErrNotExist) {
+		return dir, -1, nil // a sealed model without training state: a run's reference/
 	}
 	st, err := runlog.LoadTrainerState(dir)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 // tinyRun makes runs/<name> with one complete checkpoint at step 3 holding
@@ -127,6 +127,37 @@ func TestEvalBareModelDir(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"step":-1`) {
 		t.Errorf("bare model dir: output %s, want step -1", out.String())
+	}
+}
+
+// TestEvalRunReference: a run's reference/ (a sealed model directory, no
+// trainer state) is evaluated as the model it holds, step -1, with the
+// run's task.
+func TestEvalRunReference(t *testing.T) {
+	cfg := config.Default()
+	cfg.Task.Name = "countdown"
+	cfg.Generation.MaxCompletionLen = 12
+	run := tinyRunConfig(t, cfg)
+	ref := filepath.Join(run, runlog.ReferenceDir)
+	model, _ := gpu.Preset("tiny")
+	m, err := gpu.NewModel(model, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gpu.SaveCheckpoint(ref, m, tokenizer.NewChar()); err != nil {
+		t.Fatal(err)
+	}
+	if err := runlog.Seal(ref); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := runEval([]string{"--checkpoint", ref, "--n", "2", "--k", "1"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	for _, want := range []string{`"step":-1`, `"task":"countdown"`, `"checkpoint":"` + ref + `"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("reference/: output %s, want %s", out.String(), want)
+		}
 	}
 }
 

@@ -86,7 +86,7 @@ func TestHelpAndVersion(t *testing.T) {
 		{[]string{"--help"}, []string{"--role", "learner", "MGRPO_TRAIN__MAX_STALENESS", "recipe:", "addition-grpo", "--train.max_staleness"}},
 		{[]string{"-h"}, []string{"Roles"}},
 		{[]string{"help"}, []string{"Commands"}},
-		{[]string{"version"}, []string{"mgrpo-node ", "go1."}},
+		{[]string{"version"}, []string{"mgrpo-node ", " sha256:", "go1."}},
 	}
 	for _, tc := range cases {
 		var stdout, stderr bytes.Buffer

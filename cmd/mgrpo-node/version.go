@@ -4,27 +4,18 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/debug"
+
+	"github.com/mgrpo/mgrpo/internal/buildinfo"
 )
 
-// runVersion prints the module version, VCS revision if known, and the Go
-// toolchain.
+// runVersion prints the build (the version the Makefile stamped, or the
+// module version and VCS revision if known; the SHA-256 of the executable,
+// which cluster nodes compare), and the Go toolchain.
 func runVersion(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "mgrpo-node version: unexpected argument %q\n", args[0])
 		return exitUsage
 	}
-	version, revision := "dev", ""
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if v := info.Main.Version; v != "" && v != "(devel)" {
-			version = v
-		}
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				revision = " " + s.Value
-			}
-		}
-	}
-	fmt.Fprintf(stdout, "mgrpo-node %s%s %s %s/%s\n", version, revision, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(stdout, "mgrpo-node %s %s %s/%s\n", buildinfo.ID(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return exitOK
 }

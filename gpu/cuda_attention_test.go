@@ -1,0 +1,95 @@
+//go:build cuda || cudaemu
+
+package gpu
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/gpu/cuda"
+	"github.com/mgrpo/mgrpo/gpu/cuda/cudatest"
+	"github.com/mgrpo/mgrpo/gpu/cuda/kernels"
+)
+
+// attnCase is a batch for TestCUDAAttention: sequences of the given prompt
+// and completion lengths, packed as the CPU engine packs them.
+type attnCase struct {
+	name    string
+	h, g, e int
+	t       int      // the context: the most rows a sequence may have
+	lens    [][2]int // prompt, completion lengths
+	prompts []int    // sequences i > 0 with prompts[i] == prompts[i-1] share it (a group)
+}
+
+var attnCases = []attnCase{
+	{"one row", 3, 1, 64, 8, [][2]int{{1, 1}}, []int{0}},
+	{"E=32 ratio 1 context limit", 2, 2, 32, 64, [][2]int{{10, 55}, {1, 2}, {30, 5}}, []int{0, 1, 2}},
+	{"E=64 ratio 3 shared prompts", 9, 3, 64, 48, [][2]int{{12, 9}, {12, 30}, {12, 2}, {5, 7}, {20, 20}, {20, 1}}, []int{0, 0, 0, 1, 2, 2}},
+	{"E=128 ratio 7 shared prompts", 7, 1, 128, 80, [][2]int{{40, 40}, {40, 33}, {3, 60}}, []int{0, 0, 1}},
+}
+
+// sequences builds the case's token sequences (random ids; a group's
+// prompts equal).
+func (c attnCase) sequences(rng *rand.Rand) []Sequence {
+	seqs := make([]Sequence, len(c.lens))
+	for i, l := range c.lens {
+		if i > 0 && c.prompts[i] == c.prompts[i-1] {
+			seqs[i].Prompt = seqs[i-1].Prompt
+		} else {
+			seqs[i].Prompt = make([]int, l[0])
+			for j := range seqs[i].Prompt {
+				seqs[i].Prompt[j] = rng.IntN(60)
+			}
+		}
+		seqs[i].Completion = make([]int, l[1])
+	}
+	return seqs
+}
+
+func TestCUDAAttention(t *testing.T) {
+	rt := cudatest.Open(t)
+	for i, tc := range attnCases {
+		t.Run(tc.name, func(t *testing.T) { runAttention(t, rt, rand.New(rand.NewPCG(13, uint64(i))), tc) })
+	}
+}
+
+// runAttention compares the engine's composition, RoPE then attention
+// forward, then attention backward then RoPE −1, with the CPU's attention
+// (which rotates as it goes) in float64.
+func runAttention(t *testing.T, rt cuda.Runtime, rng *rand.Rand, tc attnCase) {
+	s, pos := twinLoad(tc.sequences(rng), tc.t, tc.h, tc.g, tc.e, true)
+	n, qs, he := len(pos), s.stride(), tc.h*tc.e
+	qkv, datt := devRand(rng, n*qs, 1), devRand(rng, n*he, 1)
+	cos, sin := twinRopeTable[float64](tc.t, tc.e, 10000)
+	att, _, dqkv := twinAttention(to64(qkv), to64(datt), s, &rotation[float64]{pos: pos, cos: cos, sin: sin})
+
+	cos32, sin32 := twinRopeTable[float32](tc.t, tc.e, 10000)
+	dCos, dSin, dPos := cudatest.Upload(t, rt, cos32), cudatest.Upload(t, rt, sin32), cudatest.Upload(t, rt, pos)
+	dStart, dPre, dFrom := cudatest.Upload(t, rt, s.start), cudatest.Upload(t, rt, s.pre), cudatest.Upload(t, rt, s.from)
+	shape := kernels.AttnShape{B: s.B, T: s.T, H: s.H, G: s.G, E: s.E}
+	dQKV, dDatt := cudatest.Upload(t, rt, qkv), cudatest.Upload(t, rt, datt)
+	cudatest.Must(t, kernels.RoPE(rt, dQKV, dPos, dCos, dSin, n, qs, tc.h+tc.g, tc.e, 1))
+	dAtt, dLse := devOut(t, rt, n*he), devOut(t, rt, n*tc.h)
+	got := deterministic(t, "attention forward", func() []float32 {
+		cudatest.Must(t, kernels.AttentionForward(rt, dAtt, dLse, dQKV, dStart, dPre, dFrom, shape))
+		return devGet(t, rt, dAtt, n*he)
+	})
+	closeTo(t, "att", got, att, 2e-6, 1e-5)
+	gotD := deterministic(t, "attention backward", func() []float32 {
+		dD, delta := devOut(t, rt, n*qs), devOut(t, rt, n*tc.h)
+		cudatest.Must(t, kernels.AttentionBackward(rt, dD, delta, dDatt, dAtt, dQKV, dLse, dStart, dPre, dFrom, n, shape))
+		cudatest.Must(t, kernels.RoPE(rt, dD, dPos, dCos, dSin, n, qs, tc.h+tc.g, tc.e, -1))
+		return devGet(t, rt, dD, n*qs)
+	})
+	closeTo(t, "dqkv", gotD, dqkv, 1e-5, 1e-4)
+}
+
+func TestCUDAAttentionRejectsShapes(t *testing.T) {
+	rt := cudatest.Open(t)
+	p := devOut(t, rt, 1)
+	for _, s := range []kernels.AttnShape{{B: 1, T: 1, H: 2, G: 2, E: 48}, {B: 1, T: 1, H: 3, G: 2, E: 64}} {
+		if err := kernels.AttentionForward(rt, p, p, p, p, p, p, s); err == nil {
+			t.Errorf("%+v: no error", s)
+		}
+	}
+}

@@ -1,0 +1,469 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/mgrpo/mgrpo/actors/node"
+)
+
+// The cluster as an attacker and an operator would try it (issue 27):
+// calls no node makes, TLS nodes in the real order of events, refused
+// certificates and builds. Each member is a separate OS process, as in
+// cluster_test.go; the test process itself is the hostile client.
+
+// certs writes a CA and n node certificates into dir/name and returns the
+// directory.
+func certs(t *testing.T, bin, dir, name string, n int) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	if p := start(t, bin, "certs", "certs", "--out", out, "--nodes", fmt.Sprint(n)); p.exit(t, time.Minute) != 0 {
+		t.Fatalf("certs: %s", p.text())
+	}
+	return out
+}
+
+// tlsFlags are the cluster.tls flags of the certificate name (node-1, ...)
+// of the CA in dir.
+func tlsFlags(dir, name string) []string {
+	return []string{"--cluster.tls.ca", filepath.Join(dir, "ca.pem"), "--cluster.tls.cert", filepath.Join(dir, name+".pem"),
+		"--cluster.tls.key", filepath.Join(dir, name+".key")}
+}
+
+// streamCase is one message a hostile client sends on proto.actor's
+// message stream, and the status the stream ends with (OK: it is
+// answered, or ends cleanly when the client closes it).
+type streamCase struct {
+	name string
+	msg  *remote.RemoteMessage
+	code codes.Code
+}
+
+// hostileStreams are messages no node sends: each ends its stream with an
+// error and leaves the node standing.
+func hostileStreams() []streamCase {
+	batch := func(types []string, targets []*actor.PID, e *remote.MessageEnvelope) *remote.RemoteMessage {
+		return &remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{
+			TypeNames: types, Targets: targets, Envelopes: []*remote.MessageEnvelope{e}}}}
+	}
+	coord := []*actor.PID{{Address: "nowhere:1", Id: "coordinator"}}
+	return []streamCase{
+		{"connect", &remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{ConnectRequest: &remote.ConnectRequest{
+			ConnectionType: &remote.ConnectRequest_ServerConnection{ServerConnection: &remote.ServerConnection{SystemId: "hostile", Address: "127.0.0.1:1"}}}}}, codes.OK},
+		{"no message type", &remote.RemoteMessage{}, codes.OK},
+		{"target out of range", batch([]string{"actor.PID"}, nil, &remote.MessageEnvelope{Target: 7}), codes.InvalidArgument},
+		{"type out of range", batch(nil, coord, &remote.MessageEnvelope{TypeId: 3}), codes.InvalidArgument},
+		{"sender out of range", batch([]string{"actor.PID"}, coord, &remote.MessageEnvelope{Sender: 2}), codes.InvalidArgument},
+		{"serializer out of range", batch([]string{"actor.PID"}, coord, &remote.MessageEnvelope{SerializerId: 9}), codes.InvalidArgument},
+		{"stop the coordinator", batch([]string{"actor.Stop"}, coord, &remote.MessageEnvelope{}), codes.InvalidArgument},
+		{"poison the coordinator", batch([]string{"actor.PoisonPill"}, coord, &remote.MessageEnvelope{}), codes.InvalidArgument},
+		// proto.actor's deserializer dereferences the type it did not find:
+		// the panic is recovered.
+		{"unknown type", batch([]string{"no.Such"}, coord, &remote.MessageEnvelope{}), codes.Internal},
+		{"garbage body", batch([]string{"actor.PID"}, coord, &remote.MessageEnvelope{MessageData: []byte{0xff, 0xff, 0xff}}), codes.Unknown},
+	}
+}
+
+// attack calls every method of proto.actor's Remoting service on the node
+// at addr, and two that do not exist, as a peer with creds could: the
+// unary methods (whose proto.actor handlers panic) and the made-up ones
+// answer Unimplemented; the message stream works, and ends each message
+// no node sends with an error.
+func attack(t *testing.T, addr string, creds credentials.TransportCredentials) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := remote.NewRemotingClient(conn)
+	if _, err := c.ListProcesses(ctx, &remote.ListProcessesRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("%s ListProcesses: %v, want Unimplemented", addr, err)
+	}
+	if _, err := c.GetProcessDiagnostics(ctx, &remote.GetProcessDiagnosticsRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("%s GetProcessDiagnostics: %v, want Unimplemented", addr, err)
+	}
+	for _, m := range []string{"/remote.Remoting/Nope", "/mgrpo.Hostile/Call"} {
+		if err := conn.Invoke(ctx, m, &emptypb.Empty{}, &emptypb.Empty{}); status.Code(err) != codes.Unimplemented {
+			t.Errorf("%s %s: %v, want Unimplemented", addr, m, err)
+		}
+	}
+	for _, tc := range hostileStreams() {
+		if got := streamStatus(ctx, c, tc.msg); got != tc.code {
+			t.Errorf("%s Receive, %s: stream ended %v, want %v", addr, tc.name, got, tc.code)
+		}
+	}
+}
+
+// streamStatus sends msg on a new message stream, closes its sending side
+// and returns the code the stream ends with (OK: ended cleanly).
+func streamStatus(ctx context.Context, c remote.RemotingClient, msg *remote.RemoteMessage) codes.Code {
+	s, err := c.Receive(ctx)
+	if err != nil {
+		return status.Code(err)
+	}
+	if err := s.Send(msg); err != nil && !errors.Is(err, io.EOF) {
+		return status.Code(err)
+	}
+	s.CloseSend()
+	for {
+		if _, err := s.Recv(); errors.Is(err, io.EOF) {
+			return codes.OK
+		} else if err != nil {
+			return status.Code(err)
+		}
+	}
+}
+
+// clusterFor starts a learner of a run of steps (with extra flags), a
+// generator node and a reward+reference node (each with its own extra
+// flags from workerFlags), and waits until both joined. It returns the
+// learner, the generator node and their actor addresses.
+func clusterFor(t *testing.T, bin, dir, name string, steps int, extra []string, workerFlags func(i int) []string) (learner, gen *proc, learnerAddr, genAddr string) {
+	t.Helper()
+	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	learner = start(t, bin, "learner", append(append(runFlags(dir, name, steps), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1]), extra...)...)
+	learnerAddr = learner.waitFor(t, `learner node: worker nodes join with --cluster.seeds \S+ \(actors at (\S+)\)`, time.Minute)[1]
+	gen = start(t, bin, "gen", append([]string{"--role", "generator", "--cluster.seeds", seed}, workerFlags(2)...)...)
+	genAddr = gen.waitFor(t, `node \S+: generator, actors at (\S+),`, time.Minute)[1]
+	rr := start(t, bin, "reward+reference", append([]string{"--role", "reward,reference", "--cluster.seeds", seed}, workerFlags(3)...)...)
+	gen.waitFor(t, `joined run`, 2*time.Minute)
+	rr.waitFor(t, `joined run`, 2*time.Minute)
+	return learner, gen, learnerAddr, genAddr
+}
+
+// TestLongClusterHostileCalls: a client calls every method of the Remoting
+// service (and made-up ones) on the learner and on a generator node while
+// they train, in plaintext and under mutual TLS with a certificate of the
+// cluster's CA: the calls are answered or refused with an error (the
+// unary ones crashed every node with a stack trace), the nodes say so in
+// a line naming the caller, and the run ends bit-identical to --role all.
+func TestLongClusterHostileCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: two clusters of three processes")
+	}
+	bin, dir, steps := binary(t, ""), t.TempDir(), 400
+	want := allRun(t, bin, dir, steps)
+	ca := certs(t, bin, dir, "certs", 4)
+	tlsCfg, err := node.LoadTLS(filepath.Join(ca, "ca.pem"), filepath.Join(ca, "node-4.pem"), filepath.Join(ca, "node-4.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		flags func(i int) []string
+		creds credentials.TransportCredentials
+	}{
+		{"plain", func(int) []string { return nil }, insecure.NewCredentials()},
+		{"tls", func(i int) []string { return tlsFlags(ca, fmt.Sprintf("node-%d", i)) }, credentials.NewTLS(tlsCfg.Client)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			learner, gen, learnerAddr, genAddr := clusterFor(t, bin, dir, tc.name, steps, tc.flags(1), tc.flags)
+			attack(t, learnerAddr, tc.creds)
+			attack(t, genAddr, tc.creds)
+			if strings.Contains(learner.text(), "done:") {
+				t.Fatalf("the run ended before the attack did: give it more steps")
+			}
+			for _, p := range []*proc{learner, gen} {
+				p.waitFor(t, `refused a message batch from 127\.0\.0\.1:\d+`, time.Minute)
+				p.waitFor(t, `recovered a panic in /remote\.Remoting/Receive called by 127\.0\.0\.1:\d+`, time.Minute)
+			}
+			if code := learner.exit(t, 5*time.Minute); code != 0 {
+				t.Fatalf("learner: exit %d\n%s", code, learner.text())
+			}
+			sameRun(t, filepath.Join(dir, tc.name), want, steps)
+			for _, p := range []*proc{learner, gen} {
+				if strings.Contains(p.text(), "goroutine ") || strings.Contains(p.text(), "panic:") {
+					t.Errorf("%s printed a stack trace:\n%s", p.name, p.text())
+				}
+			}
+		})
+	}
+}
+
+// TestLongClusterTLSWorkerDuringWarmStart: TLS worker nodes started while
+// the learner is in its warm start (its node up, its run not yet) wait
+// for it and join (they exited 2: "refused this node's certificate … EOF").
+func TestLongClusterTLSWorkerDuringWarmStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: three processes")
+	}
+	bin, dir := binary(t, ""), t.TempDir()
+	ca := certs(t, bin, dir, "certs", 3)
+	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	flags := append(runFlags(dir, "warm", 4), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1], "--train.warm_start_steps", "3000",
+		"--optim.warm_start_lr", "1e-6") // too slow to reach the warm start's target: all 3000 steps, some 20 s
+	learner := start(t, bin, "learner", append(flags, tlsFlags(ca, "node-1")...)...)
+	learner.waitFor(t, `learner node: worker nodes join with`, time.Minute)
+	gen := start(t, bin, "gen", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ca, "node-2")...)...)
+	rr := start(t, bin, "reward+reference", append([]string{"--role", "reward,reference", "--cluster.seeds", seed}, tlsFlags(ca, "node-3")...)...)
+	for _, w := range []*proc{gen, rr} {
+		w.waitFor(t, `the learner at \S+ does not answer yet`, time.Minute)
+	}
+	if strings.Contains(learner.text(), "warm start done") {
+		t.Fatalf("the warm start ended before the workers asked to join: give it more steps\n%s", learner.text())
+	}
+	if code := learner.exit(t, 5*time.Minute); code != 0 {
+		t.Fatalf("learner: exit %d\n%s", code, learner.text())
+	}
+	for _, w := range []*proc{gen, rr} {
+		if !strings.Contains(w.text(), "joined run") {
+			t.Errorf("%s did not join:\n%s", w.name, w.text())
+		}
+	}
+}
+
+// TestLongClusterTLSLearnerRestart: a TLS learner killed (SIGKILL) after
+// its step-20 checkpoint and resumed about 30 s later, well past the
+// membership refresh and the workers' heartbeats, gets its TLS workers
+// back (they exited 2, reading "connection refused" as a certificate
+// mismatch), and the run ends bit-identical to --role all. When the run is
+// over, the workers keep waiting for the next learner.
+func TestLongClusterTLSLearnerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: four processes, a restart and a 30 s absence")
+	}
+	bin, dir, steps := binary(t, ""), t.TempDir(), 150
+	every := []string{"--train.checkpoint_every", "10"}
+	want := allRun(t, bin, dir, steps, every...)
+	ca := certs(t, bin, dir, "certs", 3)
+	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	port := strings.Split(seed, ":")[1]
+	learnerFlags := append(append([]string{"--role", "learner", "--cluster.port", port}, tlsFlags(ca, "node-1")...), every...)
+	learner := start(t, bin, "learner", append(runFlags(dir, "cluster", steps), learnerFlags...)...)
+	gen := start(t, bin, "generator", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ca, "node-2")...)...)
+	rr := start(t, bin, "reward+reference", append([]string{"--role", "reward,reference", "--cluster.seeds", seed}, tlsFlags(ca, "node-3")...)...)
+	run := filepath.Join(dir, "cluster")
+	waitFile(t, filepath.Join(run, "checkpoints", "step-20", "MANIFEST.sha256"), 2*time.Minute, learner)
+	learner.signal(t, syscall.SIGKILL)
+	learner.exit(t, time.Minute)
+	if strings.Contains(learner.text(), "done:") {
+		t.Fatalf("the run ended before the learner was killed: give it more steps")
+	}
+	// The learner stays away about 30 s: each worker notices it is gone,
+	// then says every 5 s that it does not answer (5 times).
+	for _, w := range []*proc{gen, rr} {
+		w.waitFor(t, `the learner at \S+ is gone; waiting for a learner`, time.Minute)
+		w.waitForCount(t, `does not answer yet`, strings.Count(w.text(), "does not answer yet")+5, time.Minute)
+	}
+	again := start(t, bin, "learner-again", append([]string{"--resume", run}, learnerFlags[:len(learnerFlags)-2]...)...)
+	again.waitFor(t, `resumed from \S+ at step \d+`, time.Minute)
+	if code := again.exit(t, 5*time.Minute); code != 0 {
+		t.Fatalf("resumed learner: exit %d\n%s", code, again.text())
+	}
+	for _, w := range []*proc{gen, rr} {
+		if n := strings.Count(w.text(), ": joined run "); n != 2 {
+			t.Errorf("%s joined %d times, want 2 (before and after the restart):\n%s", w.name, n, w.text())
+		}
+	}
+	sameRun(t, run, want, steps)
+	// The run is over: the workers wait for the next one, under TLS too.
+	for _, w := range []*proc{gen, rr} {
+		w.waitForCount(t, `is gone; waiting for a learner|dropped this node`, 2, time.Minute)
+		w.waitForCount(t, `does not answer yet`, strings.Count(w.text(), "does not answer yet")+2, time.Minute)
+	}
+}
+
+// waitForCount waits until the output holds n matches of re, the process
+// still running.
+func (p *proc) waitForCount(t *testing.T, re string, n int, within time.Duration) {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	for deadline := time.Now().Add(within); len(rx.FindAllStringIndex(p.text(), -1)) < n; time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited (%v) before printing %q %d times", p.name, p.err, re, n)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s printed %q %d times within %v, want %d", p.name, re, len(rx.FindAllStringIndex(p.text(), -1)), within, n)
+		}
+	}
+}
+
+// waitFile waits until path exists; p is the process that should write it
+// (its output is shown if it does not).
+func waitFile(t *testing.T, path string, within time.Duration, p *proc) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %v\n%s", path, within, p.text())
+		}
+	}
+}
+
+// TestLongClusterCertificateRefusals: worker nodes whose certificate is of
+// another CA, expired, or not valid yet are each refused, and both sides
+// say why in one line: the worker, exiting 2, and the learner, naming the
+// peer (it said nothing; a certificate not valid yet read "expired …
+// (signed by another CA?)"). The learner then trains with good nodes.
+func TestLongClusterCertificateRefusals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: several processes")
+	}
+	bin, dir := binary(t, ""), t.TempDir()
+	ok, other := certs(t, bin, dir, "ok", 3), certs(t, bin, dir, "other", 1)
+	now := time.Now()
+	if err := node.AddNodeCert(ok, "expired", nil, now.Add(-48*time.Hour), now.Add(-24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.AddNodeCert(ok, "later", nil, now.Add(24*time.Hour), now.Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	learner := start(t, bin, "learner", append(append(runFlags(dir, "tls", 4), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1]), tlsFlags(ok, "node-1")...)...)
+	learner.waitFor(t, `learner node: worker nodes join with`, time.Minute)
+	for _, tc := range []struct {
+		name, ca, cert string
+		worker         string // in the worker's one line
+		learner        string // in the learner's line
+	}{
+		{"another CA", other, "node-1", `its certificate "mgrpo node-1" is signed by another CA than this node's cluster.tls.ca`,
+			`refused a connection from 127\.0\.0\.1:\d+: it refuses this node's certificate`},
+		{"expired", ok, "expired", `refused this node's certificate: it expired: valid until`,
+			`refused a connection from 127\.0\.0\.1:\d+: its certificate "mgrpo expired" is expired: valid until`},
+		{"not valid yet", ok, "later", `refused this node's certificate: it is not valid yet: valid from`,
+			`refused a connection from 127\.0\.0\.1:\d+: its certificate "mgrpo later" is not valid yet: valid from`},
+	} {
+		w := start(t, bin, tc.name, append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(tc.ca, tc.cert)...)...)
+		code := w.exit(t, 2*time.Minute)
+		lines := strings.Split(strings.TrimSpace(w.text()), "\n")
+		if last := lines[len(lines)-1]; code != 2 || !strings.Contains(last, tc.worker) {
+			t.Errorf("%s: exit %d, last line %q; want exit 2 and %q", tc.name, code, last, tc.worker)
+		}
+		learner.waitFor(t, tc.learner, time.Minute)
+	}
+	if strings.Contains(learner.text(), " joined: ") {
+		t.Errorf("a refused node joined:\n%s", learner.text())
+	}
+	start(t, bin, "gen", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ok, "node-2")...)...)
+	start(t, bin, "rr", append([]string{"--role", "reward,reference", "--cluster.seeds", seed}, tlsFlags(ok, "node-3")...)...)
+	if code := learner.exit(t, 5*time.Minute); code != 0 || strings.Count(learner.text(), " joined: ") != 2 {
+		t.Fatalf("learner with good nodes: exit %d\n%s", code, learner.text())
+	}
+}
+
+// TestLongClusterBuildsOfTwoCommits: two builds of source trees that
+// differ in one line, both built with -buildvcs=false (so both call
+// themselves "dev"), refuse each other: the worker with exit 1, both
+// sides naming the two builds in one line (they passed as one build).
+func TestLongClusterBuildsOfTwoCommits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: builds two trees")
+	}
+	dir := t.TempDir()
+	a := buildTree(t, "..", filepath.Join(dir, "a"))
+	tree := copyTree(t, filepath.Join(dir, "src"))
+	file := filepath.Join(tree, "cmd", "mgrpo-node", "certs.go")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(src), "keep ca.key away from the nodes", "keep ca.key well away from the nodes", 1)
+	if changed == string(src) || os.WriteFile(file, []byte(changed), 0o644) != nil {
+		t.Fatal("cannot change the copy's certs.go")
+	}
+	b := buildTree(t, tree, filepath.Join(dir, "b"))
+	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	learner := start(t, a, "learner", append(runFlags(dir, "builds", 4), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1])...)
+	learner.waitFor(t, `learner node: worker nodes join with`, time.Minute)
+	worker := start(t, b, "other commit", "--role", "generator", "--cluster.seeds", seed)
+	code := worker.exit(t, 2*time.Minute)
+	m := learner.waitFor(t, `refused node \S+ at \S+: build (dev sha256:\w+), the learner runs (dev sha256:\w+)`, time.Minute)
+	if m[1] == m[2] {
+		t.Errorf("the two builds have one identity %q", m[1])
+	}
+	if code != 1 || !strings.Contains(worker.text(), "refused by the learner") || !strings.Contains(worker.text(), m[1]) {
+		t.Errorf("other commit: exit %d, output %q; want exit 1, refused for its build %s", code, worker.text(), m[1])
+	}
+}
+
+// buildTree builds mgrpo-node from the source tree src into out with
+// GOFLAGS=-buildvcs=false and no link-time stamp, as on machines whose Go
+// records no VCS state.
+func buildTree(t *testing.T, src, out string) string {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/mgrpo-node")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build in %s: %v\n%s", src, err, b)
+	}
+	return out
+}
+
+// copyTree copies the files of this source tree git knows (committed or
+// not, ignored ones left out) to dst.
+func copyTree(t *testing.T, dst string) string {
+	t.Helper()
+	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	ls.Dir = ".."
+	names, err := ls.Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(names), "\x00"), "\x00") {
+		data, err := os.ReadFile(filepath.Join("..", name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted in the work tree
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dst, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// TestLongClusterWildcardHost: a learner bound to 0.0.0.0 tells worker
+// nodes an address they can dial (it said [::]:PORT), and they join.
+func TestLongClusterWildcardHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: three processes")
+	}
+	bin, dir := binary(t, ""), t.TempDir()
+	port := fmt.Sprint(freePort(t))
+	learner := start(t, bin, "learner", append(runFlags(dir, "wild", 4), "--role", "learner", "--cluster.host", "0.0.0.0", "--cluster.insecure", "--cluster.port", port)...)
+	m := learner.waitFor(t, `learner node: worker nodes join with --cluster.seeds (\S+) \(actors at (\S+)\)`, time.Minute)
+	for _, addr := range m[1:] {
+		if strings.HasPrefix(addr, "0.0.0.0:") || strings.HasPrefix(addr, "[::]:") || strings.HasPrefix(addr, ":") {
+			t.Errorf("the learner advertises %s", addr)
+		}
+	}
+	for _, role := range []string{"generator", "reward,reference"} {
+		start(t, bin, role, "--role", role, "--cluster.seeds", "127.0.0.1:"+port)
+	}
+	if code := learner.exit(t, 5*time.Minute); code != 0 || strings.Count(learner.text(), " joined: ") != 2 {
+		t.Fatalf("learner: exit %d\n%s", code, learner.text())
+	}
+}
