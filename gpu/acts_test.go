@@ -5,20 +5,25 @@ import (
 	"testing"
 )
 
-// TestActsBytesExact: actsBytes is what newActs allocates, buffer for
+// TestActsBytesExact: actsBytes is what newPart allocates, buffer for
 // buffer (shared layer buffers counted once), up to the plan's few
 // per-sequence arrays, for every decoder family, training or scoring, on
-// one worker or several.
+// one worker or several, alone or as one of 8 parts of a batch (which
+// share the tail's block of logits: at 50,000 tokens the block is then
+// shorter than the workspace).
 func TestActsBytesExact(t *testing.T) {
 	base := Config{Vocab: 98, Hidden: 64, Layers: 3, Heads: 4, KVHeads: 2, MLP: 96, Context: 64, RopeTheta: 10000, NormEps: 1e-6}
-	for _, cfg := range memoryArchs(base) {
+	wide := base
+	wide.Vocab = 50000
+	for _, cfg := range append(memoryArchs(base), wide) {
 		for _, train := range []bool{true, false} {
-			for _, workers := range []int{1, 3} {
+			for _, wp := range [][2]int{{1, 1}, {3, 1}, {1, 8}} {
 				const b, tt = 5, 24
-				got := allocatedBytes(reflect.ValueOf(newActs[float32](cfg, b, tt, workers, train)), map[uintptr]bool{})
-				want := actsBytes(cfg, b, tt, workers, train)
+				workers, parts := wp[0], wp[1]
+				got := allocatedBytes(reflect.ValueOf(newPart[float32](cfg, b, tt, workers, parts, train)), map[uintptr]bool{})
+				want := actsBytes(cfg, b, tt, workers, parts, train)
 				if perSeq := float64(got) - want; perSeq < 0 || perSeq > 12*(b+1) { // start, pre, from: int32
-					t.Errorf("%s train %t workers %d: newActs allocates %d bytes, actsBytes says %.0f", cfg.Arch, train, workers, got, want)
+					t.Errorf("%s vocab %d train %t workers %d parts %d: newPart allocates %d bytes, actsBytes says %.0f", cfg.Arch, cfg.Vocab, train, workers, parts, got, want)
 				}
 			}
 		}

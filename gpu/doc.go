@@ -25,7 +25,11 @@
 // sequences per core. A batch's rows are packed: no padding, and adjacent
 // sequences with the same prompt (a GRPO group) compute that prompt once,
 // the later ones reading its keys and values from the first's rows
-// (planRows in plan.go, attention.go).
+// (planRows in plan.go, attention.go). The last layer (final norm,
+// lm_head, log-softmax, entropy; tail.go) runs on the scored rows only,
+// in blocks of rows whose logits are reduced to four numbers per row and
+// dropped (backward computes them again): no buffer is rows × vocabulary,
+// so memory grows with rows × hidden, at Qwen3's 151,936 tokens too.
 //
 // # The engine seam
 //

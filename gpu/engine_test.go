@@ -422,11 +422,12 @@ const adamTol = 2e-2
 // and returns the gradients and the loss.
 func accumulated(t *testing.T, e Engine, b Batch, micro int, lossFn LossFunc) ([]float32, float64) {
 	t.Helper()
-	g, _, err := forwardLoss(e, b, 0.9, micro, lossFn)
+	n := len(b.Seqs) * b.width()
+	g, err := forwardLoss(e, b, 0.9, micro, lossFn, make([]float64, n), make([]float64, n))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := backprop(e, b, 0.9, micro, g); err != nil {
+	if err := backprop(e, b, 0.9, micro, g, make([]float64, 2*n)); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _ := Preset("tiny")

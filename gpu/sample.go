@@ -386,7 +386,7 @@ type decoder[F Float] struct {
 	gu     []F // [R, 2M]
 	act    []F // [R, M]
 	sig    []F // [R, M]
-	logits []F // [R, V]
+	logits []F // [S, V]: a step reads at most one row per sequence
 	scores []F // tmax
 }
 
@@ -396,7 +396,7 @@ func newDecoder[F Float](n *net[F], slots, tmax, rows int) *decoder[F] {
 	d := &decoder[F]{n: n, mm: cpuLinear[F]{workers: 1, pk: n.pk}, slots: slots, tmax: tmax, tok: make([]int32, rows), pos: make([]int32, rows), slot: make([]int32, rows),
 		x: make([]F, rows*c.Hidden), xn: make([]F, rows*c.Hidden), inv: make([]F, rows), qkv: make([]F, rows*qs),
 		att: make([]F, rows*c.Heads*c.HeadDim()), gu: make([]F, rows*2*c.MLP), act: make([]F, rows*c.MLP), sig: make([]F, rows*c.MLP),
-		logits: make([]F, rows*c.Vocab), scores: make([]F, tmax)}
+		logits: make([]F, slots*c.Vocab), scores: make([]F, tmax)}
 	if c.QKNorm() {
 		d.qkInv = make([]F, rows*(c.Heads+c.KVHeads))
 	}

@@ -137,7 +137,7 @@ func TestSampleGreedyTopKAndEOS(t *testing.T) {
 	n.forward(a, 1)
 	for i, s := range seqs {
 		for j, tok := range s.Completion {
-			row := a.logp[a.completionRow(i, s, j)*tiny.Vocab:][:tiny.Vocab]
+			row := logProbs(n, a, a.completionRow(i, s, j), 1)
 			for v, l := range row {
 				if l > row[tok] {
 					t.Fatalf("greedy sample %d token %d = %d, but token %d is more likely", i, j, tok, v)
