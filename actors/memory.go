@@ -16,16 +16,18 @@ import (
 // num_generations sequences (in passes of train.micro_batch) padded to the
 // longest prompt plus max_completion_len (at most the context, as the
 // learner pads), the policy, reference and a snapshot of the weights,
-// each generator's sampler, the reference scoring workspace and the warm
+// each generator's sampler and the reference scoring workspace (both take
+// a part of train.prompts_per_part prompts at a time), and the warm
 // start's learner batch.
 func runBytes(c *config.Config, model gpu.Config, promptLen int) int64 {
-	b := int64(c.Train.PromptsPerStep) * int64(c.Generation.NumGenerations)
-	bi := int(min(b, int64(1)<<40))
+	g := c.Generation.NumGenerations
+	b := int(min(int64(c.Train.PromptsPerStep)*int64(g), int64(1)<<40))
+	part := min(c.Train.PromptsPerPart, c.Train.PromptsPerStep)
 	promptLen = min(promptLen, model.Context)
 	seq := min(promptLen+c.Generation.MaxCompletionLen, model.Context)
-	sum := float64(model.LearnerBytes(passSize(bi, c.Train.MicroBatch), seq)) + 3*float64(model.ModelBytes()) +
-		float64(max(c.Cluster.Generators, 1))*float64(model.SampleBytes(c.Train.PromptsPerStep, c.Generation.NumGenerations, promptLen, c.Generation.MaxCompletionLen)) +
-		float64(model.ScoreBytes(bi, seq))
+	sum := float64(model.LearnerBytes(passSize(b, c.Train.MicroBatch), seq)) + 3*float64(model.ModelBytes()) +
+		float64(max(c.Cluster.Generators, 1))*float64(model.SampleBytes(part, g, promptLen, c.Generation.MaxCompletionLen)) +
+		float64(model.ScoreBytes(int(min(int64(part)*int64(g), int64(1)<<40)), seq))
 	if (c.Model.Checkpoint == "" || c.Train.WarmStartFromCheckpoint) && c.Train.Resume == "" && c.Train.WarmStartSteps > 0 {
 		warm := float64(model.LearnerBytes(passSize(c.Train.WarmStartBatch, c.Train.MicroBatch), seq)) - float64(model.LearnerBytes(0, seq))
 		sum += max(warm, 0)

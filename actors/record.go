@@ -112,7 +112,7 @@ func (r *runner) stepRecord(res stepResult, skipped *SkipError) map[string]float
 		r.skipped++
 		r.skips.add(skipped)
 		m[keySkipped], m[keySkipStage], m[keySkipReason] = 1, float64(skipped.Stage), float64(skipped.Reason)
-		r.progress.Note(fmt.Sprintf("step %d skipped: %s", res.n+1, clip(skipped.Error())))
+		r.progress.Note(fmt.Sprintf("step %d skipped: %s%s", res.n+1, clip(skipped.Error()), r.skipHint(skipped)))
 		return m
 	}
 	r.skipped = 0
@@ -120,6 +120,15 @@ func (r *runner) stepRecord(res stepResult, skipped *SkipError) map[string]float
 	r.tokens += batchTokens(res.out.Scored)
 	maps.Copy(m, stepMetrics(r.settings.record.metrics, res.n, res.out, r.tokens))
 	return m
+}
+
+// skipHint is what a skip's line adds: for a stage that timed out, the
+// setting that bounds it.
+func (r *runner) skipHint(s *SkipError) string {
+	if s.Reason != messages.SkipReason_TIMEOUT {
+		return ""
+	}
+	return fmt.Sprintf(" (a part took longer than cluster.request_timeout, %s: raise it where a part takes longer, as a CPU's generation from a large vocabulary)", r.settings.record.requestTimeout)
 }
 
 // writeSamples writes step's sample table: its first output.sample_rows

@@ -124,6 +124,9 @@ type recordSettings struct {
 	slowFixed  time.Duration // trace.slow_step: a fixed threshold,
 	slowAuto   bool          // or relative to the recent steps
 	showsTau   bool          // tau shapes the weights (maxent_listwise): the progress line shows it
+	// requestTimeout is cluster.request_timeout, which a skip for a
+	// timeout names.
+	requestTimeout time.Duration
 }
 
 // metricSettings are the settings a step's metrics report beside its
@@ -258,6 +261,7 @@ func recordSettingsOf(cfg *config.Config, model gpu.Config, m metricSettings) (r
 		cadence:    cadence{log: max(o.LogEvery, 1), samples: o.SampleEvery, eval: t.EvalEvery, checkpoint: t.CheckpointEvery, steps: t.Steps},
 		sampleRows: o.SampleRows, maxSkipped: t.MaxSkippedSteps, guardStops: t.Guard == config.GuardStop, keep: o.KeepCheckpoints, seed: t.Seed,
 		config: text, metrics: m, slowFixed: fixed, slowAuto: auto, showsTau: m.objective == rewards.ObjectiveMaxEntListwise,
+		requestTimeout: cfg.Cluster.RequestTimeout,
 	}, nil
 }
 
