@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu"
@@ -136,26 +135,8 @@ func referenceIDs(t *testing.T, modules, path string, texts []string) [][]int {
 // the test is skipped without node, npm or the registry.
 func nodeTokenizers(t *testing.T) string {
 	t.Helper()
-	wd, _ := os.Getwd()
-	dir := filepath.Join(wd, "..", ".tools", "npm-models", "tokenizers")
-	stamp := filepath.Join(dir, "installed")
-	if b, err := os.ReadFile(stamp); err == nil && string(b) == tokenizersPackage {
-		return filepath.Join(dir, "node_modules")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not installed (make deps installs it): cannot run Hugging Face's tokenizers")
 	}
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (make deps installs it): cannot run Hugging Face's tokenizers", tool)
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", "--loglevel=error", tokenizersPackage)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm install %s failed (is the npm registry reachable?): %v\n%s", tokenizersPackage, err, strings.TrimSpace(string(out)))
-	}
-	if err := os.WriteFile(stamp, []byte(tokenizersPackage), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, "node_modules")
+	return npmInstall(t, tokenizersPackage, "tokenizers")
 }
