@@ -123,12 +123,16 @@ func (r *runner) stepRecord(res stepResult, skipped *SkipError) map[string]float
 }
 
 // skipHint is what a skip's line adds: for a stage that timed out, the
-// setting that bounds it.
+// setting that bounds it; for one refused memory (gpu.ErrMemory, whose
+// text a notice from an actor keeps), the settings that lower it.
 func (r *runner) skipHint(s *SkipError) string {
-	if s.Reason != messages.SkipReason_TIMEOUT {
-		return ""
+	switch {
+	case s.Reason == messages.SkipReason_TIMEOUT:
+		return fmt.Sprintf(" (a part took longer than cluster.request_timeout, %s: raise it where a part takes longer, as a CPU's generation from a large vocabulary)", r.settings.record.requestTimeout)
+	case s.Err != nil && strings.Contains(s.Err.Error(), gpu.ErrMemory.Error()):
+		return " (train.micro_batch, train.prompts_per_step or generation.max_completion_len lowers the memory a step needs)"
 	}
-	return fmt.Sprintf(" (a part took longer than cluster.request_timeout, %s: raise it where a part takes longer, as a CPU's generation from a large vocabulary)", r.settings.record.requestTimeout)
+	return ""
 }
 
 // writeSamples writes step's sample table: its first output.sample_rows

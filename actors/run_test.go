@@ -695,13 +695,19 @@ func checkHighKLTable(t *testing.T, path string, want int) {
 // TestSkipHintNamesTimeout: a step skipped because a stage timed out
 // names the setting that bounds it and its value (a CPU's generation from
 // Qwen's vocabulary took minutes a part, past the default 30 s, and every
-// step of the README's command was skipped); other skips add nothing.
+// step of the README's command was skipped), one refused memory the
+// settings that lower it; other skips add nothing.
 func TestSkipHintNamesTimeout(t *testing.T) {
 	r := &runner{settings: &settings{record: recordSettings{requestTimeout: 30 * time.Second}}}
 	if got := r.skipHint(&SkipError{Stage: messages.Stage_GENERATE, Reason: messages.SkipReason_TIMEOUT}); !strings.Contains(got, "cluster.request_timeout, 30s") {
 		t.Errorf("timeout hint %q", got)
 	}
-	if got := r.skipHint(&SkipError{Stage: messages.Stage_REWARD, Reason: messages.SkipReason_ZERO_VARIANCE}); got != "" {
+	memory := &SkipError{Stage: messages.Stage_LEARN, Reason: messages.SkipReason_INTERNAL,
+		Err: fmt.Errorf("learner-1: learner step: %v: a learner batch of 32 sequences × 80 tokens needs 3.2 GB", gpu.ErrMemory)}
+	if got := r.skipHint(memory); !strings.Contains(got, "train.micro_batch") {
+		t.Errorf("memory hint %q", got)
+	}
+	if got := r.skipHint(&SkipError{Stage: messages.Stage_REWARD, Reason: messages.SkipReason_ZERO_VARIANCE, Err: ErrZeroVariance}); got != "" {
 		t.Errorf("zero-variance hint %q, want none", got)
 	}
 }
