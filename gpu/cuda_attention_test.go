@@ -74,14 +74,14 @@ func runAttention(t *testing.T, rt cuda.Runtime, rng *rand.Rand, tc attnCase) {
 		cudatest.Must(t, kernels.AttentionForward(rt, dAtt, dLse, dQKV, dStart, dPre, dFrom, shape))
 		return devGet(t, rt, dAtt, n*he)
 	})
-	closeTo(t, "att", got, att, 2e-6, 1e-5)
+	closeAll(t, "att", got, att, 2e-6, 1e-5)
 	gotD := deterministic(t, "attention backward", func() []float32 {
 		dD, delta := devOut(t, rt, n*qs), devOut(t, rt, n*tc.h)
 		cudatest.Must(t, kernels.AttentionBackward(rt, dD, delta, dDatt, dAtt, dQKV, dLse, dStart, dPre, dFrom, n, shape))
 		cudatest.Must(t, kernels.RoPE(rt, dD, dPos, dCos, dSin, n, qs, tc.h+tc.g, tc.e, -1))
 		return devGet(t, rt, dD, n*qs)
 	})
-	closeTo(t, "dqkv", gotD, dqkv, 1e-5, 1e-4)
+	closeAll(t, "dqkv", gotD, dqkv, 1e-5, 1e-4)
 }
 
 func TestCUDAAttentionRejectsShapes(t *testing.T) {
