@@ -23,6 +23,7 @@ type attnCase struct {
 
 var attnCases = []attnCase{
 	{"one row", 3, 1, 64, 8, [][2]int{{1, 1}}, []int{0}},
+	{"E=16 ratio 1 shared prompts", 2, 2, 16, 40, [][2]int{{9, 31}, {9, 4}, {2, 3}}, []int{0, 0, 1}},
 	{"E=32 ratio 1 context limit", 2, 2, 32, 64, [][2]int{{10, 55}, {1, 2}, {30, 5}}, []int{0, 1, 2}},
 	{"E=64 ratio 3 shared prompts", 9, 3, 64, 48, [][2]int{{12, 9}, {12, 30}, {12, 2}, {5, 7}, {20, 20}, {20, 1}}, []int{0, 0, 0, 1, 2, 2}},
 	{"E=128 ratio 7 shared prompts", 7, 1, 128, 80, [][2]int{{40, 40}, {40, 33}, {3, 60}}, []int{0, 0, 1}},

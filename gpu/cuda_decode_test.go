@@ -20,7 +20,7 @@ import (
 func TestCUDADecodeAttention(t *testing.T) {
 	rt := cudatest.Open(t)
 	for i, tc := range []struct{ h, g, e, tmax, slots, r int }{
-		{2, 2, 32, 8, 3, 3}, {9, 3, 64, 200, 4, 6}, {7, 1, 128, 64, 2, 4},
+		{2, 2, 16, 40, 3, 5}, {2, 2, 32, 8, 3, 3}, {9, 3, 64, 200, 4, 6}, {7, 1, 128, 64, 2, 4},
 	} {
 		t.Run(fmt.Sprintf("H=%d_G=%d_E=%d", tc.h, tc.g, tc.e), func(t *testing.T) {
 			runDecodeAttention(t, rt, rand.New(rand.NewPCG(14, uint64(i))), tc.h, tc.g, tc.e, tc.tmax, tc.slots, tc.r)
