@@ -55,16 +55,3 @@ func TestLearnerOnCUDA(t *testing.T) {
 		}
 	}
 }
-
-// TestCUDAEngineContract runs the engine contract (engine_test.go) on the
-// GPU: `go test -tags cuda ./gpu/ -run CUDA`. Until the CUDA engine lands
-// the cuda device's engine is the CPU engine with its products on cuBLAS
-// (fp32, other summation orders than the CPU's).
-func TestCUDAEngineContract(t *testing.T) {
-	dev, err := OpenDevice("cuda")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	runEngineContract(t, engineContract{dev: dev, tol: 1e-4})
-}
