@@ -3,10 +3,17 @@
 package gpu
 
 import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu/cuda"
 	"github.com/mgrpo/mgrpo/gpu/cuda/cudatest"
+	"github.com/mgrpo/mgrpo/gpu/loss"
 )
 
 // The CUDA engine (cuda_engine.go) on the runtime of the build: the CPU
@@ -40,5 +47,220 @@ func TestCUDAEngineContract(t *testing.T) {
 		t.Run(tc.math.String(), func(t *testing.T) {
 			runEngineContract(t, engineContract{dev: testCUDADevice(t, tc.math), tol: tc.tol, reduced: tc.math != cuda.MathFP32})
 		})
+	}
+}
+
+// oracleErrors runs Forward and Backward of b on a fresh engine of dev
+// and on the float64 CPU trainer from the same weights, and returns the
+// worst output and gradient errors (relative as in the contract).
+func oracleErrors(t *testing.T, dev Device, cfg Config, w64 []float64, w32 []float32, b Batch) (outs, grads float64) {
+	t.Helper()
+	eng, err := dev.newEngine(cfg, w32, DefaultLearnerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return oracleErrorsOn(t, eng, cfg, w64, b)
+}
+
+func oracleErrorsOn(t *testing.T, eng Engine, cfg Config, w64 []float64, b Batch) (outs, grads float64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(7, uint64(len(b.Seqs))))
+	dlp, dH := randomUpstream(rng, b)
+	oracle := newCPUTrainer(cfg, w64, 1, 1, nil)
+	n := len(b.Seqs) * b.width()
+	lp, ent, lp64, ent64 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range lp {
+		lp[i], ent[i] = math.NaN(), math.NaN() // every slot is written
+	}
+	eng.ZeroGrad()
+	oracle.ZeroGrad()
+	if err := eng.Forward(b, 0.7, lp, ent); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Backward(dlp, dH); err != nil {
+		t.Fatal(err)
+	}
+	oracle.Forward(b, 0.7, lp64, ent64)
+	oracle.Backward(dlp, dH)
+	for i := range lp {
+		outs = max(outs, math.Abs(lp[i]-lp64[i])/max(1, math.Abs(lp64[i])), math.Abs(ent[i]-ent64[i])/max(1, ent64[i]))
+		if math.IsNaN(lp[i]) || math.IsNaN(ent[i]) {
+			outs = math.Inf(1)
+		}
+	}
+	g := make([]float32, cfg.NumParams())
+	if err := eng.ReadGrads(g, 0); err != nil {
+		t.Fatal(err)
+	}
+	grads, _ = gradError(cfg, g, oracle.grad.flat)
+	return outs, grads
+}
+
+// TestCUDAEngineEdgeBatches: row plans the contract's batch does not have,
+// against the float64 oracle (fp32 products): every row a need row (one-
+// token prompts, where the last block runs on every row), no rows at all,
+// a sequence filling the context, and a workspace grown by a larger batch
+// after a smaller one.
+func TestCUDAEngineEdgeBatches(t *testing.T) {
+	cfg, _ := Preset("tiny")
+	w64, w32 := oracleWeights(cfg, 21)
+	rng := rand.New(rand.NewPCG(21, 1))
+	ids := func(n int) []int { return randomIDs(rng, n, cfg.Vocab) }
+	dev := testCUDADevice(t, cuda.MathFP32)
+	for _, tc := range []struct {
+		name string
+		seqs []Sequence
+	}{
+		{"one sequence, one-token prompt", []Sequence{{Prompt: []int{1}, Completion: ids(6)}}},
+		{"one-token prompts", []Sequence{{Prompt: []int{1}, Completion: ids(3)}, {Prompt: []int{1}, Completion: ids(1)}, {Prompt: []int{1}, Completion: ids(4)}}},
+		{"no completions", []Sequence{{Prompt: []int{1, 5}}, {Prompt: []int{1}}}},
+		{"the context", []Sequence{{Prompt: append([]int{1}, ids(9)...), Completion: ids(cfg.Context - 10)}, {Prompt: []int{1, 4}, Completion: ids(2)}}},
+	} {
+		outs, grads := oracleErrors(t, dev, cfg, w64, w32, Batch{Seqs: tc.seqs})
+		if outs > 1e-4 || grads > 1e-4 {
+			t.Errorf("%s: outputs off by %.3g, gradients by %.3g (want ≤ 1e-4)", tc.name, outs, grads)
+		}
+	}
+	eng, err := dev.newEngine(cfg, w32, DefaultLearnerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := Batch{Seqs: contractSeqs(rng, cfg.Vocab)[:3]}
+	large := Batch{Seqs: contractSeqs(rng, cfg.Vocab)}
+	for i, b := range []Batch{small, large, small} {
+		if outs, grads := oracleErrorsOn(t, eng, cfg, w64, b); outs > 1e-4 || grads > 1e-4 {
+			t.Errorf("pass %d in a reused workspace: outputs off by %.3g, gradients by %.3g (want ≤ 1e-4)", i, outs, grads)
+		}
+	}
+}
+
+// cudaTrainRun trains the tiny preset (Hugging Face initialisation) for
+// steps MaxEnt-GRPO steps on dev (nil: the CPU) and returns each step's
+// loss, gradient norm and mean entropy, and the final weights. The loss
+// is the supervised one plus the MaxEnt loss, so that its value moves
+// with the log-probs (a policy loss's value is the advantages').
+func cudaTrainRun(t *testing.T, dev Device, steps int) ([][3]float64, []float32) {
+	t.Helper()
+	cfg, _ := Preset("tiny")
+	m, err := NewModel(cfg, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := DefaultLearnerConfig()
+	lc.Device = dev
+	l, err := NewLearner(m, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	var stats [][3]float64
+	for range steps {
+		b := Batch{Seqs: contractSeqs(rng, cfg.Vocab)}
+		lb := b.LossBatch()
+		for range b.Seqs {
+			lb.Advantages = append(lb.Advantages, rng.NormFloat64())
+		}
+		st, err := l.Step(b, 1, func(lp, ent []float64) (loss.Result, error) {
+			return sumLosses(loss.MaxEntEntropy(loss.Default(), lb, lp, ent, 1, cfg.Vocab))(loss.Supervised(lb, lp))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats = append(stats, [3]float64{st.Loss, st.GradNorm, st.MeanEntropy})
+	}
+	return stats, l.Snapshot().Weights()
+}
+
+// sumLosses adds two loss results (value and gradients).
+func sumLosses(a loss.Result, errA error) func(loss.Result, error) (loss.Result, error) {
+	return func(b loss.Result, errB error) (loss.Result, error) {
+		if err := errors.Join(errA, errB); err != nil {
+			return loss.Result{}, err
+		}
+		a.Loss += b.Loss
+		for i := range a.DLogp {
+			a.DLogp[i] += b.DLogp[i]
+		}
+		return a, nil
+	}
+}
+
+// TestCUDAEngineTracksCPU: 20 learner steps on the CUDA engine, with the
+// products of DTypeFloat32 (TF32) and DTypeBF16, give the CPU engine's
+// losses, gradient norms and mean entropies, each within a tolerance of
+// its precision (relative to max(1, |x|)).
+func TestCUDAEngineTracksCPU(t *testing.T) {
+	want, _ := cudaTrainRun(t, nil, 20)
+	for _, tc := range []struct {
+		math cuda.Math
+		tol  float64
+	}{{cuda.MathTF32, 1e-3}, {cuda.MathBF16, 1e-2}} { // measured 1.4e-4, 1.1e-3
+		got, _ := cudaTrainRun(t, testCUDADevice(t, tc.math), 20)
+		worst := 0.0
+		for i := range want {
+			for j := range want[i] {
+				worst = max(worst, math.Abs(got[i][j]-want[i][j])/max(1, math.Abs(want[i][j])))
+			}
+		}
+		if worst > tc.tol {
+			t.Errorf("%v: losses, gradient norms or entropies differ from the CPU engine's by up to %.3g (want ≤ %g)", tc.math, worst, tc.tol)
+		}
+		t.Logf("%v: 20 steps: losses, gradient norms and entropies within %.3g of the CPU engine's", tc.math, worst)
+	}
+}
+
+// TestCUDAEngineDeterministic: two runs of one seed end with the same
+// weights and losses, bit for bit (no float atomics; on the emulator the
+// blocks run in order, so this checks the engine's own code, and on a GPU
+// the kernels and cuBLAS too).
+func TestCUDAEngineDeterministic(t *testing.T) {
+	for _, m := range []cuda.Math{cuda.MathTF32, cuda.MathBF16} {
+		l1, w1 := cudaTrainRun(t, testCUDADevice(t, m), 5)
+		l2, w2 := cudaTrainRun(t, testCUDADevice(t, m), 5)
+		if !slices.Equal(l1, l2) || !slices.Equal(w1, w2) { // bits: NaN would fail too
+			t.Errorf("%v: two runs of one seed differ (losses %v, %v)", m, l1, l2)
+		}
+	}
+}
+
+// TestCUDAEngineRefusesMemory: a learner whose weights, or a batch whose
+// activations, need more than the device's free memory is refused before
+// anything is allocated, with one line naming what it needs and what is
+// free.
+func TestCUDAEngineRefusesMemory(t *testing.T) {
+	dev := testCUDADevice(t, cuda.MathTF32)
+	freeNow := func() int64 {
+		free, _, err := dev.rt.MemInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return free
+	}
+	huge := Config{Vocab: 1 << 20, Hidden: 8192, Layers: 8, Heads: 64, KVHeads: 8, MLP: 16384, Context: 64, RopeTheta: 1e4, NormEps: 1e-6}
+	free := freeNow()
+	_, errBig := newCUDAEngine(dev, huge, nil, DefaultLearnerConfig()) // refused before w is read
+	if freeNow() != free {
+		t.Error("a refused learner allocated")
+	}
+	cfg, _ := Preset("base")
+	cfg.Context = 8192
+	eng, err := newCUDAEngine(dev, cfg, make([]float32, cfg.NumParams()), DefaultLearnerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := Sequence{Prompt: make([]int, 4096), Completion: make([]int, 4096)}
+	b := Batch{Seqs: slices.Repeat([]Sequence{seq}, 1024)} // 8M rows: hundreds of GB
+	n := len(b.Seqs) * b.width()
+	free = freeNow()
+	errBatch := eng.Forward(b, 1, make([]float64, n), make([]float64, n))
+	if freeNow() != free {
+		t.Error("a refused batch allocated")
+	}
+	for _, err := range []error{errBig, errBatch} {
+		msg := fmt.Sprint(err)
+		if !errors.Is(err, ErrMemory) || !strings.Contains(msg, "needs") || !strings.Contains(msg, "free") || strings.Contains(msg, "\n") {
+			t.Errorf("error %q: want one line wrapping ErrMemory naming what it needs and what is free", msg)
+		}
+		t.Log(msg)
 	}
 }
