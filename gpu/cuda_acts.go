@@ -24,10 +24,11 @@ func planShape(p *rowPlan) cudaShape {
 	return cudaShape{N: len(p.tokens), K: len(p.rows), B: len(p.start) - 1}
 }
 
-// headBudget bounds the logits of one lm_head block, in floats (256 MiB):
-// need rows go through the head in blocks of at most headBudget/V rows,
-// so a large vocabulary never holds a [K, V] matrix (the backward pass
-// recomputes a block's logits when there are several).
+// headBudget bounds the logits of one lm_head block, in floats (256 MiB;
+// cudaNet.headBudget, which tests lower): need rows go through the head in
+// blocks of at most headBudget/V rows, so a large vocabulary never holds a
+// [K, V] matrix (the backward pass recomputes a block's logits when there
+// are several).
 const headBudget = 1 << 26
 
 // cudaActs is a workspace on the device: the plan of a pass and every
@@ -81,11 +82,12 @@ func planOffsets(s cudaShape) (off [10]int, n int) {
 	return off, n
 }
 
-// newCUDAActs returns the workspace of shape s for c with products in
-// math (sized only, nothing allocated, when mem has no device).
-func newCUDAActs(c Config, s cudaShape, math cuda.Math, train bool, mem *arena) *cudaActs {
-	a := &cudaActs{cap: s, train: train, mem: mem, headRows: max(min(s.K, headBudget/c.Vocab), 1)}
-	if math == cuda.MathBF16 {
+// newCUDAActs returns the workspace of shape s for net n (sized only,
+// nothing allocated, when mem has no device).
+func newCUDAActs(n *cudaNet, s cudaShape, train bool, mem *arena) *cudaActs {
+	c := n.cfg
+	a := &cudaActs{cap: s, train: train, mem: mem, headRows: max(min(s.K, n.headBudget/c.Vocab), 1)}
+	if n.dev.math == cuda.MathBF16 {
 		e := c.HeadDim()
 		widest := max(c.Hidden, c.Heads*e, (c.Heads+2*c.KVHeads)*e, 2*c.MLP)
 		a.cap16 = max(s.N*widest, a.headRows*max(c.Vocab, c.Hidden))
@@ -102,6 +104,33 @@ func newCUDAActs(c Config, s cudaShape, math cuda.Math, train bool, mem *arena) 
 		}
 	}
 	return a
+}
+
+// workspace returns cur if it has room for shape s, or else a workspace
+// (train: for the backward pass too) in mem for the union of s and cur's
+// shape, so that passes of alternating shapes settle on one; it frees
+// cur and checks the new one fits in the device's free memory first.
+// what names the pass in a refusal. On error it returns nil.
+func (n *cudaNet) workspace(cur *cudaActs, mem *arena, s cudaShape, train bool, what string) (*cudaActs, error) {
+	if cur != nil && cur.cap.fits(s) {
+		return cur, nil
+	}
+	if cur != nil {
+		s = s.union(cur.cap)
+	}
+	mem.release()
+	sized := &arena{}
+	newCUDAActs(n, s, train, sized)
+	if err := n.dev.checkFree(what, sized.bytes); err != nil {
+		return nil, err
+	}
+	ws := newCUDAActs(n, s, train, mem)
+	if mem.err != nil {
+		err := mem.err
+		mem.release()
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return ws, nil
 }
 
 func (a *cudaActs) layoutPlan(mem *arena) {

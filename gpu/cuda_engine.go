@@ -97,32 +97,12 @@ func (e *cudaEngine) init(w []float32) error {
 }
 
 // workspace returns the training workspace with room for the planned
-// pass: the current one, or one for the union of its shape and the new
-// one (so that micro-batches of different lengths settle on one), after
-// checking it fits in the device's free memory.
+// pass.
 func (e *cudaEngine) workspace() (*cudaActs, error) {
 	s := planShape(&e.plan)
-	if e.ws != nil && e.ws.cap.fits(s) {
-		return e.ws, nil
-	}
-	if e.ws != nil {
-		s = s.union(e.ws.cap)
-	}
-	e.ws = nil
-	e.wsMem.release()
-	sized := &arena{}
-	newCUDAActs(e.cfg, s, e.dev.math, true, sized)
-	what := fmt.Sprintf("a learner batch of %d sequences (%d rows, %d scored)", s.B, s.N, s.K)
-	if err := e.dev.checkFree(what, sized.bytes); err != nil {
-		return nil, err
-	}
-	ws := newCUDAActs(e.cfg, s, e.dev.math, true, e.wsMem)
-	if e.wsMem.err != nil {
-		e.wsMem.release()
-		return nil, fmt.Errorf("%s: %w", what, e.wsMem.err)
-	}
+	ws, err := e.net.workspace(e.ws, e.wsMem, s, true, fmt.Sprintf("a learner batch of %d sequences (%d rows, %d scored)", s.B, s.N, s.K))
 	e.ws = ws
-	return ws, nil
+	return ws, err
 }
 
 // run is the forward pass of Forward and Score.

@@ -99,32 +99,12 @@ func (m *cudaModel) Score(b Batch, temperature float64, lp, ent []float64) error
 	return nil
 }
 
-// workspace returns a scoring workspace with room for the planned chunk
-// (grown to the union of the shapes seen, after checking it fits).
+// workspace returns a scoring workspace with room for the planned chunk.
 func (m *cudaModel) workspace() (*cudaActs, error) {
 	s := planShape(&m.plan)
-	if m.ws != nil && m.ws.cap.fits(s) {
-		return m.ws, nil
-	}
-	if m.ws != nil {
-		s = s.union(m.ws.cap)
-	}
-	m.ws = nil
-	m.wsMem.release()
-	cfg := m.net.cfg
-	sized := &arena{}
-	newCUDAActs(cfg, s, m.dev.math, false, sized)
-	what := fmt.Sprintf("scoring %d sequences (%d rows)", s.B, s.N)
-	if err := m.dev.checkFree(what, sized.bytes); err != nil {
-		return nil, err
-	}
-	ws := newCUDAActs(cfg, s, m.dev.math, false, m.wsMem)
-	if m.wsMem.err != nil {
-		m.wsMem.release()
-		return nil, fmt.Errorf("%s: %w", what, m.wsMem.err)
-	}
+	ws, err := m.net.workspace(m.ws, m.wsMem, s, false, fmt.Sprintf("scoring %d sequences (%d rows)", s.B, s.N))
 	m.ws = ws
-	return ws, nil
+	return ws, err
 }
 
 // Sample implements ModelEngine on a host copy of the weights (a CPU

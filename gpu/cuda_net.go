@@ -72,6 +72,8 @@ type cudaNet struct {
 	w16      cuda.Ptr // [P] bf16 copy of w (bf16 products), else 0
 	cos, sin cuda.Ptr // [Context, E/2]
 	mem      *arena
+
+	headBudget int // floats of one lm_head block of logits (headBudget)
 }
 
 // netBytes is the device memory of a cudaNet.
@@ -97,7 +99,7 @@ func newCUDANet(d *cudaDevice, c Config) (*cudaNet, error) {
 	if err := checkCUDAConfig(c); err != nil {
 		return nil, err
 	}
-	n := &cudaNet{dev: d, rt: d.rt, cfg: c, lay: newCUDALayout(c), mem: &arena{dev: d}}
+	n := &cudaNet{dev: d, rt: d.rt, cfg: c, lay: newCUDALayout(c), mem: &arena{dev: d}, headBudget: headBudget}
 	n.w, n.w16, n.cos, n.sin = layoutNet(n.mem, c, d.math)
 	if n.mem.err != nil {
 		n.mem.release()
