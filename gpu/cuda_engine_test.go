@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mgrpo/mgrpo/gpu/cuda"
 	"github.com/mgrpo/mgrpo/gpu/cuda/cudatest"
@@ -341,4 +342,20 @@ func to32(x []float64) []float32 {
 		out[i] = float32(v)
 	}
 	return out
+}
+
+// TestCUDABench: Bench on the CUDA device (what `mgrpo-node bench --device
+// cuda` runs on a GPU) times the learner step and scoring on the device,
+// with and without sampling.
+func TestCUDABench(t *testing.T) {
+	for _, skip := range []bool{true, false} {
+		r, err := Bench("tiny", BenchOptions{Batch: 4, PromptLen: 3, NewTokens: 3, MinTime: time.Millisecond, Reps: 1,
+			Device: testCUDADevice(t, cuda.MathBF16), SkipSample: skip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(r.LearnerStepSec > 0 && r.ScoreTokPerS > 0) || (r.SampleTokPerS > 0) == skip || !strings.Contains(r.Device, "bf16") {
+			t.Errorf("skip sample %v: %+v", skip, r)
+		}
+	}
 }

@@ -19,7 +19,7 @@ import (
 // and prints the medians and ratios (comparePeer).
 func runBench(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("mgrpo-node bench", pflag.ContinueOnError)
-	preset := fs.String("preset", "base", "model preset: tiny, small or base (with --peer, a comma-separated list)")
+	preset := fs.String("preset", "base", "model preset: "+strings.Join(gpu.PresetNames(), ", ")+" (with --peer, a comma-separated list)")
 	var o gpu.BenchOptions
 	fs.IntVar(&o.Batch, "batch", 128, "sequences per batch")
 	fs.IntVar(&o.PromptLen, "prompt_len", 16, "prompt tokens per sequence (BOS included)")
@@ -27,7 +27,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.MinTime, "min_time", 0, "measure each figure for at least this long (0: 1s)")
 	fs.IntVar(&o.Reps, "reps", 10, "and at least this many timed runs; each figure is their median")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
-	device := fs.String("device", "cpu", "device of the learner step: cpu, or cuda in a binary built with -tags cuda")
+	device := fs.String("device", "cpu", "device of the learner step: cpu, or cuda in a binary built with -tags cuda (then scoring and sampling too)")
+	dtype := fs.String("dtype", gpu.DTypeFloat32, "precision of the products: float32 (TF32 on cuda) or bf16 (cuda: bf16 products, fp32 weights and optimiser)")
+	fs.BoolVar(&o.SkipSample, "skip_sample", false, "leave sampling out (cuda samples on a host copy of the weights for now)")
 	peer := fs.String("peer", "", "directory of the PyTorch peer (its bench.py): compare side by side")
 	python := fs.String("peer_python", "/usr/bin/python3", "Python with torch for --peer")
 	rounds := fs.Int("rounds", 3, "interleaved rounds (peer, mgrpo) per preset with --peer")
@@ -54,9 +56,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mgrpo-node bench: --peer compares the peer's fixed workload: leave --batch 128, --prompt_len 16, --new_tokens 16")
 		return exitUsage
 	}
-	dev, err := gpu.OpenDevice(*device)
+	dev, err := gpu.OpenDeviceWith(*device, gpu.DeviceOptions{DType: *dtype})
 	if err != nil {
-		fmt.Fprintf(stderr, "mgrpo-node bench: --device: %v\n", err)
+		fmt.Fprintf(stderr, "mgrpo-node bench: %v\n", err)
 		return exitUsage
 	}
 	defer dev.Close()
