@@ -9,23 +9,20 @@ import (
 )
 
 // cudaModel is the CUDA device's ModelEngine: its own copy of the weights
-// on the device and a forward-only workspace (one layer's activations,
-// shared by all layers) for scoring. Sampling runs on a host copy of the
-// weights for now (a CPU model made on first use): the device decoder is
-// issue 24's. Its device memory is freed by a cleanup when it is garbage
-// collected.
+// on the device, a forward-only workspace (one layer's activations,
+// shared by all layers) for scoring, and a decoder (key/value cache) for
+// sampling (cuda_sample.go), each kept for the next call that fits. Its
+// device memory is freed by a cleanup when it is garbage collected.
 type cudaModel struct {
 	dev *cudaDevice
 	net *cudaNet
 
-	mu    sync.Mutex // one pass at a time: guards ws, wsMem and plan
-	ws    *cudaActs
-	wsMem *arena
-	plan  rowPlan
-
-	hostOnce sync.Once
-	host     *cpuModel // the sampler's copy of the weights
-	hostErr  error
+	mu     sync.Mutex // one call at a time: guards what follows
+	ws     *cudaActs
+	wsMem  *arena
+	plan   rowPlan
+	dec    *cudaDecoder
+	decMem *arena
 }
 
 // newCUDAModel allocates a model on d, after checking its weights fit.
@@ -40,8 +37,8 @@ func newCUDAModel(d *cudaDevice, cfg Config) (*cudaModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &cudaModel{dev: d, net: n, wsMem: &arena{dev: d}}
-	runtime.AddCleanup(m, releaseAll, []*arena{n.mem, m.wsMem})
+	m := &cudaModel{dev: d, net: n, wsMem: &arena{dev: d}, decMem: &arena{dev: d}}
+	runtime.AddCleanup(m, releaseAll, []*arena{n.mem, m.wsMem, m.decMem})
 	return m, nil
 }
 
@@ -107,25 +104,21 @@ func (m *cudaModel) workspace() (*cudaActs, error) {
 	return ws, err
 }
 
-// Sample implements ModelEngine on a host copy of the weights (a CPU
-// model made on first use and kept): the device decoder is not written
-// yet.
+// Sample implements ModelEngine on the device (cuda_sample.go).
 func (m *cudaModel) Sample(prompts [][]int, n int, opt SampleOptions) ([]Sample, error) {
 	defer runtime.KeepAlive(m)
-	m.hostOnce.Do(func() {
-		cfg := m.net.cfg
-		if m.hostErr = CheckMemory("a host copy of the weights for sampling", cfg.ModelBytes()); m.hostErr != nil {
-			return
-		}
-		w := make([]float32, cfg.NumParams())
-		if m.hostErr = m.net.readWeights(w, 0); m.hostErr == nil {
-			m.host = newCPUModel(cfg, w, nil)
-		}
-	})
-	if m.hostErr != nil {
-		return nil, fmt.Errorf("sample: %w", m.hostErr)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	job := newSampleJob(m.net.cfg, prompts, n, opt)
+	d, err := m.decoder(job.shape)
+	if err != nil {
+		return nil, fmt.Errorf("sample: %w", err)
 	}
-	return m.host.Sample(prompts, n, opt)
+	p := &cudaPass{n: m.net, rt: m.net.rt, s16: d.s16, cap16: d.cap16}
+	if err := d.sample(p, job); err != nil {
+		return nil, err
+	}
+	return job.out, nil
 }
 
 // ReadWeights implements ModelEngine.

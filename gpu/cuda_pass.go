@@ -15,13 +15,17 @@ import (
 // (later launches still queue: harmless, and errors are device failures
 // or programming errors).
 type cudaPass struct {
-	n   *cudaNet
-	a   *cudaActs
-	rt  cuda.Runtime
-	err error
+	n     *cudaNet
+	a     *cudaActs
+	rt    cuda.Runtime
+	s16   [2]cuda.Ptr // bf16 scratch for the products' operands (bf16 products)
+	cap16 int         // elements of each
+	err   error
 }
 
-func newCUDAPass(n *cudaNet, a *cudaActs) *cudaPass { return &cudaPass{n: n, a: a, rt: n.rt} }
+func newCUDAPass(n *cudaNet, a *cudaActs) *cudaPass {
+	return &cudaPass{n: n, a: a, rt: n.rt, s16: a.s16, cap16: a.cap16}
+}
 
 func (p *cudaPass) do(err error) {
 	if p.err == nil && err != nil {
@@ -68,12 +72,12 @@ func (p *cudaPass) half(x mat, slot int) mat {
 		return x
 	}
 	n := x.rows * x.cols
-	if n > p.a.cap16 {
-		p.do(fmt.Errorf("gpu: cuda: a %d×%d operand exceeds the bf16 scratch of %d", x.rows, x.cols, p.a.cap16))
+	if n > p.cap16 {
+		p.do(fmt.Errorf("gpu: cuda: a %d×%d operand exceeds the bf16 scratch of %d", x.rows, x.cols, p.cap16))
 		return x
 	}
-	p.do(kernels.F32ToBF16(p.rt, p.a.s16[slot], x.p, n))
-	x.h = p.a.s16[slot]
+	p.do(kernels.F32ToBF16(p.rt, p.s16[slot], x.p, n))
+	x.h = p.s16[slot]
 	return x
 }
 
