@@ -26,7 +26,9 @@ import (
 // rows × (completions − 1)).
 type decodeShape struct{ S, T, R, M int }
 
-func (s decodeShape) fits(t decodeShape) bool { return t.S <= s.S && t.T <= s.T && t.R <= s.R && t.M <= s.M }
+func (s decodeShape) fits(t decodeShape) bool {
+	return t.S <= s.S && t.T <= s.T && t.R <= s.R && t.M <= s.M
+}
 
 func (s decodeShape) union(t decodeShape) decodeShape {
 	return decodeShape{S: max(s.S, t.S), T: max(s.T, t.T), R: max(s.R, t.R), M: max(s.M, t.M)}
