@@ -28,9 +28,8 @@ type BenchOptions struct {
 	// than the CPU, sampling and scoring run on the learner's snapshot (on
 	// that device) instead of a CPU model.
 	Device Device
-	// SkipSample leaves sampling out (SampleTokPerS 0): the CUDA engine
-	// samples on a host copy of the weights for now, hours for the large
-	// presets.
+	// SkipSample leaves sampling out (SampleTokPerS 0): long completions
+	// of the large presets take long.
 	SkipSample bool
 }
 

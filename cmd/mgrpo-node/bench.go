@@ -29,7 +29,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
 	device := fs.String("device", "cpu", "device of the learner step: cpu, or cuda in a binary built with -tags cuda (then scoring and sampling too)")
 	dtype := fs.String("dtype", gpu.DTypeFloat32, "precision of the products: float32 (TF32 on cuda) or bf16 (cuda: bf16 products, fp32 weights and optimiser)")
-	fs.BoolVar(&o.SkipSample, "skip_sample", false, "leave sampling out (cuda samples on a host copy of the weights for now)")
+	fs.BoolVar(&o.SkipSample, "skip_sample", false, "leave sampling out (long completions of the large presets take long)")
 	peer := fs.String("peer", "", "directory of the PyTorch peer (its bench.py): compare side by side")
 	python := fs.String("peer_python", "/usr/bin/python3", "Python with torch for --peer")
 	rounds := fs.Int("rounds", 3, "interleaved rounds (peer, mgrpo) per preset with --peer")
