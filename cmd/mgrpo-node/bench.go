@@ -37,23 +37,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	presets := strings.Split(*preset, ",")
-	if len(presets) > 1 && *peer == "" {
-		fmt.Fprintf(stderr, "mgrpo-node bench: --preset %q: one preset (a list only with --peer)\n", *preset)
-		return exitUsage
-	}
-	for _, p := range presets {
-		if _, err := gpu.Preset(p); err != nil {
-			fmt.Fprintf(stderr, "mgrpo-node bench: --preset: %v\n", err)
-			return exitUsage
-		}
-	}
-	if o.Batch < 1 || o.PromptLen < 1 || o.NewTokens < 1 || o.MinTime < 0 || o.Reps < 1 || *rounds < 1 {
-		fmt.Fprintf(stderr, "mgrpo-node bench: --batch %d, --prompt_len %d, --new_tokens %d, --reps %d and --rounds %d must be ≥ 1, --min_time %v ≥ 0\n",
-			o.Batch, o.PromptLen, o.NewTokens, o.Reps, *rounds, o.MinTime)
-		return exitUsage
-	}
-	if *peer != "" && (o.Batch != 128 || o.PromptLen != 16 || o.NewTokens != 16) {
-		fmt.Fprintln(stderr, "mgrpo-node bench: --peer compares the peer's fixed workload: leave --batch 128, --prompt_len 16, --new_tokens 16")
+	if err := checkBenchFlags(presets, o, *peer, *rounds); err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node bench: %v\n", err)
 		return exitUsage
 	}
 	dev, err := gpu.OpenDeviceWith(*device, gpu.DeviceOptions{DType: *dtype})
@@ -86,4 +71,26 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// checkBenchFlags reports the first flag of `mgrpo-node bench` that cannot
+// run: an unknown preset, a list of them without --peer, a size below 1,
+// or --peer with another workload than the peer's.
+func checkBenchFlags(presets []string, o gpu.BenchOptions, peer string, rounds int) error {
+	if len(presets) > 1 && peer == "" {
+		return fmt.Errorf("--preset %q: one preset (a list only with --peer)", strings.Join(presets, ","))
+	}
+	for _, p := range presets {
+		if _, err := gpu.Preset(p); err != nil {
+			return fmt.Errorf("--preset: %w", err)
+		}
+	}
+	if o.Batch < 1 || o.PromptLen < 1 || o.NewTokens < 1 || o.MinTime < 0 || o.Reps < 1 || rounds < 1 {
+		return fmt.Errorf("--batch %d, --prompt_len %d, --new_tokens %d, --reps %d and --rounds %d must be ≥ 1, --min_time %v ≥ 0",
+			o.Batch, o.PromptLen, o.NewTokens, o.Reps, rounds, o.MinTime)
+	}
+	if peer != "" && (o.Batch != 128 || o.PromptLen != 16 || o.NewTokens != 16) {
+		return fmt.Errorf("--peer compares the peer's fixed workload: leave --batch 128, --prompt_len 16, --new_tokens 16")
+	}
+	return nil
 }
