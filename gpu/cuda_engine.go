@@ -117,14 +117,8 @@ func (e *cudaEngine) run(b Batch, temperature float64, lp, ent []float64) error 
 	if err != nil {
 		return err
 	}
-	if err := ws.load(e.dev.rt, &e.plan, true); err != nil {
-		return err
-	}
-	p := newCUDAPass(e.net, ws)
-	if p.forward(temperature); p.err != nil {
-		return fmt.Errorf("forward: %w", p.err)
-	}
-	return ws.outputs(e.dev.rt, e.plan.slots, lp[:len(b.Seqs)*b.width()], ent[:len(b.Seqs)*b.width()])
+	n := len(b.Seqs) * b.width()
+	return e.net.forward(ws, &e.plan, true, temperature, lp[:n], ent[:n])
 }
 
 // Forward implements Engine.

@@ -82,15 +82,8 @@ func (m *cudaModel) Score(b Batch, temperature float64, lp, ent []float64) error
 		if err != nil {
 			return err
 		}
-		if err := ws.load(m.dev.rt, &m.plan, false); err != nil {
-			return err
-		}
-		p := newCUDAPass(m.net, ws)
-		if p.forward(temperature); p.err != nil {
-			return fmt.Errorf("score: %w", p.err)
-		}
-		if err := ws.outputs(m.dev.rt, m.plan.slots, lp[lo*w:hi*w], ent[lo*w:hi*w]); err != nil {
-			return err
+		if err := m.net.forward(ws, &m.plan, false, temperature, lp[lo*w:hi*w], ent[lo*w:hi*w]); err != nil {
+			return fmt.Errorf("score: %w", err)
 		}
 	}
 	return nil

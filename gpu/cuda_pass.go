@@ -88,6 +88,20 @@ func (p *cudaPass) attnShape() kernels.AttnShape {
 
 func (p *cudaPass) eps() float32 { return float32(p.n.cfg.NormEps) }
 
+// forward loads plan p into workspace ws (train: with what the backward
+// pass needs), runs the forward pass at temperature temp and writes the
+// outputs to their slots of lp and ent.
+func (n *cudaNet) forward(ws *cudaActs, p *rowPlan, train bool, temp float64, lp, ent []float64) error {
+	if err := ws.load(n.rt, p, train); err != nil {
+		return err
+	}
+	pass := newCUDAPass(n, ws)
+	if pass.forward(temp); pass.err != nil {
+		return fmt.Errorf("forward: %w", pass.err)
+	}
+	return ws.outputs(n.rt, p.slots, lp, ent)
+}
+
 // forward runs the decoder over the loaded rows and leaves each need
 // row's target log-prob and entropy at temperature temp in the stats
 // (model.go's forward).
