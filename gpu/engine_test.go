@@ -15,9 +15,10 @@ import (
 
 // The engine contract: what every Engine and ModelEngine must do, run
 // against each device (runEngineContract). The CPU engine runs it here,
-// the cuda device's stopgap through a host stand-in for cuBLAS
-// (hostDevice), and a -tags cuda build runs it on the GPU
-// (device_cuda_test.go); a new engine passes it before it is used.
+// the CPU engine with its products behind the old device seam through a
+// host stand-in for cuBLAS (hostDevice), and the CUDA engine on the
+// emulator (-tags cudaemu) or the GPU (-tags cuda: cuda_engine_test.go);
+// a new engine passes it before it is used.
 
 // engineContract is a device under the contract.
 type engineContract struct {
@@ -173,8 +174,9 @@ func TestCPUEngineContract(t *testing.T) {
 	runEngineContract(t, engineContract{dev: CPU{}, tol: 5e-5})
 }
 
-// TestHostDeviceEngineContract runs the contract on the cuda device's
-// stopgap engine, its products behind the device seam (on the CPU).
+// TestHostDeviceEngineContract runs the contract on the CPU engine with its
+// products behind the device seam (linear.go's deviceLinear, the old cuda
+// stopgap's), on the CPU.
 func TestHostDeviceEngineContract(t *testing.T) {
 	runEngineContract(t, engineContract{dev: hostDevice{&hostSgemm{}}, tol: 5e-5})
 }
