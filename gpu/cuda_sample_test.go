@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu/cuda"
@@ -260,5 +261,48 @@ func TestCUDAModelSampleDistribution(t *testing.T) {
 				t.Errorf("chi² = %.1f over %d degrees of freedom, above %.1f: counts %v, probabilities %v", chi2, df, limit, counts, cand)
 			}
 		})
+	}
+}
+
+// TestCUDAModelConcurrent: a snapshot serves Score and Sample from several
+// goroutines while its learner steps (one runtime, one stream: the calls
+// interleave, each model's own buffers stay its own), with the results of
+// serial calls.
+func TestCUDAModelConcurrent(t *testing.T) {
+	cfg, _ := Preset("tiny")
+	m, _ := NewModel(cfg, 16)
+	lc := DefaultLearnerConfig()
+	lc.Device = testCUDADevice(t, cuda.MathTF32)
+	l, err := NewLearner(m, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := l.Snapshot()
+	opt := SampleOptions{Temperature: 1, MaxNewTokens: 8, Seeds: PromptSeeds(5, len(samplePrompts))}
+	wantS, _ := snap.Sample(samplePrompts, 2, opt)
+	wantSc, _ := snap.Score(samplesAsSequences(samplePrompts, wantS), 1)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 3 {
+		wg.Go(func() {
+			s, err := snap.Sample(samplePrompts, 2, opt)
+			sc, err2 := snap.Score(samplesAsSequences(samplePrompts, wantS), 1)
+			if err != nil || err2 != nil || !reflect.DeepEqual(s, wantS) || !reflect.DeepEqual(sc, wantSc) {
+				errs <- fmt.Errorf("a concurrent call differs from a serial one (%v, %v)", err, err2)
+			}
+		})
+	}
+	wg.Go(func() {
+		b := Batch{Seqs: samplesAsSequences(samplePrompts, wantS)}
+		for range 2 {
+			if _, err := l.SupervisedStep(b.Seqs); err != nil {
+				errs <- err
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
