@@ -198,8 +198,10 @@ func (d *cudaDecoder) sample(p *cudaPass, j *sampleJob) error {
 	j.stagePrefill(d)
 	d.stride = j.prefill
 	rows, outs, maps := j.prefill, j.shape.S, j.n-1
+	off, _ := inOffsets(d.cap)
+	staged := d.host // the prefill's inputs; a step's stop before the slot maps
 	for len(j.active) > 0 {
-		if err := p.rt.Upload(d.in, cuda.Bytes(d.host)); err != nil {
+		if err := p.rt.Upload(d.in, cuda.Bytes(staged)); err != nil {
 			return fmt.Errorf("sample: upload: %w", err)
 		}
 		d.forward(p, rows, outs, maps)
@@ -212,7 +214,7 @@ func (d *cudaDecoder) sample(p *cudaPass, j *sampleJob) error {
 		}
 		j.record(d)
 		j.stageDraws(d)
-		rows, outs, maps = len(j.active), 0, 0
+		rows, outs, maps, staged = len(j.active), 0, 0, d.host[:off[8]]
 	}
 	return nil
 }
