@@ -43,7 +43,7 @@ type cudaDecoder struct {
 	in                                   cuda.Ptr // the step's inputs (inOffsets), one upload
 	seeds, tok, pos, slot, outs          cuda.Ptr // views of in
 	completion, limit, count, maps       cuda.Ptr
-	x, xn, inv, qkv, att, gu, act, logit cuda.Ptr // [R, ·] activations; logit [max(R, S), V]
+	x, xn, inv, qkv, att, gu, act, logit cuda.Ptr // [R, ·] activations; logit [S, V]
 	drawn                                cuda.Ptr // tokens, log-probs, entropies, finish: [4, S] 32-bit
 	s16                                  [2]cuda.Ptr
 	cap16                                int
@@ -82,7 +82,7 @@ func newCUDADecoder(n *cudaNet, s decodeShape, mem *arena) *cudaDecoder {
 	d.completion, d.limit, d.count, d.maps = at(5), at(6), at(7), at(8)
 	R := s.R
 	d.x, d.xn, d.inv, d.qkv = mem.f32(R*D), mem.f32(R*D), mem.f32(R), mem.f32(R*qs)
-	d.att, d.gu, d.act, d.logit = mem.f32(R*he), mem.f32(R*2*M), mem.f32(R*M), mem.f32(R*V)
+	d.att, d.gu, d.act, d.logit = mem.f32(R*he), mem.f32(R*2*M), mem.f32(R*M), mem.f32(s.S*V) // logits: S rows at most (the prefill's are its slots')
 	d.drawn = mem.i32(4 * s.S)
 	if n.dev.math == cuda.MathBF16 {
 		d.cap16 = R * max(D, he, M)
