@@ -360,3 +360,50 @@ func TestCUDABench(t *testing.T) {
 		}
 	}
 }
+
+// learnerTracksCPU trains the small preset 3 supervised steps on dev (TF32
+// products) and on the CPU from the same weights: the losses agree within
+// 1e-3 (relative), the weights as the contract's reduced mode has them
+// (within 5e-2·lr but for 2%).
+func learnerTracksCPU(t *testing.T, dev Device) {
+	cfg, _ := Preset("small")
+	m, err := NewModel(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := DefaultLearnerConfig()
+	cpu, err := NewLearner(m, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc.Device = dev
+	gpu, err := NewLearner(m, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := randomSeqs(rand.New(rand.NewPCG(1, 2)), 32, 8, 8, cfg.Vocab)
+	for step := 1; step <= 3; step++ {
+		want, err := cpu.SupervisedStep(seqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := gpu.SupervisedStep(seqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !closeTo(got.Loss, want.Loss, 1e-3) {
+			t.Errorf("step %d: loss on %s %.6f, on the CPU %.6f", step, dev.Name(), got.Loss, want.Loss)
+		}
+		t.Logf("step %d: loss %.7f, CPU %.7f", step, got.Loss, want.Loss)
+	}
+	c := engineContract{dev: dev, tol: 5e-3, reduced: true}
+	if err := c.weightsAfterSteps(gpu.Snapshot().Weights(), cpu.Snapshot().Weights(), lc.LR); err != nil {
+		t.Errorf("weights after 3 steps: %v", err)
+	}
+}
+
+// TestCUDALearnerTracksCPU is TestLearnerOnCUDA (device_cuda_test.go) on
+// the build's runtime: the emulator here.
+func TestCUDALearnerTracksCPU(t *testing.T) {
+	learnerTracksCPU(t, testCUDADevice(t, cuda.MathTF32))
+}
