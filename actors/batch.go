@@ -15,29 +15,28 @@ import (
 // rounds of dynamic sampling start at refillRound.
 const refillRound = 1 << 16
 
-// promptBatch draws the n problems of (step, round) and asks for K
-// completions each. Problems depend only on the run seed, the step and the
-// round, so a resumed run sees the same batches; each prompt's sampling
-// seed also on its slot, so its completions do not depend on which
-// generator draws them or with which other prompts.
-func promptBatch(d *Deps, step, round int64, n int, version int64) (*messages.PromptBatch, error) {
-	seed := d.Cfg.Train.Seed
-	rng := rand.New(rand.NewPCG(stageSeed(seed, step, stagePrompts, uint64(round)), uint64(d.Cfg.Task.Seed)))
-	problems := tasks.Batch(d.Task, rng, n)
-	batchID := fmt.Sprintf("%s/%d/%d", d.RunID, step, round)
+// promptBatch draws the n problems of (step, round) of run runID and asks
+// for K completions each. Problems depend only on the run seed, the step
+// and the round, so a resumed run sees the same batches; each prompt's
+// sampling seed also on its slot, so its completions do not depend on
+// which generator draws them or with which other prompts.
+func promptBatch(s stepSettings, runID string, step, round int64, n int, version int64) (*messages.PromptBatch, error) {
+	rng := rand.New(rand.NewPCG(stageSeed(s.seed, step, stagePrompts, uint64(round)), uint64(s.taskSeed)))
+	problems := tasks.Batch(s.task, rng, n)
+	batchID := fmt.Sprintf("%s/%d/%d", runID, step, round)
 	pb := &messages.PromptBatch{
-		Meta:           messages.NewMeta(d.RunID, step, batchID, version),
-		NumGenerations: int32(d.Cfg.Generation.NumGenerations),
+		Meta:           messages.NewMeta(runID, step, batchID, version),
+		NumGenerations: int32(s.group),
 	}
 	for i, p := range problems {
-		ids, err := d.Prompter.Encode(p.Prompt)
+		ids, err := s.prompter.Encode(p.Prompt)
 		if err != nil {
 			return nil, fmt.Errorf("prompt batch step %d: problem %d: %w", step, i, err)
 		}
 		pb.Prompts = append(pb.Prompts, &messages.Prompt{Index: int32(i), Text: p.Prompt,
 			TokenIds: int32s(ids), Answer: p.Answer})
 	}
-	return reseed(pb, stageSeed(seed, step, stageGenerate, uint64(round))), nil
+	return reseed(pb, stageSeed(s.seed, step, stageGenerate, uint64(round))), nil
 }
 
 // reseed gives prompt i of pb (a batch this stage just made) the sampling

@@ -14,7 +14,7 @@ import (
 )
 
 // benchConfig is the small preset at the CI batch size (16 prompts × 8).
-func benchConfig(b *testing.B, preset string, staleness int) *Deps {
+func benchConfig(b *testing.B, preset string, staleness int) *settings {
 	cfg := config.Default()
 	cfg.Model.Preset = preset
 	cfg.Train.MaxStaleness = staleness
@@ -22,14 +22,8 @@ func benchConfig(b *testing.B, preset string, staleness int) *Deps {
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}
-	d, err := NewDeps(cfg, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	return d
+	return testSettings(b, cfg)
 }
-
-func benchModels(b *testing.B, d *Deps) Models { return testModels(b, d) }
 
 // BenchmarkEndToEnd measures training steps through the actors, in
 // synchronous (max_staleness 0) and asynchronous (max_staleness 2) mode:
@@ -40,8 +34,8 @@ func BenchmarkEndToEnd(b *testing.B) {
 		staleness int
 	}{{"sync", 0}, {"async", 2}} {
 		b.Run("preset=small/mode="+c.name, func(b *testing.B) {
-			d := benchConfig(b, "small", c.staleness)
-			p := StartPipeline(d, benchModels(b, d), testControl(d), pipelineOptionsOf(d), nil)
+			s := benchConfig(b, "small", c.staleness)
+			p := StartPipeline(s, testEnv(), testModels(b, s), testControl(s), s.pipeline, nil)
 			defer p.Stop()
 			var tokens int64
 			b.ResetTimer()
@@ -71,24 +65,20 @@ func BenchmarkEndToEnd(b *testing.B) {
 // the cost of serialising the step's messages as a network would (ns/op
 // and bytes/step of marshal + unmarshal; in process nothing is serialised).
 func BenchmarkDeliver(b *testing.B) {
-	d := benchConfig(b, "small", 0)
+	s := benchConfig(b, "small", 0)
 	b.Run("driver=plain", func(b *testing.B) {
-		t := NewTrainer(d, benchModels(b, d), testControl(d))
+		t := NewTrainer(s, "bench", testModels(b, s), testControl(s))
 		b.ResetTimer()
 		for n := range int64(b.N) {
-			if _, err := Step(context.Background(), t, n); err != nil {
-				b.Fatal(err)
-			}
+			plainStep(b, t, n)
 		}
 	})
 	b.Run("driver=actors", func(b *testing.B) {
-		p := StartPipeline(d, benchModels(b, d), testControl(d), pipelineOptionsOf(d), nil)
+		p := StartPipeline(s, testEnv(), testModels(b, s), testControl(s), s.pipeline, nil)
 		defer p.Stop()
 		b.ResetTimer()
 		for n := range int64(b.N) {
-			if _, err := Step(context.Background(), p.Trainer, n); err != nil {
-				b.Fatal(err)
-			}
+			plainStep(b, p.Trainer, n)
 		}
 	})
 	b.Run("scatter", func(b *testing.B) { // one stage request: root → parent → pool member → parent → root
@@ -105,13 +95,13 @@ func BenchmarkDeliver(b *testing.B) {
 		}
 	})
 	b.Run("marshal", func(b *testing.B) {
-		t := NewTrainer(d, benchModels(b, d), testControl(d))
+		t := NewTrainer(s, "bench", testModels(b, s), testControl(s))
 		batch, err := t.produce(context.Background(), 0)
 		if err != nil {
 			b.Fatal(err)
 		}
 		rs := batch.ref
-		pb, _, err := prepare(d.Prepare, rs, t.control)
+		pb, _, err := prepare(s.step.prepare, rs, t.control)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -19,8 +19,8 @@ import (
 	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
 	"github.com/mgrpo/mgrpo/internal/buildinfo"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -34,14 +34,13 @@ const ProtocolVersion int32 = 1
 // binary computed them.
 func Build() string { return buildinfo.ID() }
 
-// startNode starts this process's cluster node for cfg (a learner node
+// startNode starts this process's cluster node for cl (a learner node
 // when it has the learner role), with a gRPC batch bound derived from the
 // largest message the run can send (messageBound) and proto.actor's
 // metrics on mp (nil: off). Configurations whose
 // messages cannot fit are refused with a config error.
-func startNode(cfg *config.Config, learner bool, bound int, mp metric.MeterProvider, log io.Writer) (*node.Node, error) {
-	cl := cfg.Cluster
-	if err := checkMessageBound(cfg, bound); err != nil {
+func startNode(cl config.Cluster, learner bool, bound int, mp metric.MeterProvider, log io.Writer) (*node.Node, error) {
+	if err := checkMessageBound(cl.MaxMessageBytes, bound); err != nil {
 		return nil, err
 	}
 	o := node.Options{Name: cl.Name, Host: cl.Host, Port: cl.Port, RemotePort: cl.RemotePort, Seeds: cl.Seeds, Advertise: cl.Advertise,
@@ -70,11 +69,11 @@ func (o *ClusterOptions) refused(kind string, m *messages.JoinRequest, reason st
 	}
 }
 
-// checkMessageBound refuses a configuration whose largest message
-// (messageBound) does not fit cluster.max_message_bytes.
-func checkMessageBound(cfg *config.Config, bound int) error {
-	if max := cfg.Cluster.MaxMessageBytes; bound > max {
-		return &config.Error{Key: "cluster.max_message_bytes", Value: fmt.Sprint(max),
+// checkMessageBound refuses a run whose largest message (messageBound)
+// does not fit cluster.max_message_bytes (limit).
+func checkMessageBound(limit, bound int) error {
+	if bound > limit {
+		return &config.Error{Key: "cluster.max_message_bytes", Value: fmt.Sprint(limit),
 			Reason: fmt.Sprintf("below the largest message of this run (%d bytes): raise it, or lower cluster.weight_chunk_bytes or train.prompts_per_part", bound),
 			Err:    config.ErrConflict}
 	}
@@ -82,24 +81,25 @@ func checkMessageBound(cfg *config.Config, bound int) error {
 }
 
 // messageBound is an upper bound, in bytes, of the largest message nodes
-// of this run exchange: a weight chunk, a part's batch at any stage (built
-// at its largest: every prompt and completion at full length), or the
-// JoinReply. gRPC drops a batch over its limit without a word (go-deps
-// §11d), so the limit and the batch size are set from it.
-func messageBound(d *Deps, join *messages.JoinReply) int {
-	c := d.Cfg
+// of a run with settings s exchange: a weight chunk, a part's batch at any
+// stage (built at its largest: every prompt and completion at full
+// length), or the JoinReply join. gRPC drops a batch over its limit
+// without a word (go-deps §11d), so the limit and the batch size are set
+// from it.
+func messageBound(s *settings, join *messages.JoinReply) int {
+	tok := s.tokenizer
 	tokenBytes := 1
-	for id := range d.Tokenizer.VocabSize() {
-		tokenBytes = max(tokenBytes, len(d.Tokenizer.Decode([]int{id})))
+	for id := range tok.VocabSize() {
+		tokenBytes = max(tokenBytes, len(tok.Decode([]int{id})))
 	}
-	ctx, k, n := d.Model.Context, c.Generation.NumGenerations, c.Train.PromptsPerPart
+	ctx, k, n := s.model.Context, s.step.group, s.step.perPart
 	prompt := &messages.Prompt{Index: int32(n), TokenIds: make([]int32, ctx), Seed: ^uint64(0),
 		Text: string(make([]byte, ctx*tokenBytes)), Answer: string(make([]byte, 4096))}
 	for i := range prompt.TokenIds {
-		prompt.TokenIds[i] = int32(d.Model.Vocab)
+		prompt.TokenIds[i] = int32(s.model.Vocab)
 	}
-	t := c.Generation.MaxCompletionLen
-	ro := &messages.Rollouts{Meta: messages.NewMeta(d.RunID, 1<<40, string(make([]byte, 256)), 1<<40), NumGenerations: int32(k)}
+	t := s.stages.generate.sample.MaxNewTokens
+	ro := &messages.Rollouts{Meta: messages.NewMeta(join.GetRunId(), 1<<40, string(make([]byte, 256)), 1<<40), NumGenerations: int32(k)}
 	for i := range n {
 		ro.Prompts = append(ro.Prompts, prompt)
 		for range k {
@@ -109,8 +109,9 @@ func messageBound(d *Deps, join *messages.JoinReply) int {
 			ro.Rollouts = append(ro.Rollouts, r)
 		}
 	}
-	names := make([]string, len(d.Rewards))
-	for i, f := range d.Rewards {
+	fns := s.stages.reward.fns
+	names := make([]string, len(fns))
+	for i, f := range fns {
 		names[i] = f.Name
 	}
 	sc := &messages.Scored{Meta: ro.Meta, Rollouts: ro, RewardNames: names, RewardWeights: make([]float64, len(names)),
@@ -119,27 +120,23 @@ func messageBound(d *Deps, join *messages.JoinReply) int {
 	for range n * k {
 		rs.Ref = append(rs.Ref, &messages.TokenLogprobs{Logp: make([]float32, t)})
 	}
-	chunk := c.Cluster.WeightChunkBytes + 64<<10 // tensor data plus names and shapes
+	chunk := s.pipeline.ChunkBytes + 64<<10 // tensor data plus names and shapes
 	sizes := []int{proto.Size(rs), chunk, proto.Size(join)}
 	return slices.Max(sizes)*5/4 + 64<<10 // 25% and 64 KiB for headers, trace context and batch framing
 }
 
-// joinReply is what the learner sends every admitted node: the run id,
-// its configuration, tokenizer and model dimensions.
-func joinReply(d *Deps) (*messages.JoinReply, error) {
-	text, err := d.Cfg.YAML()
+// joinReply is what the learner of run runID sends every admitted node:
+// the run id, its configuration, tokenizer and model dimensions.
+func joinReply(s *settings, runID string) (*messages.JoinReply, error) {
+	model, err := json.Marshal(s.model)
 	if err != nil {
 		return nil, err
 	}
-	model, err := json.Marshal(d.Model)
+	tok, err := tokenizerFiles(s.tokenizer)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizerFiles(d.Tokenizer)
-	if err != nil {
-		return nil, err
-	}
-	return &messages.JoinReply{RunId: d.RunID, ConfigYaml: text, TokenizerFiles: tok, ModelJson: model}, nil
+	return &messages.JoinReply{RunId: runID, ConfigYaml: s.record.config, TokenizerFiles: tok, ModelJson: model}, nil
 }
 
 // tokenizerFiles are the files tok saves into a checkpoint

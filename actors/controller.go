@@ -60,13 +60,13 @@ func controllerState(m *messages.ControllerState) rewards.ControllerState {
 type controllerActor struct {
 	settings rewards.Controllers
 	state    rewards.ControllerState
-	deps     *Deps
+	tel      telemetry
 }
 
 // Receive implements actor.Actor.
 func (a *controllerActor) Receive(c actor.Context) {
 	if m, ok := c.Message().(*messages.StepStats); ok {
-		_, span := actorSpan(a.deps.Tracer, m.GetMeta(), spanControl, "controller", a.deps.NodeID)
+		_, span := a.tel.actorSpan(m.GetMeta(), spanControl, "controller")
 		var up *messages.ControllerUpdate
 		a.state, up = control(a.settings, a.state, m)
 		span.SetAttributes(attrTau.Float64(a.state.Tau), attrBeta.Float64(a.state.Beta))

@@ -6,7 +6,9 @@
 //
 // # One step
 //
-// Step (step.go) is the whole step written once, in order, as plain calls:
+// Step (step.go) is the whole step written once, in order, as plain calls,
+// and what every run executes for every step (role all or a cluster,
+// synchronous or asynchronous):
 //
 //	PromptBatch → generate → Rollouts → score → Scored → referenceScore →
 //	RefScored → prepare → PreparedBatch → learn → StepReport →
@@ -16,13 +18,31 @@
 // one (generate in generator.go, score in reward.go, referenceScore in
 // reference.go, prepare in prepare.go, learn in learner.go, control in
 // controller.go). A Trainer runs them through a stages value: directly
-// (NewTrainer, Step's reference driver) or through the actors
-// (StartPipeline), whose Receive methods are a type switch calling the
-// same functions. Generation, rewards and reference scoring take a step's
+// (NewTrainer, localStages) or through the actors (StartPipeline,
+// actorStages), whose Receive methods are a type switch calling the same
+// functions. Generation, rewards and reference scoring take a step's
 // batch in parts of train.prompts_per_part prompts, whichever driver runs
 // them, so a part's result never depends on which actor did it or how many
 // shared the work; in synchronous mode both drivers give bit-identical
 // outcomes (TestPipelineMatchesStep, with 1 or 3 generators).
+//
+// A run (drive.go) starts each step's Step and hands it a queue as its
+// pace: batches are made in step order and steps learn and are recorded
+// in step order, up to batchesAhead steps at once; the queue records each
+// step (record.go) before the next may learn. Step called in a loop with
+// inOrder is the same step without the overlap (TestDriveMatchesStep).
+//
+// # Settings and the wiring
+//
+// Run and Serve are the wiring: they resolve the configuration once
+// (settings.go: newSettings, workerStages) into per-role settings, and
+// open and close what a run holds (the device, the tracer and metrics, a
+// node's ports, the run directory). Each stage actor gets its stage's
+// settings, the process's telemetry and, where it runs a model, the device
+// (model.device); the trainer gets stepSettings, the runner its record
+// cadence. Settings are complete when built and never change; only the
+// wiring (settings.go, run.go, worker.go, rundir.go, preflight.go,
+// cluster.go) reads the configuration.
 //
 // # Who owns what
 //
@@ -35,24 +55,27 @@
 //     StepStats with the whole new state (ControllerUpdate); the Trainer
 //     keeps the last one it was sent and writes controller_state.json from
 //     it.
-//   - The runner (run.go, rundir.go, drive.go, record.go) owns the run
+//   - The runner (run.go, rundir.go, record.go, warmstart.go) owns the run
 //     directory and what is recorded; it reaches models and controller only
 //     through the Trainer, which holds only what the actors sent.
 //
 // # Actors and supervision
 //
-// The coordinator is the parent of every stage actor. It spreads a
-// stage's parts over the stage's pool (pool.scatter), each request with a
+// The coordinator (coordinator.go) is the one actor the trainer talks to;
+// it holds each stage's pool and three parts, each with its own state:
+// supervision (supervision.go), membership (membership.go) and weight
+// publication (publish.go). It spreads a stage's parts over the stage's
+// pool (pool.scatter), each request with a
 // timeout and bounded retries on the next pool member, so a step never
 // waits forever. The learner and the controller get no retries: a request
 // to them that timed out may still run, so it ends the run (ErrNoAnswer)
-// rather than skipping the step or applying a batch twice. A panicking stage actor is restarted with a backoff and
-// the message it failed on is re-sent (resendStrategy); one that fails
-// more than 5 times a minute is stopped and the coordinator starts a fresh
-// one in its place (coordinator.replace), so pools keep their size for the
-// whole run; a stage that
-// returns unusable data answers a SkipNotice and the batch is skipped
-// with that reason (SkipError), as the original's _SkipBatch.
+// rather than skipping the step or applying a batch twice. A panicking
+// stage actor is restarted with a backoff and the message it failed on is
+// re-sent (resendStrategy); one that fails more than 5 times a minute is
+// stopped and the supervisor starts a fresh one in its place
+// (supervisor.replace), so pools keep their size for the whole run; a
+// stage that returns unusable data answers a SkipNotice and the batch is
+// skipped with that reason (SkipError), as the original's _SkipBatch.
 //
 // # Nodes
 //
@@ -76,7 +99,9 @@
 //     generator holds a part (reissued when it is dropped) rather than the
 //     step;
 //   - parts that wait while a role has no member, with a one-line notice
-//     every 5 s; a worker heartbeats and joins again once dropped.
+//     every 5 s; a worker heartbeats and joins again once dropped, and one
+//     told to stop leaves at once (its requests end with its context; the
+//     learner sends its parts in flight to the rest).
 //
 // A worker waits for a learner that is not there yet (its warm start) or
 // any more (killed, or its run over), under TLS too; only a transport
@@ -93,7 +118,6 @@
 //
 // # Synchronous and asynchronous training
 //
-// Run produces batches in one goroutine and consumes them in another.
 // With train.max_staleness = 0 a batch is generated only after the
 // previous step's weights reached the generators: on-policy. With
 // max_staleness = s > 0 generators run ahead so that no sample is more
@@ -148,8 +172,9 @@
 // ends before its first metrics line or checkpoint; a resumed run's
 // directory is never removed.
 //
-// It imports gpu, rewards, messages and config, and its own runlog and
-// evaluate sub-packages; nothing below it imports actors.
+// It imports gpu, rewards, messages, config (in the wiring only) and
+// internal/tokenizer, and its own sub-packages (node, trace, meter,
+// runlog, guard, evaluate); nothing below it imports actors.
 //
 // Example:
 //

@@ -8,8 +8,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -24,11 +25,19 @@ type Sampler interface {
 
 var _ Sampler = (*gpu.Model)(nil)
 
+// generateSettings is what a generator reads besides the prompts.
+type generateSettings struct {
+	sample    gpu.SampleOptions   // Seeds are set per batch, EOS is the tokenizer's
+	tokenizer tokenizer.Tokenizer // decodes the completions' text
+	model     gpu.Config          // the dimensions of the weights it is sent
+}
+
 // generate samples K completions of every prompt of pb with policy p,
 // completion k of a prompt from the stream (prompt seed, k), and returns
 // them grouped by prompt, each tagged with the policy version and the
 // generator id.
-func generate(p Sampler, opt gpu.SampleOptions, tok tokenizer.Tokenizer, id string, pb *messages.PromptBatch) (*messages.Rollouts, error) {
+func generate(p Sampler, s generateSettings, id string, pb *messages.PromptBatch) (*messages.Rollouts, error) {
+	opt, tok := s.sample, s.tokenizer
 	k := int(pb.GetNumGenerations())
 	prompts := make([][]int, len(pb.GetPrompts()))
 	opt.Seeds = make([]uint64, len(prompts))
@@ -119,16 +128,18 @@ func (s *policySlot) set(p Sampler) { s.policy.Store(&samplerBox{p}) }
 // takes new weights as a policySnapshot (in process) or PolicyWeights
 // chunks (across a network).
 type generatorActor struct {
-	id      string
-	deps    *Deps
-	slot    *policySlot
-	weights weightReceiver
+	id       string
+	settings generateSettings
+	tel      telemetry
+	slot     *policySlot
+	weights  weightReceiver
 }
 
-// newGeneratorProps returns the props of generator id sampling from slot.
-func newGeneratorProps(id string, deps *Deps, slot *policySlot) *actor.Props {
+// newGeneratorProps returns the props of generator id sampling from slot;
+// weights sent as chunks become models on dev.
+func newGeneratorProps(id string, s generateSettings, dev gpu.Device, tel telemetry, slot *policySlot) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &generatorActor{id: id, deps: deps, slot: slot, weights: weightReceiver{cfg: deps.Model, meter: deps.Meter}}
+		return &generatorActor{id: id, settings: s, tel: tel, slot: slot, weights: weightReceiver{cfg: s.model, device: dev, meter: tel.meter}}
 	})
 }
 
@@ -142,13 +153,13 @@ func (a *generatorActor) Receive(c actor.Context) {
 			a.slot.set(model)
 		}
 	case *messages.PromptBatch:
-		_, span := actorSpan(a.deps.Tracer, m.GetMeta(), spanGenerate+".part", a.id, a.deps.NodeID, attrPrompts.Int(len(m.GetPrompts())))
+		_, span := a.tel.actorSpan(m.GetMeta(), spanGenerate+".part", a.id, attrPrompts.Int(len(m.GetPrompts())))
 		start := time.Now()
 		p := a.slot.get()
 		var ro *messages.Rollouts
 		err := errNoWeights
 		if p != nil {
-			ro, err = generate(p, a.deps.Sample, a.deps.Tokenizer, a.id, m)
+			ro, err = generate(p, a.settings, a.id, m)
 		}
 		if err == nil {
 			tokens := 0
@@ -158,17 +169,17 @@ func (a *generatorActor) Receive(c actor.Context) {
 			took := time.Since(start).Seconds()
 			span.SetAttributes(attrSamples.Int(len(ro.GetRollouts())), attrTokens.Int(tokens),
 				attrTokensPS.Float64(float64(tokens)/took), attrVersion.Int64(ro.GetMeta().GetPolicyVersion()))
-			a.deps.Meter.Generated(a.id, tokens, took)
+			a.tel.meter.Generated(a.id, tokens, took)
 		}
 		endSpan(span, err)
-		respond(c, a.deps, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
+		respond(c, a.tel.meter, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
 	}
 }
 
 // respond answers the request with msg, or with a SkipNotice for err,
-// and counts the part in d's metrics.
-func respond(c actor.Context, d *Deps, meta *messages.StepMeta, id string, stage messages.Stage, msg any, err error) {
-	d.Meter.Part(strings.ToLower(stage.String()), err != nil)
+// and counts the part in the node's metrics (nil: off).
+func respond(c actor.Context, m *meter.Instruments, meta *messages.StepMeta, id string, stage messages.Stage, msg any, err error) {
+	m.Part(strings.ToLower(stage.String()), err != nil)
 	if err != nil {
 		c.Respond(notice(meta, id, skip(stage, err)))
 		return

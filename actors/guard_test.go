@@ -51,21 +51,7 @@ func TestRunGuards(t *testing.T) {
 			if _, err := runlog.Resolve(filepath.Join(run, runlog.CheckpointsDir, runlog.CheckpointName(tc.wantSteps))); err != nil {
 				t.Errorf("no complete checkpoint at step %d: %v", tc.wantSteps, err)
 			}
-			recs, err := runlog.ReadMetrics(filepath.Join(run, runlog.MetricsFile))
-			if err != nil || len(recs) == 0 || recs[len(recs)-1].Step != tc.wantSteps {
-				t.Fatalf("metrics: %d lines (%v), want the last at step %d", len(recs), err, tc.wantSteps)
-			}
-			got := map[int]map[string]float64{} // step → guard keys
-			for _, r := range recs {
-				for k, v := range r.Values {
-					if strings.HasPrefix(k, guard.KeyPrefix) {
-						if got[r.Step] == nil {
-							got[r.Step] = map[string]float64{}
-						}
-						got[r.Step][k] = v
-					}
-				}
-			}
+			got := guardKeys(t, filepath.Join(run, runlog.MetricsFile), tc.wantSteps)
 			want := map[int]map[string]float64{
 				0:  {"guard/warm_start": 1},
 				50: {"guard/tied_groups": 2, "guard/no_reward": 2, "guard/no_correct": 1},
@@ -87,6 +73,28 @@ func TestRunGuards(t *testing.T) {
 			}
 		})
 	}
+}
+
+// guardKeys reads the guard keys of each line of a metrics file whose last
+// line must be at step last: step → key → level.
+func guardKeys(t *testing.T, path string, last int) map[int]map[string]float64 {
+	t.Helper()
+	recs, err := runlog.ReadMetrics(path)
+	if err != nil || len(recs) == 0 || recs[len(recs)-1].Step != last {
+		t.Fatalf("metrics: %d lines (%v), want the last at step %d", len(recs), err, last)
+	}
+	got := map[int]map[string]float64{}
+	for _, r := range recs {
+		for k, v := range r.Values {
+			if strings.HasPrefix(k, guard.KeyPrefix) {
+				if got[r.Step] == nil {
+					got[r.Step] = map[string]float64{}
+				}
+				got[r.Step][k] = v
+			}
+		}
+	}
+	return got
 }
 
 func equalGuards(a, b map[int]map[string]float64) bool {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/config"
@@ -34,32 +35,47 @@ func testConfig(t *testing.T, mutate func(*config.Config)) *config.Config {
 	return cfg
 }
 
-func testDeps(t *testing.T, cfg *config.Config) *Deps {
+// testSettings resolves cfg as Run does.
+func testSettings(t testing.TB, cfg *config.Config) *settings {
 	t.Helper()
-	d, err := NewDeps(cfg, "test")
+	s, err := newSettings(cfg)
 	if err != nil {
-		t.Fatalf("deps: %v", err)
+		t.Fatalf("settings: %v", err)
 	}
-	return d
+	return s
 }
+
+// testEnv is a run "test" on the CPU that reports nothing.
+func testEnv() runEnv { return runEnv{id: "test", tel: quiet(), device: gpu.CPU{}} }
 
 // testModels returns fresh models from the config's seed: a learner, the
 // same initial weights as the frozen reference and the generators' policy.
-func testModels(t testing.TB, d *Deps) Models {
+func testModels(t testing.TB, s *settings) Models {
 	t.Helper()
-	m, err := gpu.NewModel(d.Model, uint64(d.Cfg.Model.Seed))
+	m, err := gpu.NewModel(s.model, s.start.modelSeed)
 	if err != nil {
 		t.Fatalf("model: %v", err)
 	}
-	l, err := gpu.NewLearner(m, learnerConfig(d, rlSchedule(d.Cfg)))
+	l, err := gpu.NewLearner(m, s.optim.learnerConfig(s.optim.rl, gpu.CPU{}))
 	if err != nil {
 		t.Fatalf("learner: %v", err)
 	}
 	return Models{Learner: l, Reference: m, Policy: m}
 }
 
-func testControl(d *Deps) rewards.ControllerState {
-	return rewards.NewControllerState(d.Cfg.MaxEnt.Tau, d.Cfg.MaxEnt.Beta, d.Meta)
+// testControl is the controllers' first state.
+func testControl(s *settings) rewards.ControllerState {
+	return rewards.NewControllerState(s.start.tau, s.start.beta, s.control.Meta)
+}
+
+// plainStep runs step n of t with Step's plain pace.
+func plainStep(t testing.TB, tr *Trainer, n int64) *Outcome {
+	t.Helper()
+	out, err := Step(context.Background(), tr, n, inOrder)
+	if err != nil {
+		t.Fatalf("step %d: %v", n, err)
+	}
+	return out
 }
 
 // sameReport compares two learner reports on their numbers, leaving out

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/loss"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
 )
@@ -155,27 +155,26 @@ type learnerReply struct {
 type learnerActor struct {
 	learner  *gpu.Learner
 	settings learnSettings
-	deps     *Deps
+	tel      telemetry
 }
 
 // newLearnerProps returns the props of the learner actor.
-func newLearnerProps(l *gpu.Learner, d *Deps) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &learnerActor{learner: l, settings: learnSettingsOf(d), deps: d} })
+func newLearnerProps(l *gpu.Learner, s learnSettings, tel telemetry) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &learnerActor{learner: l, settings: s, tel: tel} })
 }
 
 // Receive implements actor.Actor.
 func (a *learnerActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *messages.PreparedBatch:
-		tr := a.deps.Tracer
-		ctx, span := actorSpan(tr, m.GetMeta(), spanLearn, "learner", a.deps.NodeID)
+		ctx, span := a.tel.actorSpan(m.GetMeta(), spanLearn, "learner")
 		report, err := learn(a.learner, a.settings, m)
 		endSpan(span, err)
 		if err != nil {
 			c.Respond(notice(m.GetMeta(), "learner", skip(messages.Stage_LEARN, err)))
 			return
 		}
-		learnPhaseSpans(ctx, tr, report)
+		learnPhaseSpans(ctx, a.tel.tracer, report)
 		c.Respond(&learnerReply{report: report, policy: a.learner.Snapshot()})
 	case *messages.CheckpointRequest:
 		c.Respond(checkpointDone(m.GetMeta(), saveLearner(a.learner, a.settings.tokenizer, m.GetDir())))

@@ -12,13 +12,14 @@ import (
 	"github.com/mgrpo/mgrpo/rewards"
 )
 
-// learnerBatch returns fresh deps and models of cfg and the prepared batch
-// of its first step, whose rollouts edit (when not nil) may change first.
-func learnerBatch(t *testing.T, cfg *config.Config, edit func(*messages.Rollouts)) (*Deps, Models, *messages.PreparedBatch) {
+// learnerBatch returns fresh settings and models of cfg and the prepared
+// batch of its first step, whose rollouts edit (when not nil) may change
+// first.
+func learnerBatch(t *testing.T, cfg *config.Config, edit func(*messages.Rollouts)) (*settings, Models, *messages.PreparedBatch) {
 	t.Helper()
-	d := testDeps(t, cfg)
-	m := testModels(t, d)
-	tr := NewTrainer(d, m, testControl(d))
+	s := testSettings(t, cfg)
+	m := testModels(t, s)
+	tr := NewTrainer(s, "test", m, testControl(s))
 	b, err := tr.produce(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -26,11 +27,11 @@ func learnerBatch(t *testing.T, cfg *config.Config, edit func(*messages.Rollouts
 	if edit != nil {
 		edit(b.ref.GetScored().GetRollouts())
 	}
-	pb, _, err := prepare(d.Prepare, b.ref, tr.control)
+	pb, _, err := prepare(s.step.prepare, b.ref, tr.control)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d, m, pb
+	return s, m, pb
 }
 
 // TestLearnRaisesAdvantagedLogp is the sign test of the learner stage: one
@@ -38,7 +39,7 @@ func learnerBatch(t *testing.T, cfg *config.Config, edit func(*messages.Rollouts
 // sequence log-prob of the batch's own completions.
 func TestLearnRaisesAdvantagedLogp(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.Optim.LR = 1e-2 })
-	d, m, pb := learnerBatch(t, cfg, nil)
+	s, m, pb := learnerBatch(t, cfg, nil)
 	seqs := sequences(pb.GetRefScored().GetScored().GetRollouts())
 	objective := func(model *gpu.Model) float64 {
 		scores, err := model.Score(seqs, cfg.Generation.Temperature)
@@ -54,7 +55,7 @@ func TestLearnRaisesAdvantagedLogp(t *testing.T) {
 		return sum
 	}
 	before := objective(m.Learner.Snapshot())
-	if _, err := learn(m.Learner, learnSettingsOf(d), pb); err != nil {
+	if _, err := learn(m.Learner, s.learn, pb); err != nil {
 		t.Fatal(err)
 	}
 	after := objective(m.Learner.Snapshot())
@@ -78,7 +79,7 @@ func TestLearnReportsPolicyMetrics(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) {
 				c.Generation.Temperature, c.Metrics.TopKKL, c.Loss.PolicyLoss = temp, 5, policy
 			})
-			d, m, pb := learnerBatch(t, cfg, func(ro *messages.Rollouts) {
+			s, m, pb := learnerBatch(t, cfg, func(ro *messages.Rollouts) {
 				for i, r := range ro.GetRollouts() {
 					for t := range r.Logp {
 						r.Logp[t] += float32(0.4 * float64(1-2*(i%2)))
@@ -86,7 +87,7 @@ func TestLearnReportsPolicyMetrics(t *testing.T) {
 				}
 			})
 			want := wantPolicyMetrics(t, m.Learner.Snapshot(), pb, temp, cfg)
-			rep, err := learn(m.Learner, learnSettingsOf(d), pb)
+			rep, err := learn(m.Learner, s.learn, pb)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -98,18 +98,17 @@ func TestMessagesNotMutated(t *testing.T) {
 		c.MaxEnt.Objective = config.ObjectiveMaxEntListwise
 		c.Train.PromptsPerPart = 2
 	})
-	d := testDeps(t, cfg)
-	d.Tracer, _ = memoryTracer(1) // tracing writes trace context into headers: never into a sent message
-	opt := pipelineOptionsOf(d)
+	s := testSettings(t, cfg)
+	env := testEnv()
+	env.tel.tracer, _ = memoryTracer(1) // tracing writes trace context into headers: never into a sent message
+	opt := s.pipeline
 	opt.Generators, opt.RewardEvaluators = 2, 2
-	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	p := StartPipeline(s, env, testModels(t, s), testControl(s), opt, nil)
 	defer p.Stop()
 	f := &freezingStages{inner: p.Trainer.stages, t: t}
 	p.Trainer.stages = f
 	for n := range int64(2) {
-		if _, err := Step(context.Background(), p.Trainer, n); err != nil {
-			t.Fatalf("step %d: %v", n, err)
-		}
+		plainStep(t, p.Trainer, n)
 	}
 	if len(f.checks) < 10 {
 		t.Fatalf("only %d messages frozen", len(f.checks))
@@ -137,25 +136,22 @@ func (p panicOnce) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]gpu.
 // report as a run without the fault.
 func TestGeneratorPanicRestarts(t *testing.T) {
 	cfg := testConfig(t, nil)
-	d := testDeps(t, cfg)
-	want, err := Step(context.Background(), NewTrainer(d, testModels(t, d), testControl(d)), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testSettings(t, cfg)
+	want := plainStep(t, NewTrainer(s, "test", testModels(t, s), testControl(s)), 0).Report
 	var armed atomic.Bool
 	armed.Store(true)
-	opt := pipelineOptionsOf(d)
-	opt.Wrap = func(_ string, s Sampler) Sampler { return panicOnce{Sampler: s, armed: &armed} }
-	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	opt := s.pipeline
+	opt.Wrap = func(_ string, p Sampler) Sampler { return panicOnce{Sampler: p, armed: &armed} }
+	p := StartPipeline(s, testEnv(), testModels(t, s), testControl(s), opt, nil)
 	defer p.Stop()
-	got, err := Step(context.Background(), p.Trainer, 0)
+	out, err := Step(context.Background(), p.Trainer, 0, inOrder)
 	if err != nil {
 		t.Fatalf("step after a generator panic: %v", err)
 	}
 	if armed.Load() {
 		t.Fatal("the fault was never injected")
 	}
-	if !sameReport(got, want) {
+	if got := out.Report; !sameReport(got, want) {
 		t.Errorf("report after restart\n%v\nwant\n%v", got, want)
 	}
 }
@@ -181,29 +177,25 @@ func (p panicFirst) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]gpu
 // request hits a dead letter and the step skips.
 func TestGeneratorReplacedAfterRepeatedFailures(t *testing.T) {
 	cfg := testConfig(t, nil)
-	d := testDeps(t, cfg)
-	trainer := NewTrainer(d, testModels(t, d), testControl(d))
+	s := testSettings(t, cfg)
+	trainer := NewTrainer(s, "test", testModels(t, s), testControl(s))
 	var want []*messages.StepReport
 	for n := range int64(2) {
-		r, err := Step(context.Background(), trainer, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, r)
+		want = append(want, plainStep(t, trainer, n).Report)
 	}
 	var left atomic.Int32
 	left.Store(7) // 1 + 5 restarts stop it; the 7th panic is on its replacement
-	opt := pipelineOptionsOf(d)
+	opt := s.pipeline
 	opt.Generators, opt.RequestTimeout = 1, 2*time.Second
-	opt.Wrap = func(_ string, s Sampler) Sampler { return panicFirst{Sampler: s, left: &left} }
-	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	opt.Wrap = func(_ string, p Sampler) Sampler { return panicFirst{Sampler: p, left: &left} }
+	p := StartPipeline(s, testEnv(), testModels(t, s), testControl(s), opt, nil)
 	defer p.Stop()
 	for n := range int64(2) {
-		got, err := Step(context.Background(), p.Trainer, n)
+		out, err := Step(context.Background(), p.Trainer, n, inOrder)
 		if err != nil {
 			t.Fatalf("step %d after the generator was stopped: %v", n, err)
 		}
-		if !sameReport(got, want[n]) {
+		if got := out.Report; !sameReport(got, want[n]) {
 			t.Errorf("step %d report\n%v\nwant\n%v", n, got, want[n])
 		}
 	}
@@ -216,9 +208,9 @@ func TestGeneratorReplacedAfterRepeatedFailures(t *testing.T) {
 // skips the batch with reason NON_FINITE_REWARD, and the run goes on.
 func TestNaNRewardSkips(t *testing.T) {
 	cfg := testConfig(t, nil)
-	d := testDeps(t, cfg)
+	s := testSettings(t, cfg)
 	var calls atomic.Int32
-	good := d.Rewards[0].Fn
+	good := s.stages.reward.fns[0].Fn
 	nanFirst := []tasks.Weighted{{Name: "accuracy", Weight: 1, Fn: func(c, a []string) []float64 {
 		if calls.Add(1) > 1 {
 			return good(c, a)
@@ -229,16 +221,16 @@ func TestNaNRewardSkips(t *testing.T) {
 		}
 		return out
 	}}}
-	bad := *d
-	bad.Rewards = nanFirst
-	p := StartPipeline(&bad, testModels(t, d), testControl(d), pipelineOptionsOf(d), nil)
+	bad := *s
+	bad.stages.reward.fns = nanFirst
+	p := StartPipeline(&bad, testEnv(), testModels(t, s), testControl(s), s.pipeline, nil)
 	defer p.Stop()
-	_, err := Step(context.Background(), p.Trainer, 0)
-	var s *SkipError
-	if !errors.As(err, &s) || s.Stage != messages.Stage_REWARD || s.Reason != messages.SkipReason_NON_FINITE_REWARD {
+	_, err := Step(context.Background(), p.Trainer, 0, inOrder)
+	var skipped *SkipError
+	if !errors.As(err, &skipped) || skipped.Stage != messages.Stage_REWARD || skipped.Reason != messages.SkipReason_NON_FINITE_REWARD {
 		t.Fatalf("err = %v, want a REWARD / NON_FINITE_REWARD skip", err)
 	}
-	if _, err := Step(context.Background(), p.Trainer, 1); err != nil {
+	if _, err := Step(context.Background(), p.Trainer, 1, inOrder); err != nil {
 		t.Fatalf("step after a skip: %v", err)
 	}
 }
@@ -264,12 +256,12 @@ func (e emptyFirst) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]gpu
 // re-sampled (generation.retry_rounds) and the batch keeps every prompt.
 func TestIncompleteGroupsRetried(t *testing.T) {
 	cfg := testConfig(t, nil)
-	d := testDeps(t, cfg)
-	m := testModels(t, d)
+	s := testSettings(t, cfg)
+	m := testModels(t, s)
 	var armed atomic.Bool
 	armed.Store(true)
 	m.Policy = emptyFirst{Sampler: m.Policy, armed: &armed}
-	tr := NewTrainer(d, m, testControl(d))
+	tr := NewTrainer(s, "test", m, testControl(s))
 	ro, err := tr.rollouts(context.Background(), 0, 0, cfg.Train.PromptsPerStep)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +269,9 @@ func TestIncompleteGroupsRetried(t *testing.T) {
 	if got := len(ro.GetPrompts()); got != cfg.Train.PromptsPerStep || len(incompleteGroups(ro)) != 0 {
 		t.Fatalf("%d prompts (%d incomplete), want %d complete", got, len(incompleteGroups(ro)), cfg.Train.PromptsPerStep)
 	}
-	cfg.Generation.RetryRounds = 0 // without retries the group is dropped
+	noRetries := *s
+	noRetries.step.retries = 0 // without retries the group is dropped
+	tr = NewTrainer(&noRetries, "test", m, testControl(s))
 	armed.Store(true)
 	if ro, err = tr.rollouts(context.Background(), 0, 0, cfg.Train.PromptsPerStep); err != nil {
 		t.Fatal(err)
@@ -290,12 +284,12 @@ func TestIncompleteGroupsRetried(t *testing.T) {
 // TestChunkedWeightsRoundTrip splits a model into chunks of 1000 bytes and
 // rebuilds it: same weights, same version.
 func TestChunkedWeightsRoundTrip(t *testing.T) {
-	d := testDeps(t, testConfig(t, nil))
-	m0, err := gpu.NewModel(d.Model, 3)
+	s := testSettings(t, testConfig(t, nil))
+	m0, err := gpu.NewModel(s.model, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := gpu.NewModelFromWeights(d.Model, m0.Weights(), 7)
+	m, err := gpu.NewModelFromWeights(s.model, m0.Weights(), 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +306,7 @@ func TestChunkedWeightsRoundTrip(t *testing.T) {
 		if got != nil {
 			t.Fatalf("model complete before chunk %d", i)
 		}
-		if got, err = addWeightChunk(&a, d.Model, chunks[i]); err != nil {
+		if got, err = addWeightChunk(&a, s.model, chunks[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -331,21 +325,15 @@ func TestChunkedWeightsRoundTrip(t *testing.T) {
 // PolicyWeights chunks (as across a network): same reports as Step.
 func TestChunkedSyncMatchesStep(t *testing.T) {
 	cfg := testConfig(t, nil)
-	d := testDeps(t, cfg)
-	plain := NewTrainer(d, testModels(t, d), testControl(d))
-	opt := pipelineOptionsOf(d)
+	s := testSettings(t, cfg)
+	plain := NewTrainer(s, "test", testModels(t, s), testControl(s))
+	opt := s.pipeline
 	opt.ChunkWeights, opt.ChunkBytes = true, 4096
-	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	p := StartPipeline(s, testEnv(), testModels(t, s), testControl(s), opt, nil)
 	defer p.Stop()
 	for n := range int64(3) {
-		want, err := Step(context.Background(), plain, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := Step(context.Background(), p.Trainer, n)
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := plainStep(t, plain, n).Report
+		got := plainStep(t, p.Trainer, n).Report
 		if !sameReport(got, want) {
 			t.Fatalf("step %d: chunked sync report differs", n)
 		}

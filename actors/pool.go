@@ -29,12 +29,11 @@ type member struct {
 // Members come and go (local replacements, worker nodes registering or
 // dying); parts that find the pool empty wait for a member.
 type pool struct {
-	name     string
-	stage    messages.Stage
-	members  []*member
-	replaced int           // local members replaced so far, for fresh names
-	timeout  time.Duration // per request
-	retries  int           // extra tries per part after a timeout or dead letter
+	name    string
+	stage   messages.Stage
+	members []*member
+	timeout time.Duration // per request
+	retries int           // extra tries per part after a timeout or dead letter
 	// stateful members (learner, controller) change state on every request:
 	// a part that gets no answer is an error that ends the run, not a skip.
 	stateful bool
@@ -258,6 +257,9 @@ func (p *pool) remove(c actor.Context, pid *actor.PID) (*member, bool) {
 	}
 	return m, true
 }
+
+// index is m's place in the pool (-1: not a member).
+func (p *pool) index(m *member) int { return slices.Index(p.members, m) }
 
 // replace puts next in the place of the member at pid (a local member
 // restarted under a new name); its parts in flight are sent again.

@@ -14,10 +14,12 @@ import (
 // preflight checks, before Run creates the run directory, what can be
 // checked without training: that model.checkpoint has a valid config.json
 // and a weights file, that every dataset prompt fits the model's context,
-// and that the run fits in the memory available.
-func preflight(d *Deps) error {
-	model := d.Model
-	if ckpt := d.Cfg.Model.Checkpoint; ckpt != "" {
+// that the run fits in the memory available, and that a learner node's
+// largest message fits cluster.max_message_bytes. It is part of the
+// wiring: it reads cfg for what the run's settings do not keep.
+func preflight(cfg *config.Config, s *settings) error {
+	model := s.model
+	if ckpt := cfg.Model.Checkpoint; ckpt != "" {
 		c, err := gpu.ReadCheckpointConfig(ckpt)
 		if err != nil {
 			return fmt.Errorf("model.checkpoint: %w", err)
@@ -26,27 +28,30 @@ func preflight(d *Deps) error {
 			return fmt.Errorf("model.checkpoint: %w", err)
 		}
 		model = c
-		if n := d.Cfg.Generation.MaxCompletionLen; n >= model.Context {
+		if n := cfg.Generation.MaxCompletionLen; n >= model.Context {
 			return fmt.Errorf("generation.max_completion_len = %d: must be below the context of model.checkpoint (%d) to leave room for the prompt", n, model.Context)
 		}
 	}
-	prompt, problem, err := longestPrompt(d)
+	prompt, problem, err := longestPrompt(s.step)
+	if err != nil && cfg.Task.Dataset != "" {
+		return fmt.Errorf("task.dataset %s: %w", cfg.Task.Dataset, err)
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("task %s: %w", cfg.Task.Name, err)
 	}
 	if problem > 0 && prompt >= model.Context {
 		return fmt.Errorf("task.dataset %s: problem %d: prompt of %d tokens (BOS included) leaves no room for a completion in the model's context of %d",
-			d.Cfg.Task.Dataset, problem, prompt, model.Context)
+			cfg.Task.Dataset, problem, prompt, model.Context)
 	}
-	if err := gpu.CheckMemory(runMemoryWhat(d), runBytes(d, model, prompt)); err != nil {
+	if err := gpu.CheckMemory(runMemoryWhat(cfg), runBytes(cfg, model, prompt)); err != nil {
 		return err
 	}
-	if cl := d.Cfg.Cluster; cl.HasRole(config.RoleLearner) && !cl.HasRole(config.RoleAll) {
-		join, err := joinReply(d)
+	if cl := cfg.Cluster; cl.HasRole(config.RoleLearner) && !cl.HasRole(config.RoleAll) {
+		join, err := joinReply(s, runName(cfg))
 		if err != nil {
 			return err
 		}
-		return checkMessageBound(d.Cfg, messageBound(d, join))
+		return checkMessageBound(cl.MaxMessageBytes, messageBound(s, join))
 	}
 	return nil
 }
@@ -55,22 +60,21 @@ func preflight(d *Deps) error {
 // draws to estimate its longest prompt.
 const promptSamples = 512
 
-// longestPrompt returns the longest prompt in tokens, as the policy reads
-// it (BOS and any chat template included), and
-// for a dataset the 1-based number of the problem holding it: over every
-// problem of a dataset, or over promptSamples problems drawn from a
-// generated task (plus a margin of 8 tokens for rarer longer ones; problem
-// 0).
-func longestPrompt(d *Deps) (tokens, problem int, err error) {
+// longestPrompt returns the longest prompt in tokens of s's task, as the
+// policy reads it (BOS and any chat template included), and for a dataset
+// the 1-based number of the problem holding it: over every problem of a
+// dataset, or over promptSamples problems drawn from a generated task
+// (plus a margin of 8 tokens for rarer longer ones; problem 0).
+func longestPrompt(s stepSettings) (tokens, problem int, err error) {
 	length := func(text string) (int, error) {
-		ids, err := d.Prompter.Encode(text)
+		ids, err := s.prompter.Encode(text)
 		return len(ids), err
 	}
-	if ds, ok := d.Task.(*tasks.Dataset); ok {
+	if ds, ok := s.task.(*tasks.Dataset); ok {
 		for i := range ds.Len() {
 			n, err := length(ds.At(i).Prompt)
 			if err != nil {
-				return 0, 0, fmt.Errorf("task.dataset %s: problem %d: %w", d.Cfg.Task.Dataset, i+1, err)
+				return 0, 0, fmt.Errorf("problem %d: %w", i+1, err)
 			}
 			if n > tokens {
 				tokens, problem = n, i+1
@@ -78,11 +82,11 @@ func longestPrompt(d *Deps) (tokens, problem int, err error) {
 		}
 		return tokens, problem, nil
 	}
-	rng := rand.New(rand.NewPCG(uint64(d.Cfg.Train.Seed), 0x70726f6d7074))
+	rng := rand.New(rand.NewPCG(uint64(s.seed), 0x70726f6d7074))
 	for range promptSamples {
-		n, err := length(d.Task.Generate(rng).Prompt)
+		n, err := length(s.task.Generate(rng).Prompt)
 		if err != nil {
-			return 0, 0, fmt.Errorf("task %s: %w", d.Cfg.Task.Name, err)
+			return 0, 0, err
 		}
 		tokens = max(tokens, n)
 	}
@@ -90,8 +94,7 @@ func longestPrompt(d *Deps) (tokens, problem int, err error) {
 }
 
 // runMemoryWhat names what runBytes estimates, for the error line.
-func runMemoryWhat(d *Deps) string {
-	c := d.Cfg
+func runMemoryWhat(c *config.Config) string {
 	return fmt.Sprintf("training (weights, AdamW state, %d generators and learner batches of %d prompts × %d generations)",
 		max(c.Cluster.Generators, 1), c.Train.PromptsPerStep, c.Generation.NumGenerations)
 }
@@ -103,8 +106,7 @@ func runMemoryWhat(d *Deps) string {
 // policy, reference and a snapshot of the weights, each generator's
 // sampler, the reference scoring workspace and the warm start's learner
 // batch.
-func runBytes(d *Deps, model gpu.Config, promptLen int) int64 {
-	c := d.Cfg
+func runBytes(c *config.Config, model gpu.Config, promptLen int) int64 {
 	b := int64(c.Train.PromptsPerStep) * int64(c.Generation.NumGenerations)
 	bi := int(min(b, int64(1)<<40))
 	promptLen = min(promptLen, model.Context)

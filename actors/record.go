@@ -18,7 +18,6 @@ import (
 	"github.com/mgrpo/mgrpo/actors/guard"
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/actors/trace"
-	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/internal/atomicfile"
 	"github.com/mgrpo/mgrpo/messages"
@@ -33,100 +32,178 @@ const (
 	keySkipReason = "train/skip_reason"
 )
 
-// record writes step n's metrics (every output.log_every steps, and every
-// skipped, evaluated or last step), sample table, evaluation, checkpoint
-// and progress line. A skipped step (err a *SkipError) is recorded with
-// its reason; any other error ends the run, and so does the
-// train.max_skipped_steps-th skipped step in a row (a *stopError, once its
-// metrics line is written).
+// cadence says which outputs a step writes: its metrics line every log
+// steps (output.log_every; and every skipped, evaluated, alerted or last
+// step), its sample table every samples steps (output.sample_every), an
+// evaluation every eval steps (train.eval_every) and a checkpoint every
+// checkpoint steps before the last (train.checkpoint_every; the run
+// checkpoints its last step itself). 0 turns an output off.
+type cadence struct {
+	log, samples, eval, checkpoint int
+	steps                          int // train.steps: the last step
+}
+
+// every reports whether step is one of every n (n = 0: none).
+func every(n, step int) bool { return n > 0 && step%n == 0 }
+
+// due are the outputs of one step.
+type due struct{ metrics, samples, eval, checkpoint bool }
+
+// at is what step (1-based) writes by the clock alone.
+func (c cadence) at(step int) due {
+	return due{metrics: every(c.log, step) || step == c.steps, samples: every(c.samples, step), eval: every(c.eval, step),
+		checkpoint: every(c.checkpoint, step) && step < c.steps}
+}
+
+// record writes what step n leaves behind, in this order: its metrics
+// (or its skip), sample table, evaluation, the guards' verdict, its
+// metrics line, then, unless the run stops here, its checkpoint and
+// progress line. A skipped step (err a *SkipError) is recorded with its
+// reason; any other error ends the run, and so does the
+// train.max_skipped_steps-th skipped step in a row or a guard that says
+// stop (a *stopError, once the metrics line is written).
 func (r *runner) record(ctx context.Context, res stepResult) error {
-	d := r.deps
-	n, out, err, took := res.n, res.out, res.err, res.took
-	step := int(n + 1)
-	root := oteltrace.SpanFromContext(res.ctx)
-	defer func() { endSpan(root, err) }()
-	var skipErr *SkipError
-	if err != nil && !errors.As(err, &skipErr) {
-		return fmt.Errorf("step %d: %w", step, err)
+	var skipped *SkipError
+	if res.err != nil && !errors.As(res.err, &skipped) {
+		return fmt.Errorf("step %d: %w", res.n+1, res.err)
 	}
-	m := map[string]float64{runlog.KeyStepTime: took.Seconds()}
-	if skipErr != nil {
-		r.skipped++
-		m[keySkipped], m[keySkipStage], m[keySkipReason] = 1, float64(skipErr.Stage), float64(skipErr.Reason)
-		r.progress.Note(fmt.Sprintf("step %d skipped: %s", step, clip(skipErr.Error())))
-	} else {
-		r.skipped = 0
-		root.SetAttributes(stepAttrs(out)...)
-		r.tokens += batchTokens(out.Scored)
-		maps.Copy(m, stepMetrics(d, n, out, r.tokens))
-		if every := d.Cfg.Output.SampleEvery; every > 0 && step%every == 0 {
-			if err := r.dir.WriteSamples(step, runlog.StandardSampleColumns(out.Scored.GetRewardNames()), sampleRows(step, out, d.Cfg.Output.SampleRows),
-				highKLTables(d.Tokenizer, out)...); err != nil {
-				return err
-			}
+	step, due := int(res.n+1), r.settings.record.cadence.at(int(res.n+1))
+	m := r.stepRecord(res, skipped)
+	if due.samples && skipped == nil {
+		if err := r.writeSamples(step, res.out); err != nil {
+			return err
 		}
 	}
-	if every := d.Cfg.Train.EvalEvery; every > 0 && step%every == 0 {
-		_, span := d.Tracer.Start(res.ctx, spanEvaluate)
-		acc, err := r.evaluate(ctx, r.trainer.Policy())
-		endSpan(span, err)
-		if err == nil {
-			m[runlog.KeyEvalGreedyAccuracy] = acc
-			r.evalStep, r.evalAccuracy = int64(step), acc
-		}
+	if due.eval {
+		r.evaluateStep(ctx, res, m)
 	}
-	if n, sync := r.trainer.ClusterStats(ctx); n > 0 || sync.Bytes > 0 {
-		if n > 0 {
-			m[runlog.KeyReissuedParts] = float64(n)
-		}
-		if sync.Bytes > 0 { // over a network, the newest acknowledged sync replaces the hand-over time
-			m[runlog.KeyWeightSyncBytes], m[runlog.TimePrefix+"weight_sync_s"] = float64(sync.Bytes), sync.Seconds
-		}
-	}
-	for k, v := range m {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			delete(m, k)
-		}
-	}
-	stop := r.watch(step, m, skipErr == nil)
-	d.Meter.Step(step, skipErr != nil, m)
-	traceID := trace.TraceID(res.ctx)
-	if slow, threshold := r.slow.observe(time.Since(res.started)); slow {
-		root.SetAttributes(attrSlow.Bool(true))
-		note := fmt.Sprintf("step %d slow: %.2fs (threshold %.2fs)", step, time.Since(res.started).Seconds(), threshold.Seconds())
-		if traceID != "" {
-			note += ", trace " + traceID
-		}
-		r.progress.Note(note)
-	}
+	r.clusterMetrics(ctx, m)
+	dropNonFinite(m)
+	stop := r.watch(step, m, skipped == nil)
+	r.env.tel.meter.Step(step, skipped != nil, m)
+	r.markSlow(res, step)
 	_, evaluated := m[runlog.KeyEvalGreedyAccuracy]
-	alerted := hasPrefix(m, guard.KeyPrefix)
-	if every := max(d.Cfg.Output.LogEvery, 1); step%every == 0 || skipErr != nil || evaluated || alerted || step == d.Cfg.Train.Steps {
-		if err := r.dir.WriteTracedMetrics(step, m, traceID); err != nil {
+	if due.metrics || skipped != nil || evaluated || hasPrefix(m, guard.KeyPrefix) {
+		if err := r.dir.WriteTracedMetrics(step, m, trace.TraceID(res.ctx)); err != nil {
 			return err
 		}
 	}
 	if stop != nil {
 		return stop
 	}
-	if limit := d.Cfg.Train.MaxSkippedSteps; limit > 0 && r.skipped >= limit {
-		return &stopError{Reason: ErrNoProgress, Step: int64(step), Run: r.dir.Path(),
-			Cause: fmt.Sprintf("%d steps in a row skipped (train.max_skipped_steps), the last %s", r.skipped, clip(skipErr.Error()))}
+	if err := r.tooManySkips(step, skipped); err != nil {
+		return err
 	}
-	if every := d.Cfg.Train.CheckpointEvery; every > 0 && step%every == 0 && step < d.Cfg.Train.Steps {
-		_, span := d.Tracer.Start(res.ctx, spanSave)
-		err := r.checkpoint(ctx, int64(step))
-		endSpan(span, err)
-		if err != nil {
+	if due.checkpoint {
+		if err := r.checkpointStep(ctx, res, step); err != nil {
 			return err
 		}
 	}
-	ps := runlog.StatsFromMetrics(step, d.Cfg.Train.Steps, m)
-	if d.Cfg.MaxEnt.Objective != config.ObjectiveMaxEntListwise {
+	r.showProgress(step, m, res.took)
+	return nil
+}
+
+// stepRecord is the metrics of step res: its wall time, and the learner's
+// and rewards' numbers (stepMetrics) or why it was skipped. It counts the
+// skips in a row and the tokens trained on.
+func (r *runner) stepRecord(res stepResult, skipped *SkipError) map[string]float64 {
+	m := map[string]float64{runlog.KeyStepTime: res.took.Seconds()}
+	if skipped != nil {
+		r.skipped++
+		m[keySkipped], m[keySkipStage], m[keySkipReason] = 1, float64(skipped.Stage), float64(skipped.Reason)
+		r.progress.Note(fmt.Sprintf("step %d skipped: %s", res.n+1, clip(skipped.Error())))
+		return m
+	}
+	r.skipped = 0
+	oteltrace.SpanFromContext(res.ctx).SetAttributes(stepAttrs(res.out)...)
+	r.tokens += batchTokens(res.out.Scored)
+	maps.Copy(m, stepMetrics(r.settings.record.metrics, res.n, res.out, r.tokens))
+	return m
+}
+
+// writeSamples writes step's sample table: its first output.sample_rows
+// completions with what Prepare derived for each.
+func (r *runner) writeSamples(step int, out *Outcome) error {
+	cols := runlog.StandardSampleColumns(out.Scored.GetRewardNames())
+	return r.dir.WriteSamples(step, cols, sampleRows(step, out, r.settings.record.sampleRows), highKLTables(r.settings.tokenizer, out)...)
+}
+
+// evaluateStep adds the policy's greedy accuracy after the step to m, and
+// keeps it for the step's checkpoint.
+func (r *runner) evaluateStep(ctx context.Context, res stepResult, m map[string]float64) {
+	_, span := r.env.tel.tracer.Start(res.ctx, spanEvaluate)
+	acc, err := r.evaluate(ctx, r.trainer.Policy())
+	endSpan(span, err)
+	if err == nil {
+		m[runlog.KeyEvalGreedyAccuracy] = acc
+		r.evalStep, r.evalAccuracy = res.n+1, acc
+	}
+}
+
+// clusterMetrics adds the parts sent again because their actor was lost,
+// and the newest weight sync to remote generators, which replaces the
+// hand-over time (a network's, not a pointer's).
+func (r *runner) clusterMetrics(ctx context.Context, m map[string]float64) {
+	n, sync := r.trainer.ClusterStats(ctx)
+	if n > 0 {
+		m[runlog.KeyReissuedParts] = float64(n)
+	}
+	if sync.Bytes > 0 {
+		m[runlog.KeyWeightSyncBytes], m[runlog.TimePrefix+"weight_sync_s"] = float64(sync.Bytes), sync.Seconds
+	}
+}
+
+// dropNonFinite removes the metrics that are NaN or ±Inf: a metrics line
+// holds numbers only.
+func dropNonFinite(m map[string]float64) {
+	for k, v := range m {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			delete(m, k)
+		}
+	}
+}
+
+// markSlow marks a step slower than trace.slow_step in its trace and on
+// the progress output, with its trace id.
+func (r *runner) markSlow(res stepResult, step int) {
+	took := time.Since(res.started)
+	slow, threshold := r.slow.observe(took)
+	if !slow {
+		return
+	}
+	oteltrace.SpanFromContext(res.ctx).SetAttributes(attrSlow.Bool(true))
+	note := fmt.Sprintf("step %d slow: %.2fs (threshold %.2fs)", step, took.Seconds(), threshold.Seconds())
+	if id := trace.TraceID(res.ctx); id != "" {
+		note += ", trace " + id
+	}
+	r.progress.Note(note)
+}
+
+// tooManySkips stops the run at its train.max_skipped_steps-th skipped
+// step in a row.
+func (r *runner) tooManySkips(step int, skipped *SkipError) error {
+	if limit := r.settings.record.maxSkipped; limit > 0 && r.skipped >= limit {
+		return &stopError{Reason: ErrNoProgress, Step: int64(step), Run: r.dir.Path(),
+			Cause: fmt.Sprintf("%d steps in a row skipped (train.max_skipped_steps), the last %s", r.skipped, clip(skipped.Error()))}
+	}
+	return nil
+}
+
+// checkpointStep writes step's checkpoint, traced in the step's trace.
+func (r *runner) checkpointStep(ctx context.Context, res stepResult, step int) error {
+	_, span := r.env.tel.tracer.Start(res.ctx, spanSave)
+	err := r.checkpoint(ctx, int64(step))
+	endSpan(span, err)
+	return err
+}
+
+// showProgress updates the progress line with step's metrics.
+func (r *runner) showProgress(step int, m map[string]float64, took time.Duration) {
+	ps := runlog.StatsFromMetrics(step, r.settings.record.cadence.steps, m)
+	if !r.settings.record.showsTau {
 		ps.Tau = math.NaN() // tau only shapes the listwise weights: show "-"
 	}
 	r.progress.Update(ps, took)
-	return nil
 }
 
 // watch shows step's metrics m to the guards (a trained step's only) and
@@ -140,7 +217,7 @@ func (r *runner) watch(step int, m map[string]float64, trained bool) error {
 	for _, a := range r.guard.Observe(step, m) {
 		m[a.Key()] = float64(a.Level)
 		switch {
-		case a.Level == guard.Stop && r.deps.Cfg.Train.Guard == config.GuardStop:
+		case a.Level == guard.Stop && r.settings.record.guardStops:
 			if stop == nil {
 				stop = &stopError{Reason: ErrNoProgress, Step: int64(step), Run: r.dir.Path(), Cause: a.Text, Guard: a.Rule}
 			}
@@ -190,7 +267,7 @@ func batchTokens(sc *messages.Scored) float64 {
 // what Prepare derived, completion lengths and diversity, the controllers,
 // stage timings and generation throughput; numTokens is train/num_tokens
 // after this step.
-func stepMetrics(d *Deps, n int64, out *Outcome, numTokens float64) map[string]float64 {
+func stepMetrics(ms metricSettings, n int64, out *Outcome, numTokens float64) map[string]float64 {
 	rep, p, ro := out.Report, out.Prepared, out.Scored.GetRollouts()
 	counts := make([]int, len(ro.GetRollouts()))
 	tokens := make([][]int32, len(ro.GetRollouts()))
@@ -199,16 +276,16 @@ func stepMetrics(d *Deps, n int64, out *Outcome, numTokens float64) map[string]f
 	}
 	s := rewards.StepMetrics{
 		Step: n + 1, LearningRate: rep.GetLearningRate(), GradNorm: rep.GetGradNorm(), NumTokens: numTokens,
-		CompletionTokens: float64(rep.GetTokens()), Objective: d.Prepare.Objective,
+		CompletionTokens: float64(rep.GetTokens()), Objective: ms.objective,
 		Loss: rewards.LossStats{Total: rep.GetLoss(), Policy: rep.GetPolicyLoss(), KL: rep.GetKl(), WeightedKL: rep.GetWeightedKl(),
-			Clip: rep.GetListwiseClipLoss(), HasClip: d.Prepare.Objective == rewards.ObjectiveMaxEntListwise && d.Cfg.MaxEnt.ClipObjective},
+			Clip: rep.GetListwiseClipLoss(), HasClip: ms.objective == rewards.ObjectiveMaxEntListwise && ms.clip},
 		Learner: &rewards.LearnerStats{KL: rep.GetKl(), PolicyEntropy: rep.GetEntropy(),
 			ClipLow: rep.GetClipLow(), ClipHigh: rep.GetClipHigh(), ClipRegion: rep.GetClipRegion(),
 			ISWeightMean: rep.GetIsWeightMean(), ISTruncatedFrac: rep.GetIsTruncatedFrac(),
 			PolicyVersion: rep.GetMeta().GetPolicyVersion(), StalenessMin: rep.GetStalenessMin(), StalenessMax: rep.GetStalenessMax()},
 		Policy:     policyStats(rep.GetPolicyMetrics()),
 		Prepared:   &p.Stats,
-		Controller: controllerMetrics(d, out),
+		Controller: controllerMetrics(ms, out),
 	}
 	if l, err := rewards.CompletionLengths(counts, out.Scored.GetTruncated()); err == nil {
 		s.Lengths = &l
@@ -229,14 +306,14 @@ func stepMetrics(d *Deps, n int64, out *Outcome, numTokens float64) map[string]f
 // controllerMetrics are the controller block of a step: the settings, the
 // state the controller sent after its update and the one the step was
 // weighted with (for the deltas).
-func controllerMetrics(d *Deps, out *Outcome) *rewards.ControllerMetrics {
-	up, p := out.Update, out.Prepared
+func controllerMetrics(ms metricSettings, out *Outcome) *rewards.ControllerMetrics {
+	up, p, c := out.Update, out.Prepared, ms.control
 	return &rewards.ControllerMetrics{
 		State: controllerState(up.GetState()), PrevTau: out.Control.GetTau(), PrevBeta: out.Control.GetBeta(),
-		Tau: d.Tau, Beta: d.Beta, Meta: d.Meta, TauLRScale: 1,
+		Tau: c.Tau, Beta: c.Beta, Meta: c.Meta, TauLRScale: 1,
 		KL: out.Report.GetKl(), WeightEntropy: p.Stats.Weight.Mean,
 		Grads:        rewards.ControllerGradients{Tau: up.GetTauGrad(), Beta: up.GetBetaGrad(), HasTau: up.GetHasTauGrad(), HasBeta: up.GetHasBetaGrad()},
-		QTemperature: d.Prepare.QTemperature, QEpsilon: d.Prepare.QEpsilon, LenNormRef: d.Prepare.LengthNormalizeRef,
+		QTemperature: ms.prepare.QTemperature, QEpsilon: ms.prepare.QEpsilon, LenNormRef: ms.prepare.LengthNormalizeRef,
 		Denominator: p.Stats.WeightDenominator,
 	}
 }
@@ -252,16 +329,10 @@ func controllerMetrics(d *Deps, out *Outcome) *rewards.ControllerMetrics {
 // to output.keep_checkpoints (plus the best).
 func (r *runner) checkpoint(ctx context.Context, step int64) error {
 	ctx = context.WithoutCancel(ctx)
-	t := r.trainer
+	t, rs := r.trainer, r.settings.record
 	control := t.Control()
 	behaviour := t.Behaviour(step)
-	cfg := *r.deps.Cfg
-	cfg.Train.Resume = ""
-	text, err := cfg.YAML()
-	if err != nil {
-		return err
-	}
-	st := runlog.TrainerState{Step: int(step), PolicyVersion: t.Policy().Version(), Seed: uint64(cfg.Train.Seed), Tokens: r.tokens}
+	st := runlog.TrainerState{Step: int(step), PolicyVersion: t.Policy().Version(), Seed: uint64(rs.seed), Tokens: r.tokens}
 	if r.evalStep == step {
 		acc := r.evalAccuracy
 		st.GreedyAccuracy = &acc
@@ -269,15 +340,8 @@ func (r *runner) checkpoint(ctx context.Context, step int64) error {
 	parts := []runlog.Part{
 		{Name: "policy and optimiser", Write: func(dir string) error { return t.Checkpoint(ctx, dir) }},
 		runlog.FilePart(rewards.ControllerStateFile, func(p string) error { return rewards.SaveControllerState(p, control) }),
-		runlog.FilePart(runlog.ConfigFile, func(p string) error { return atomicfile.WriteBytes(p, text) }),
-		{Name: BehaviourDir, Write: func(dir string) error {
-			for s, w := range behaviour {
-				if err := gpu.SaveCheckpoint(filepath.Join(dir, BehaviourDir, runlog.CheckpointName(int(s))), w, nil); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
+		runlog.FilePart(runlog.ConfigFile, func(p string) error { return atomicfile.WriteBytes(p, rs.config) }),
+		{Name: BehaviourDir, Write: func(dir string) error { return saveBehaviour(dir, behaviour) }},
 	}
 	if r.guard != nil {
 		state, err := json.Marshal(r.guard)
@@ -286,8 +350,19 @@ func (r *runner) checkpoint(ctx context.Context, step int64) error {
 		}
 		parts = append(parts, runlog.FilePart(guard.StateFile, func(p string) error { return atomicfile.WriteBytes(p, state) }))
 	}
-	_, err = r.dir.SaveCheckpoint(st, cfg.Output.KeepCheckpoints, parts...)
+	_, err := r.dir.SaveCheckpoint(st, rs.keep, parts...)
 	return err
+}
+
+// saveBehaviour writes the weights batches after a checkpoint are
+// generated from, as behaviour/step-N model directories of dir.
+func saveBehaviour(dir string, behaviour map[int64]*gpu.Model) error {
+	for s, w := range behaviour {
+		if err := gpu.SaveCheckpoint(filepath.Join(dir, BehaviourDir, runlog.CheckpointName(int(s))), w, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxLineDetail is the longest error detail a progress or stop line

@@ -20,7 +20,8 @@ var _ Scorer = (*gpu.Model)(nil)
 
 // referenceSettings is what the reference stage reads.
 type referenceSettings struct {
-	temperature float64 // the sampling temperature (spec §1.9a)
+	temperature float64    // the sampling temperature (spec §1.9a)
+	model       gpu.Config // the dimensions of the weights a worker node's scorer is sent
 }
 
 // referenceScore adds the reference model's per-token log-probs of every
@@ -69,14 +70,14 @@ type referenceActor struct {
 	ref      Scorer
 	settings referenceSettings
 	weights  weightReceiver
-	deps     *Deps
+	tel      telemetry
 }
 
 // newReferenceProps returns the props of reference scorer id scoring with
-// ref (nil: weights to come as chunks).
-func newReferenceProps(id string, d *Deps, ref Scorer) *actor.Props {
+// ref (nil: weights to come as chunks, which become a model on dev).
+func newReferenceProps(id string, s referenceSettings, dev gpu.Device, tel telemetry, ref Scorer) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &referenceActor{id: id, ref: ref, settings: referenceSettingsOf(d), weights: weightReceiver{cfg: d.Model, meter: d.Meter}, deps: d}
+		return &referenceActor{id: id, ref: ref, settings: s, weights: weightReceiver{cfg: s.model, device: dev, meter: tel.meter}, tel: tel}
 	})
 }
 
@@ -88,14 +89,13 @@ func (a *referenceActor) Receive(c actor.Context) {
 			a.ref = model
 		}
 	case *messages.Scored:
-		_, span := actorSpan(a.deps.Tracer, m.GetMeta(), spanReference+".part", a.id, a.deps.NodeID,
-			attrSamples.Int(len(m.GetRollouts().GetRollouts())))
+		_, span := a.tel.actorSpan(m.GetMeta(), spanReference+".part", a.id, attrSamples.Int(len(m.GetRollouts().GetRollouts())))
 		var rs *messages.RefScored
 		err := errNoWeights
 		if a.ref != nil {
 			rs, err = referenceScore(a.ref, a.settings, m)
 		}
 		endSpan(span, err)
-		respond(c, a.deps, m.GetMeta(), a.id, messages.Stage_REFERENCE, rs, err)
+		respond(c, a.tel.meter, m.GetMeta(), a.id, messages.Stage_REFERENCE, rs, err)
 	}
 }

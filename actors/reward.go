@@ -85,23 +85,22 @@ func checkRewardRows(rows [][]float64) error {
 type rewardActor struct {
 	id       string
 	settings rewardSettings
-	deps     *Deps
+	tel      telemetry
 }
 
 // newRewardProps returns the props of reward evaluator id.
-func newRewardProps(id string, d *Deps) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &rewardActor{id: id, settings: rewardSettingsOf(d), deps: d} })
+func newRewardProps(id string, s rewardSettings, tel telemetry) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &rewardActor{id: id, settings: s, tel: tel} })
 }
 
 // Receive implements actor.Actor.
 func (a *rewardActor) Receive(c actor.Context) {
 	if m, ok := c.Message().(*messages.Rollouts); ok {
-		tr := a.deps.Tracer
-		ctx, span := actorSpan(tr, m.GetMeta(), spanReward+".part", a.id, a.deps.NodeID, attrSamples.Int(len(m.GetRollouts())))
+		ctx, span := a.tel.actorSpan(m.GetMeta(), spanReward+".part", a.id, attrSamples.Int(len(m.GetRollouts())))
 		sc, err := scoreTimed(a.settings, m, func(name string, end time.Time, d time.Duration) {
-			childSpan(ctx, tr, spanReward+".function", end, d, attrFunction.String(name))
+			childSpan(ctx, a.tel.tracer, spanReward+".function", end, d, attrFunction.String(name))
 		})
 		endSpan(span, err)
-		respond(c, a.deps, m.GetMeta(), a.id, messages.Stage_REWARD, sc, err)
+		respond(c, a.tel.meter, m.GetMeta(), a.id, messages.Stage_REWARD, sc, err)
 	}
 }

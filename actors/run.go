@@ -19,8 +19,8 @@ import (
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // ReferenceDir is where a run keeps its frozen reference model (the
@@ -83,63 +83,74 @@ func (e *stopError) Unwrap() error { return e.Reason }
 // (ErrNoProgress). A new run directory that ends (with an error or an
 // interrupt) before its first metrics line or checkpoint is removed again,
 // so the name can be reused; a resumed one is never removed.
+//
+// Run is the wiring: it resolves cfg once into the run's settings
+// (newSettings) and owns what the run opens (the device, the tracer and
+// metrics, a learner node's ports, the run directory), closing each when
+// the run ends; nothing it starts reads cfg.
 func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
-	name := runName(cfg)
-	d, err := NewDeps(cfg, name) // bad input stops the run before it writes anything
+	s, err := newSettings(cfg) // bad input stops the run before it writes anything
 	if err != nil {
 		return err
 	}
-	defer d.Device.Close()
-	if err := preflight(d); err != nil {
+	if err := preflight(cfg, s); err != nil {
 		return err
 	}
-	tp, err := newTracing(ctx, cfg, newNodeID(cfg.Cluster.Roles()[0]), cfg.Cluster.Roles())
+	dev, err := gpu.OpenDevice(cfg.Model.Device)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	id, roles := newNodeID(cfg.Cluster.Roles()[0]), cfg.Cluster.Roles()
+	tp, err := newTracing(ctx, cfg, id, roles)
 	if err != nil {
 		return err
 	}
 	defer tp.Shutdown(context.WithoutCancel(ctx)) // spans of an interrupted run too
-	d.Tracer, d.NodeID = tp.Tracer(), tp.node
-	mp, err := newMetrics(ctx, cfg, tp.node, cfg.Cluster.Roles(), out)
+	mp, err := newMetrics(ctx, cfg, id, roles, out)
 	if err != nil {
 		return err
 	}
 	defer mp.Shutdown(context.WithoutCancel(ctx))
-	d.Meter, d.MeterProvider = mp.Instruments(), mp.MeterProvider()
-	ln, err := startLearnerNode(d) // its ports are taken now, not after a warm start
+	ln, err := startLearnerNode(cfg, s, mp.MeterProvider()) // its ports are taken now, not after a warm start
 	if err != nil {
 		return err
 	}
 	if ln != nil {
-		defer ln.node.Stop()
+		defer ln.Stop()
 	}
-	dir, resume, discard, err := openRun(cfg, name, out)
+	dir, resume, discard, err := openRun(cfg, runName(cfg), out)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		dir.Close()
-		if err != nil && discard != nil && !wroteAnything(dir) {
-			if rmErr := discard(); rmErr == nil {
-				fmt.Fprintf(out, "removed %s: the run ended before writing any step\n", dir.Path())
-			}
-		}
-	}()
-	d.RunID = dir.Name()
+	defer func() { closeRun(dir, discard, err, out) }()
+	env := runEnv{id: dir.Name(), tel: telemetry{tracer: tp.Tracer(), node: tp.node, meter: mp.Instruments()},
+		device: dev, metrics: mp.MeterProvider()}
+	return runIn(ctx, cfg, s, env, dir, ln, resume, out)
+}
+
+// runIn runs the steps of a run whose directory, node and telemetry Run
+// opened: it says where the run writes, serves its page, loads or makes
+// the models and trains.
+func runIn(ctx context.Context, cfg *config.Config, s *settings, env runEnv, dir *runlog.Dir, ln *node.Node, resume string, out io.Writer) error {
 	fmt.Fprintf(out, "run %s\n", dir.Path())
-	stopPage, err := servePage(cfg, dir, out)
+	stopPage, err := servePage(cfg.Output.Serve, dir, out)
 	if err != nil {
 		return err
 	}
 	defer stopPage()
-	if d.Device.Name() != "cpu" {
-		fmt.Fprintf(out, "learner on %s\n", d.Device.Info())
+	if env.device.Name() != "cpu" {
+		fmt.Fprintf(out, "learner on %s\n", env.device.Info())
 	}
 	if ln != nil {
-		fmt.Fprintf(out, "learner node: worker nodes join with --cluster.seeds %s (actors at %s)\n", ln.node.Seed(), ln.node.Address())
+		fmt.Fprintf(out, "learner node: worker nodes join with --cluster.seeds %s (actors at %s)\n", ln.Seed(), ln.Address())
+		if cl := cfg.Cluster; !loopbackHost(cl.Host) && cl.Insecure {
+			fmt.Fprintf(out, "warning: cluster.insecure: nodes talk in plaintext on %s; anyone who can reach it can join the run\n", cl.Host)
+		}
 	}
-	r := &runner{deps: d, dir: dir, out: out, progress: runlog.NewProgress(out, 10),
-		warmAccuracy: math.NaN(), startName: "start", resumed: resume != "", evalStep: -1, learner: ln}
-	r.slow.fixed, r.slow.auto, _ = cfg.Trace.SlowThreshold() // valid: config checked it
+	r := &runner{settings: s, env: env, dir: dir, out: out, progress: runlog.NewProgress(out, 10), learner: ln,
+		warmAccuracy: math.NaN(), startName: "start", resumed: resume != "", evalStep: -1,
+		slow: slowSteps{fixed: s.record.slowFixed, auto: s.record.slowAuto}}
 	models, control, err := r.loadModels(ctx, resume)
 	if err != nil {
 		return err
@@ -148,6 +159,18 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 		return &stopError{Reason: ErrInterrupted, Step: -1, Run: dir.Path()}
 	}
 	return r.train(ctx, models, control)
+}
+
+// closeRun closes the run directory and, when the run failed (err) before
+// it wrote any step, removes what it created (discard; nil for a resumed
+// run, whose directory is never removed).
+func closeRun(dir *runlog.Dir, discard func() error, err error, out io.Writer) {
+	dir.Close()
+	if err != nil && discard != nil && !wroteAnything(dir) {
+		if rmErr := discard(); rmErr == nil {
+			fmt.Fprintf(out, "removed %s: the run ended before writing any step\n", dir.Path())
+		}
+	}
 }
 
 // wroteAnything reports whether the run has a metrics line or a complete
@@ -162,10 +185,12 @@ func wroteAnything(dir *runlog.Dir) bool {
 // The models and the controller state belong to the actors; the runner
 // reaches them only through its Trainer.
 type runner struct {
-	deps     *Deps
+	settings *settings
+	env      runEnv
 	dir      *runlog.Dir
 	out      io.Writer
 	progress *runlog.Progress
+	learner  *node.Node // this process's cluster node (nil under role all)
 
 	trainer   *Trainer
 	firstStep int64
@@ -180,36 +205,23 @@ type runner struct {
 	slow         slowSteps
 	startName    string // what that policy is: "warm start" or "start"
 
-	learner *learnerNode // this process's cluster node (nil under role all)
-
 	guard      *guard.Watch // the collapse and no-signal rules (nil: train.guard off)
 	warmMissed *guard.Alert // the warm start ended far below its target
-}
-
-// learnerNode is the cluster node of a learner-role process and the join
-// reply it gives worker nodes.
-type learnerNode struct {
-	node *node.Node
-	join *messages.JoinReply
 }
 
 // startLearnerNode starts the cluster node of a process with the learner
 // role (nil under role all), so that a port already taken is refused
 // before the run directory or a warm start exists. Worker nodes that find
 // it before its coordinator runs are not answered and ask again.
-func startLearnerNode(d *Deps) (*learnerNode, error) {
-	if d.Cfg.Cluster.HasRole(config.RoleAll) {
+func startLearnerNode(cfg *config.Config, s *settings, mp metric.MeterProvider) (*node.Node, error) {
+	if cfg.Cluster.HasRole(config.RoleAll) {
 		return nil, nil
 	}
-	join, err := joinReply(d)
+	join, err := joinReply(s, runName(cfg)) // the directory may add a -N to the name: within the bound's margin
 	if err != nil {
 		return nil, err
 	}
-	n, err := startNode(d.Cfg, true, messageBound(d, join), d.MeterProvider, os.Stderr)
-	if err != nil {
-		return nil, err
-	}
-	return &learnerNode{node: n, join: join}, nil
+	return startNode(cfg.Cluster, true, messageBound(s, join), mp, os.Stderr)
 }
 
 // loadModels builds the models the actors will own (startModels) and the
@@ -217,45 +229,56 @@ func startLearnerNode(d *Deps) (*learnerNode, error) {
 // resumed checkpoint's (range-checked: checkControllerState), with the
 // weights its next batches are generated from.
 func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards.ControllerState, error) {
-	d := r.deps
-	control := rewards.NewControllerState(d.Cfg.MaxEnt.Tau, d.Cfg.MaxEnt.Beta, d.Meta)
-	if d.Cfg.Train.Guard != config.GuardOff {
-		r.guard = guard.New(guard.Settings{Vocab: d.Model.Vocab, Group: d.Cfg.Generation.NumGenerations, Objective: d.Prepare.Objective})
+	st := r.settings.start
+	control := rewards.NewControllerState(st.tau, st.beta, st.meta)
+	if st.guards {
+		r.guard = guard.New(guard.Settings{Vocab: r.settings.model.Vocab, Group: r.settings.step.group, Objective: r.settings.step.prepare.Objective})
 	}
 	policy, ref, err := r.startModels(ctx, resume)
 	if err != nil {
 		return Models{}, control, err
 	}
-	l, err := gpu.NewLearner(policy, learnerConfig(d, rlSchedule(d.Cfg)))
+	l, err := gpu.NewLearner(policy, r.settings.optim.learnerConfig(r.settings.optim.rl, r.env.device))
 	if err != nil {
 		return Models{}, control, err
 	}
-	if resume != "" {
-		if err := l.LoadOptimizer(resume); err != nil {
-			return Models{}, control, fmt.Errorf("resume: %w", err)
-		}
-		st, err := runlog.LoadTrainerState(resume)
-		if err != nil {
-			return Models{}, control, fmt.Errorf("resume: %w", err)
-		}
-		r.firstStep, r.tokens = int64(st.Step), st.Tokens
-		if control, err = rewards.LoadControllerState(filepath.Join(resume, rewards.ControllerStateFile)); err != nil {
-			return Models{}, control, fmt.Errorf("resume: %w", err)
-		}
-		if err := checkControllerState(control, d.Cfg); err != nil {
-			return Models{}, control, fmt.Errorf("resume: %s: %w", filepath.Join(resume, rewards.ControllerStateFile), err)
-		}
-		behaviour, err := loadBehaviour(resume)
-		if err != nil {
-			return Models{}, control, fmt.Errorf("resume: %w", err)
-		}
-		if err := r.loadGuard(resume); err != nil {
-			return Models{}, control, fmt.Errorf("resume: %w", err)
-		}
-		fmt.Fprintf(r.out, "resumed from %s at step %d\n", resume, r.firstStep)
-		return Models{Learner: l, Reference: ref, Policy: policy, Step: r.firstStep, Behaviour: behaviour}, control, nil
+	m := Models{Learner: l, Reference: ref, Policy: policy}
+	if resume == "" {
+		return m, control, nil
 	}
-	return Models{Learner: l, Reference: ref, Policy: policy}, control, nil
+	if control, err = r.resume(resume, &m); err != nil {
+		return Models{}, control, fmt.Errorf("resume: %w", err)
+	}
+	fmt.Fprintf(r.out, "resumed from %s at step %d\n", resume, r.firstStep)
+	return m, control, nil
+}
+
+// resume restores what checkpoint ckpt holds besides the policy: the
+// optimiser, the step and token count, the controller state (range-checked:
+// checkControllerState), the weights its next batches are generated from,
+// and the guards' memory.
+func (r *runner) resume(ckpt string, m *Models) (rewards.ControllerState, error) {
+	if err := m.Learner.LoadOptimizer(ckpt); err != nil {
+		return rewards.ControllerState{}, err
+	}
+	st, err := runlog.LoadTrainerState(ckpt)
+	if err != nil {
+		return rewards.ControllerState{}, err
+	}
+	r.firstStep, r.tokens = int64(st.Step), st.Tokens
+	m.Step = r.firstStep
+	path := filepath.Join(ckpt, rewards.ControllerStateFile)
+	control, err := rewards.LoadControllerState(path)
+	if err != nil {
+		return control, err
+	}
+	if err := checkControllerState(control, r.settings.step.prepare.Objective); err != nil {
+		return control, fmt.Errorf("%s: %w", path, err)
+	}
+	if m.Behaviour, err = loadBehaviour(ckpt); err != nil {
+		return control, err
+	}
+	return control, r.loadGuard(ckpt)
 }
 
 // verifyReference verifies the run's reference/ against its manifest. A
@@ -300,7 +323,7 @@ const maxControllerValue = 1e6
 // checkControllerState refuses a loaded controller state that no run can
 // have reached: tau or beta outside [0, maxControllerValue], or tau 0 for
 // the listwise objective, whose weights divide by it.
-func checkControllerState(s rewards.ControllerState, cfg *config.Config) error {
+func checkControllerState(s rewards.ControllerState, objective rewards.Objective) error {
 	for _, v := range []struct {
 		name  string
 		value float64
@@ -309,7 +332,7 @@ func checkControllerState(s rewards.ControllerState, cfg *config.Config) error {
 			return fmt.Errorf("%s = %g: must be in [0, %g]: %w", v.name, v.value, maxControllerValue, runlog.ErrBadCheckpoint)
 		}
 	}
-	if cfg.MaxEnt.Objective == config.ObjectiveMaxEntListwise && s.Tau == 0 {
+	if objective == rewards.ObjectiveMaxEntListwise && s.Tau == 0 {
 		return fmt.Errorf("tau = 0: must be more than 0 for objective maxent_listwise: %w", runlog.ErrBadCheckpoint)
 	}
 	return nil
@@ -343,7 +366,7 @@ func loadBehaviour(ckpt string) (map[int64]*gpu.Model, error) {
 // checkpoint being resumed, the model.checkpoint (both), or the warm start
 // from random weights (both, saved as the run's reference).
 func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *gpu.Model, err error) {
-	d := r.deps
+	st := r.settings.start
 	switch {
 	case resume != "":
 		refDir := filepath.Join(r.dir.Path(), ReferenceDir)
@@ -357,15 +380,15 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 			return nil, nil, fmt.Errorf("resume: %w", err)
 		}
 		return policy, ref, nil
-	case d.Cfg.Model.Checkpoint != "":
-		loaded, err := gpu.LoadModel(d.Cfg.Model.Checkpoint)
+	case st.checkpoint != "":
+		loaded, err := gpu.LoadModel(st.checkpoint)
 		if err != nil {
 			return nil, nil, err
 		}
 		if policy, err = gpu.NewModelFromWeights(loaded.Config(), loaded.Weights(), 0); err != nil {
 			return nil, nil, err
 		}
-		if d.Cfg.Train.WarmStartFromCheckpoint && d.Cfg.Train.WarmStartSteps > 0 {
+		if st.warmCheckpoint && r.settings.warm.steps > 0 {
 			if policy, err = r.warmStart(ctx, policy); err != nil {
 				return nil, nil, err
 			}
@@ -376,7 +399,7 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 		}
 	}
 	refDir := filepath.Join(r.dir.Path(), ReferenceDir)
-	if err := gpu.SaveCheckpoint(refDir, policy, d.Tokenizer); err != nil {
+	if err := gpu.SaveCheckpoint(refDir, policy, r.settings.tokenizer); err != nil {
 		return nil, nil, err
 	}
 	return policy, policy, runlog.Seal(refDir)
@@ -388,37 +411,27 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 // resumed. An interrupt, or too many skipped steps in a row, checkpoint
 // the steps taken and return a *stopError.
 func (r *runner) train(ctx context.Context, m Models, control rewards.ControllerState) error {
-	d := r.deps
-	p, stopPipeline, err := r.startPipeline(m, control)
+	p, err := r.startPipeline(m, control)
 	if err != nil {
 		return err
 	}
-	defer stopPipeline()
+	defer p.Stop()
 	warmRegistry(p.sys)
 	r.trainer = p.Trainer
 	if err := r.recordStart(ctx); err != nil {
 		return err
 	}
-	if !r.resumed && d.Cfg.Train.Steps > 0 {
+	steps := int64(r.settings.record.cadence.steps)
+	if !r.resumed && steps > 0 {
 		if err := r.checkpoint(ctx, 0); err != nil {
 			return err
 		}
 	}
-	ahead := batchesAhead(d.Cfg.Train.MaxStaleness, d.Cfg.Train.SyncEvery)
-	last, err := drive(ctx, p.Trainer, r.firstStep, int64(d.Cfg.Train.Steps), ahead, r.record)
+	st := r.settings.step
+	last, err := drive(ctx, p.Trainer, r.firstStep, steps, batchesAhead(st.staleness, st.syncEvery), r.record)
 	var stop *stopError
-	if errors.As(err, &stop) { // cannot progress: keep the state it stopped at, and the report
-		r.progress.Done()
-		if cerr := r.checkpoint(ctx, stop.Step); cerr != nil {
-			return cerr
-		}
-		if rerr := r.dir.WriteReport(); rerr != nil {
-			return rerr
-		}
-		if stop.Guard != "" {
-			fmt.Fprintf(r.out, "stopped at step %d by the %s guard (train.guard=%s): checkpoint and outputs in %s\n", stop.Step, stop.Guard, config.GuardStop, r.dir.Path())
-		}
-		return stop
+	if errors.As(err, &stop) {
+		return r.stopped(ctx, stop)
 	}
 	if err != nil {
 		return err
@@ -427,56 +440,64 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 	if err := r.checkpoint(ctx, last); err != nil {
 		return err
 	}
-	if ctx.Err() != nil && last < int64(d.Cfg.Train.Steps) {
+	if ctx.Err() != nil && last < steps {
 		return &stopError{Reason: ErrInterrupted, Step: last, Run: r.dir.Path()}
 	}
 	if err := r.dir.WriteReport(); err != nil {
 		return err
 	}
+	r.done(ctx, last)
+	return nil
+}
+
+// stopped ends a run that cannot progress: it keeps the state it stopped
+// at, and the report.
+func (r *runner) stopped(ctx context.Context, stop *stopError) error {
+	r.progress.Done()
+	if err := r.checkpoint(ctx, stop.Step); err != nil {
+		return err
+	}
+	if err := r.dir.WriteReport(); err != nil {
+		return err
+	}
+	if stop.Guard != "" {
+		fmt.Fprintf(r.out, "stopped at step %d by the %s guard (train.guard=%s): checkpoint and outputs in %s\n", stop.Step, stop.Guard, config.GuardStop, r.dir.Path())
+	}
+	return stop
+}
+
+// done writes the last lines of a run that took its last step: the
+// policy's greedy accuracy (beside the one it started from) and where the
+// outputs are.
+func (r *runner) done(ctx context.Context, last int64) {
 	if acc, err := r.evaluate(ctx, r.trainer.Policy()); err == nil {
 		from := ""
 		if !math.IsNaN(r.warmAccuracy) {
 			from = fmt.Sprintf(" (%s %.1f%%)", r.startName, 100*r.warmAccuracy)
 		}
-		fmt.Fprintf(r.out, "greedy accuracy %.1f%%%s on %d held-out problems\n", 100*acc, from, max(d.Cfg.Train.EvalPrompts, 1))
+		fmt.Fprintf(r.out, "greedy accuracy %.1f%%%s on %d held-out problems\n", 100*acc, from, r.settings.eval.prompts)
 	}
 	missed := ""
 	if r.startName == "warm start" && r.warmAccuracy < warmStartTarget {
 		missed = fmt.Sprintf(" (the warm start missed its %.0f%% target: %.1f%% greedy accuracy)", 100*warmStartTarget, 100*r.warmAccuracy)
 	}
 	fmt.Fprintf(r.out, "done: %d steps, outputs in %s%s\n", last, r.dir.Path(), missed)
-	return nil
 }
 
 // startPipeline starts the actors: all in this process (role all), or on
-// a learner node that worker nodes join (the learner role, with local pools
-// for the other roles it also has).
-func (r *runner) startPipeline(m Models, control rewards.ControllerState) (*Pipeline, func(), error) {
-	d := r.deps
-	opt := pipelineOptionsOf(d)
-	cl := d.Cfg.Cluster
-	if cl.HasRole(config.RoleAll) {
-		p := StartPipeline(d, m, control, opt, os.Stderr)
-		return p, p.Stop, nil
+// the learner node that worker nodes join (the learner role, with local
+// pools for the other roles it also has: settings.pipeline).
+func (r *runner) startPipeline(m Models, control rewards.ControllerState) (*Pipeline, error) {
+	opt := r.settings.pipeline
+	if r.learner == nil {
+		return StartPipeline(r.settings, r.env, m, control, opt, os.Stderr), nil
 	}
-	n, join := r.learner.node, r.learner.join
-	opt.Generators, opt.RewardEvaluators, opt.ReferenceScorers = 0, 0, 0
-	if cl.HasRole(config.RoleGenerator) {
-		opt.Generators = max(cl.Generators, 1)
+	join, err := joinReply(r.settings, r.env.id)
+	if err != nil {
+		return nil, err
 	}
-	if cl.HasRole(config.RoleReward) {
-		opt.RewardEvaluators = max(cl.RewardEvaluators, 1)
-	}
-	if cl.HasRole(config.RoleReference) {
-		opt.ReferenceScorers = 1
-	}
-	opt.MinGenerators = cl.MinGenerators
-	opt.Cluster = &ClusterOptions{Join: join, Build: Build(), Protocol: ProtocolVersion, Seed: n.Seed(), Notice: r.out, Refused: n.Refused}
-	if !loopbackHost(cl.Host) && cl.Insecure {
-		fmt.Fprintf(r.out, "warning: cluster.insecure: nodes talk in plaintext on %s; anyone who can reach it can join the run\n", cl.Host)
-	}
-	p := StartPipelineOn(n.System(), d, m, control, opt)
-	return p, p.Stop, nil
+	opt.Cluster = &ClusterOptions{Join: join, Build: Build(), Protocol: ProtocolVersion, Seed: r.learner.Seed(), Notice: r.out, Refused: r.learner.Refused}
+	return StartPipelineOn(r.learner.System(), r.settings, r.env, m, control, opt), nil
 }
 
 // recordStart writes metrics line 0 of a new run: the greedy accuracy of
@@ -492,7 +513,7 @@ func (r *runner) recordStart(ctx context.Context) error {
 		}
 		return nil
 	}
-	if math.IsNaN(r.warmAccuracy) && r.deps.Cfg.Train.EvalEvery > 0 {
+	if math.IsNaN(r.warmAccuracy) && r.settings.record.cadence.eval > 0 {
 		if acc, err := r.evaluate(ctx, r.trainer.Policy()); err == nil {
 			r.warmAccuracy = acc
 		}
@@ -501,7 +522,7 @@ func (r *runner) recordStart(ctx context.Context) error {
 		return nil
 	}
 	m := map[string]float64{runlog.KeyEvalGreedyAccuracy: r.warmAccuracy}
-	if a := r.warmMissed; a != nil && r.deps.Cfg.Train.Guard != config.GuardOff {
+	if a := r.warmMissed; a != nil && r.settings.start.guards {
 		m[a.Key()] = float64(a.Level)
 	}
 	return r.dir.WriteMetrics(0, m)
@@ -510,9 +531,9 @@ func (r *runner) recordStart(ctx context.Context) error {
 // evaluate is the greedy accuracy on train.eval_prompts held-out problems
 // (from the data set's held-out rows when it has them).
 func (r *runner) evaluate(ctx context.Context, m *gpu.Model) (float64, error) {
-	d := r.deps
-	s := evaluate.ModelSampler{Model: m, Tokenizer: d.Tokenizer, Prompter: d.Prompter, MaxNewTokens: d.Cfg.Generation.MaxCompletionLen}
-	res, err := evaluate.Run(ctx, s, d.EvalTask, evaluate.Options{N: max(d.Cfg.Train.EvalPrompts, 1), K: 1, GreedyOnly: true,
-		Temperature: d.Cfg.Generation.Temperature, Seed: uint64(d.Cfg.Train.Seed)})
+	e := r.settings.eval
+	s := evaluate.ModelSampler{Model: m, Tokenizer: e.tokenizer, Prompter: e.prompter, MaxNewTokens: e.maxNewTokens}
+	res, err := evaluate.Run(ctx, s, e.task, evaluate.Options{N: e.prompts, K: 1, GreedyOnly: true,
+		Temperature: e.temperature, Seed: uint64(e.seed)})
 	return res.GreedyAccuracy, err
 }

@@ -141,9 +141,9 @@ func TestDynamicSamplingRefills(t *testing.T) {
 		c.Train.DynamicSampling, c.Train.DynamicSamplingMaxRounds = true, 4
 		c.Train.PromptsPerStep = 6
 	})
-	d := testDeps(t, cfg)
-	d.Rewards = []tasks.Weighted{{Name: "parity", Weight: 1, Fn: parityReward}}
-	tr := NewTrainer(d, testModels(t, d), testControl(d))
+	s := testSettings(t, cfg)
+	s.stages.reward.fns = []tasks.Weighted{{Name: "parity", Weight: 1, Fn: parityReward}}
+	tr := NewTrainer(s, "test", testModels(t, s), testControl(s))
 	b, err := tr.produce(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -156,10 +156,10 @@ func TestDynamicSamplingRefills(t *testing.T) {
 	if n := len(sc.GetRollouts().GetPrompts()); n != 6 || len(varied) != 6 {
 		t.Fatalf("%d groups, %d varied; want 6 varied", n, len(varied))
 	}
-	d.Rewards = []tasks.Weighted{{Name: "flat", Weight: 1, Fn: func(c, _ []string) []float64 { return make([]float64, len(c)) }}}
-	_, err = NewTrainer(d, testModels(t, d), testControl(d)).produce(context.Background(), 0)
-	var s *SkipError
-	if !errors.As(err, &s) || s.Reason != messages.SkipReason_ZERO_VARIANCE {
+	s.stages.reward.fns = []tasks.Weighted{{Name: "flat", Weight: 1, Fn: func(c, _ []string) []float64 { return make([]float64, len(c)) }}}
+	_, err = NewTrainer(s, "test", testModels(t, s), testControl(s)).produce(context.Background(), 0)
+	var skipped *SkipError
+	if !errors.As(err, &skipped) || skipped.Reason != messages.SkipReason_ZERO_VARIANCE {
 		t.Fatalf("flat rewards: err %v, want a ZERO_VARIANCE skip", err)
 	}
 }
@@ -337,17 +337,17 @@ func (c cancelOnCall) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]g
 // moved on, so a resume never trained it.) The generator's wrapper is
 // replaced by the first published weights, so the cancel comes in step 1.
 func TestCancelCountsOnlyStepsTaken(t *testing.T) {
-	d := testDeps(t, testConfig(t, nil))
-	m := testModels(t, d)
+	s := testSettings(t, testConfig(t, nil))
+	m := testModels(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var calls atomic.Int32
-	opt := pipelineOptionsOf(d)
+	opt := s.pipeline
 	opt.Generators = 1
 	opt.Wrap = func(_ string, s Sampler) Sampler {
 		return cancelOnCall{Sampler: s, calls: &calls, n: 1, cancel: cancel}
 	}
-	p := StartPipeline(d, m, testControl(d), opt, nil)
+	p := StartPipeline(s, testEnv(), m, testControl(s), opt, nil)
 	defer p.Stop()
 	v0 := m.Learner.Version()
 	var recorded []int64
@@ -369,9 +369,9 @@ func TestCancelCountsOnlyStepsTaken(t *testing.T) {
 // TestCancelFinishesLearning: a cancel that comes once the learner has a
 // batch lets that step finish and be recorded, then drive stops.
 func TestCancelFinishesLearning(t *testing.T) {
-	d := testDeps(t, testConfig(t, nil))
-	m := testModels(t, d)
-	p := StartPipeline(d, m, testControl(d), pipelineOptionsOf(d), nil)
+	s := testSettings(t, testConfig(t, nil))
+	m := testModels(t, s)
+	p := StartPipeline(s, testEnv(), m, testControl(s), s.pipeline, nil)
 	defer p.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -404,17 +404,17 @@ func (c cancelBeforeLearn) learn(ctx context.Context, pb *messages.PreparedBatch
 // is still in its mailbox and will run, so the step cannot be retried or
 // recorded as skipped.
 func TestLearnerTimeoutStopsRun(t *testing.T) {
-	d := testDeps(t, testConfig(t, nil))
-	m := testModels(t, d)
-	p := StartPipeline(d, m, testControl(d), pipelineOptionsOf(d), nil)
+	s := testSettings(t, testConfig(t, nil))
+	m := testModels(t, s)
+	p := StartPipeline(s, testEnv(), m, testControl(s), s.pipeline, nil)
 	b, err := p.Trainer.produce(context.Background(), 0)
 	p.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := pipelineOptionsOf(d)
+	opt := s.pipeline
 	opt.RequestTimeout = time.Microsecond // shorter than any learner step
-	p2 := StartPipeline(d, m, testControl(d), opt, nil)
+	p2 := StartPipeline(s, testEnv(), m, testControl(s), opt, nil)
 	defer p2.Stop()
 	_, err = p2.Trainer.consume(context.Background(), b)
 	var skipped *SkipError

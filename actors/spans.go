@@ -8,7 +8,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	oteltrace "go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/messages"
 )
@@ -55,12 +57,27 @@ const (
 	attrRound     = attribute.Key("mgrpo.round")
 )
 
+// telemetry is where one process's actors report: spans from tracer,
+// naming the node they ran on, and OTel metrics on meter (nil: off). The
+// wiring (Run, Serve) opens what it comes from and shuts it down.
+type telemetry struct {
+	tracer oteltrace.Tracer
+	node   string
+	meter  *meter.Instruments
+}
+
+// quiet is the telemetry of a process that reports nothing: a no-op
+// tracer and no metrics.
+func quiet() telemetry {
+	return telemetry{tracer: noop.NewTracerProvider().Tracer(trace.ScopeName), node: "local"}
+}
+
 // actorSpan starts the span of a stage actor's work on a message: a child
-// of the span that sent it (its StepMeta.trace), on whichever node.
-func actorSpan(tr oteltrace.Tracer, meta *messages.StepMeta, name, actor, node string, attrs ...attribute.KeyValue) (context.Context, oteltrace.Span) {
+// of the span that sent it (its StepMeta.trace), on tel's node.
+func (tel telemetry) actorSpan(meta *messages.StepMeta, name, actor string, attrs ...attribute.KeyValue) (context.Context, oteltrace.Span) {
 	ctx := trace.Extract(context.Background(), meta)
-	attrs = append(attrs, attrActor.String(actor), attrNode.String(node), attrStep.Int64(meta.GetStep()))
-	return tr.Start(ctx, name, oteltrace.WithSpanKind(oteltrace.SpanKindConsumer), oteltrace.WithAttributes(attrs...))
+	attrs = append(attrs, attrActor.String(actor), attrNode.String(tel.node), attrStep.Int64(meta.GetStep()))
+	return tel.tracer.Start(ctx, name, oteltrace.WithSpanKind(oteltrace.SpanKindConsumer), oteltrace.WithAttributes(attrs...))
 }
 
 // endSpan ends span, with an error status (and the skip reason) when err

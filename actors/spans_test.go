@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -27,71 +26,81 @@ func memoryTracer(ratio float64) (oteltrace.Tracer, *tracetest.InMemoryExporter)
 // sample ratio of 0 no step leaves a span.
 func TestStepTraces(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) { c.Train.PromptsPerPart = 2 })
-	d := testDeps(t, cfg)
+	s := testSettings(t, cfg)
+	env := testEnv()
 	var exp *tracetest.InMemoryExporter
-	d.Tracer, exp = memoryTracer(1)
-	opt := pipelineOptionsOf(d)
+	env.tel.tracer, exp = memoryTracer(1)
+	opt := s.pipeline
 	opt.Generators = 2
-	p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	p := StartPipeline(s, env, testModels(t, s), testControl(s), opt, nil)
 	defer p.Stop()
 	for n := range int64(2) {
-		if _, err := Step(context.Background(), p.Trainer, n); err != nil {
-			t.Fatal(err)
-		}
+		plainStep(t, p.Trainer, n)
 	}
-	byTrace := map[oteltrace.TraceID][]tracetest.SpanStub{}
-	for _, s := range exp.GetSpans() {
-		byTrace[s.SpanContext.TraceID()] = append(byTrace[s.SpanContext.TraceID()], s)
-	}
-	if len(byTrace) != 2 {
-		t.Fatalf("%d traces for 2 steps", len(byTrace))
-	}
-	for id, spans := range byTrace {
-		ids, roots, step := map[oteltrace.SpanID]bool{}, 0, int64(0)
-		var names []string
-		for _, s := range spans {
-			ids[s.SpanContext.SpanID()] = true
-			names = append(names, s.Name)
-			for _, a := range s.Attributes {
-				if s.Name == spanStep && a.Key == attrStep {
-					step = a.Value.AsInt64()
-				}
-			}
-		}
-		for _, s := range spans {
-			switch {
-			case !s.Parent.IsValid():
-				roots++
-				if s.Name != spanStep {
-					t.Errorf("trace %s: root %s, want %s", id, s.Name, spanStep)
-				}
-			case !ids[s.Parent.SpanID()]:
-				t.Errorf("trace %s: span %s's parent is not in the trace", id, s.Name)
-			}
-		}
-		if roots != 1 {
-			t.Errorf("trace %s has %d roots", id, roots)
-		}
-		want := []string{spanStep, spanGenerate, "generator.request", "generate.part", spanReward, "reward.request",
-			"reward.part", "reward.function", spanReference, "reference.request", "reference.part", spanPrepare,
-			"learner.request", spanLearn, "learn.forward", "learn.backward", "learn.optimizer", "controller.request", spanControl}
-		if step > 1 { // a batch's weights are handed over as it is produced: step 1's are the ones the generators start with
-			want = append(want, spanPublish)
-		}
-		for _, want := range want {
-			if !slices.Contains(names, want) {
-				t.Errorf("trace %s lacks a %s span: %v", id, want, names)
-			}
-		}
-	}
+	checkStepTraces(t, exp.GetSpans(), 2)
 
-	d.Tracer, exp = memoryTracer(0)
-	q := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+	env.tel.tracer, exp = memoryTracer(0)
+	q := StartPipeline(s, env, testModels(t, s), testControl(s), opt, nil)
 	defer q.Stop()
-	if _, err := Step(context.Background(), q.Trainer, 0); err != nil {
-		t.Fatal(err)
-	}
+	plainStep(t, q.Trainer, 0)
 	if n := len(exp.GetSpans()); n != 0 {
 		t.Errorf("a step not sampled left %d spans", n)
+	}
+}
+
+// checkStepTraces requires spans to hold one trace per step, rooted at
+// step, with a span of every stage and every span's parent in it.
+func checkStepTraces(t *testing.T, spans tracetest.SpanStubs, steps int) {
+	t.Helper()
+	byTrace := map[oteltrace.TraceID][]tracetest.SpanStub{}
+	for _, s := range spans {
+		byTrace[s.SpanContext.TraceID()] = append(byTrace[s.SpanContext.TraceID()], s)
+	}
+	if len(byTrace) != steps {
+		t.Fatalf("%d traces for %d steps", len(byTrace), steps)
+	}
+	for id, spans := range byTrace {
+		checkStepTrace(t, id, spans)
+	}
+}
+
+// checkStepTrace checks one step's trace.
+func checkStepTrace(t *testing.T, id oteltrace.TraceID, spans []tracetest.SpanStub) {
+	t.Helper()
+	ids, roots, step := map[oteltrace.SpanID]bool{}, 0, int64(0)
+	var names []string
+	for _, s := range spans {
+		ids[s.SpanContext.SpanID()] = true
+		names = append(names, s.Name)
+		for _, a := range s.Attributes {
+			if s.Name == spanStep && a.Key == attrStep {
+				step = a.Value.AsInt64()
+			}
+		}
+	}
+	for _, s := range spans {
+		switch {
+		case !s.Parent.IsValid():
+			roots++
+			if s.Name != spanStep {
+				t.Errorf("trace %s: root %s, want %s", id, s.Name, spanStep)
+			}
+		case !ids[s.Parent.SpanID()]:
+			t.Errorf("trace %s: span %s's parent is not in the trace", id, s.Name)
+		}
+	}
+	if roots != 1 {
+		t.Errorf("trace %s has %d roots", id, roots)
+	}
+	want := []string{spanStep, spanGenerate, "generator.request", "generate.part", spanReward, "reward.request",
+		"reward.part", "reward.function", spanReference, "reference.request", "reference.part", spanPrepare,
+		"learner.request", spanLearn, "learn.forward", "learn.backward", "learn.optimizer", "controller.request", spanControl}
+	if step > 1 { // a batch's weights are handed over as it is produced: step 1's are the ones the generators start with
+		want = append(want, spanPublish)
+	}
+	for _, want := range want {
+		if !slices.Contains(names, want) {
+			t.Errorf("trace %s lacks a %s span: %v", id, want, names)
+		}
 	}
 }

@@ -14,32 +14,83 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// Step runs training step n, in order, as plain calls: the readable
-// reference of what a step is. With a Trainer from NewTrainer every stage
-// runs in this goroutine; with one from StartPipeline the same stage
-// functions run on the actors, and in synchronous mode both give
-// bit-identical reports for the same seed (TestPipelineMatchesStep).
-func Step(ctx context.Context, t *Trainer, n int64) (*messages.StepReport, error) {
-	defer t.advance(n)               // learned or skipped, step n is over
-	ctx, root := t.startStep(ctx, n) // one trace per step
-	batch, err := t.produce(ctx, n)  // weights → PromptBatch → Rollouts → Scored → RefScored
-	if err != nil {
-		endSpan(root, err)
+// Step runs training step n of t, prompt to weight update, in the order
+// it happens: the readable reference of what a step is, and what every run
+// executes for every step. Its first half makes the batch (the weights it
+// is generated from to the generators, prompts, completions, rewards,
+// reference log-probs); its second half trains on it (weights and
+// advantages, one optimiser step, one controller update).
+//
+// Each stage is one plain function on the step's parts: generate
+// (generator.go), score (reward.go), referenceScore (reference.go),
+// prepare (prepare.go, always here), learn (learner.go), control
+// (controller.go). t.stages says where the others run: localStages
+// (trainer.go, a Trainer from NewTrainer) calls them in this goroutine;
+// actorStages (actorstages.go, a Trainer from StartPipeline) hands the
+// parts to the coordinator, whose pools send each to a stage actor that
+// calls the same function. In synchronous mode both give bit-identical
+// outcomes for the same seed (TestPipelineMatchesStep, TestDriveMatchesStep).
+//
+// p is the pace of the run (drive.go): batches are made in step order, and
+// the learner takes steps in order, each once the one before is over, so a
+// run that makes step n+1's batch while step n learns
+// (train.max_staleness > 0) runs ahead of the learner; p.over hands the
+// step's outcome to whoever records it. inOrder is the pace of steps
+// called one after another.
+func Step(ctx context.Context, t *Trainer, n int64, p pace) (*Outcome, error) {
+	if err := p.turn(ctx, n, making); err != nil { // the batch before this one is made
 		return nil, err
 	}
-	out, err := t.consume(ctx, batch) // PreparedBatch → StepReport → ControllerUpdate
-	endSpan(root, err)
-	if err != nil {
-		return nil, err
+	ctx, root := t.startStep(ctx, n)                   // one trace per step
+	batch, err := t.produce(ctx, n)                    // PolicyWeights → PromptBatch → Rollouts → Scored → RefScored
+	if terr := p.turn(ctx, n, learning); terr != nil { // the steps before this one are over
+		endSpan(root, terr)
+		return nil, terr
 	}
-	return out.Report, nil
+	var out *Outcome
+	if err == nil { // a step half learned would be lost: learning is not cut short
+		out, err = t.consume(context.WithoutCancel(ctx), batch) // PreparedBatch → StepReport → ControllerUpdate
+	}
+	t.advance(n) // learned or skipped, step n is over
+	defer endSpan(root, err)
+	return out, p.over(ctx, n, out, err) // recorded in the step's trace
 }
+
+// phase is a half of a step: making its batch, or learning from it.
+type phase int
+
+const (
+	making phase = iota
+	learning
+)
+
+// pace is what a driver hands Step: when each half of a step may begin,
+// and what becomes of its outcome.
+type pace interface {
+	// turn returns once step n may begin ph: making its batch once the
+	// step before has made its own, learning once the steps before it are
+	// over. Its error (the run is ending) drops step n, unrecorded.
+	turn(ctx context.Context, n int64, ph phase) error
+	// over takes step n's outcome, or the error that skipped it, and
+	// returns the error Step returns.
+	over(ctx context.Context, n int64, out *Outcome, err error) error
+}
+
+// inOrder is the pace of steps called one after another: every turn has
+// come, and Step returns its own error.
+var inOrder pace = sequential{}
+
+type sequential struct{}
+
+func (sequential) turn(context.Context, int64, phase) error { return nil }
+
+func (sequential) over(_ context.Context, _ int64, _ *Outcome, err error) error { return err }
 
 // startStep starts step n's trace: its root span, a new trace whose
 // sampling (trace.sample_ratio) every span of the step follows.
 func (t *Trainer) startStep(ctx context.Context, n int64) (context.Context, oteltrace.Span) {
-	return t.deps.Tracer.Start(ctx, spanStep, oteltrace.WithNewRoot(), oteltrace.WithAttributes(
-		attrRun.String(t.deps.RunID), attrStep.Int64(n+1)))
+	return t.tracer.Start(ctx, spanStep, oteltrace.WithNewRoot(), oteltrace.WithAttributes(
+		attrRun.String(t.runID), attrStep.Int64(n+1)))
 }
 
 // produce makes step n's batch: the weights it is generated from to the
@@ -53,21 +104,21 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 		return nil, skip(messages.Stage_SYNC, err)
 	}
 	synced := time.Since(start)
-	ro, err := t.rollouts(ctx, n, 0, t.deps.Cfg.Train.PromptsPerStep)
+	ro, err := t.rollouts(ctx, n, 0, t.settings.prompts) // PromptBatch → Rollouts: generate, incomplete groups again
 	if err != nil {
 		return nil, err
 	}
-	sc, err := t.score(ctx, ro) // Scored: what the reward functions say
+	sc, err := t.score(ctx, ro) // Scored: what the reward functions say (score)
 	if err != nil {
 		return nil, skip(messages.Stage_REWARD, err)
 	}
-	if t.deps.Cfg.Train.DynamicSampling {
+	if t.settings.dynamic {
 		if sc, err = t.refill(ctx, n, sc); err != nil {
 			return nil, err
 		}
 	}
 	generated := time.Since(start)
-	ref, err := t.reference(ctx, sc) // RefScored: reference log-probs
+	ref, err := t.reference(ctx, sc) // RefScored: reference log-probs (referenceScore)
 	if err != nil {
 		return nil, skip(messages.Stage_REFERENCE, err)
 	}
@@ -81,15 +132,15 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	start := time.Now()
 	used := t.control
-	_, span := t.deps.Tracer.Start(ctx, spanPrepare, oteltrace.WithAttributes(attrObjective.String(string(t.deps.Prepare.Objective)),
+	_, span := t.tracer.Start(ctx, spanPrepare, oteltrace.WithAttributes(attrObjective.String(string(t.settings.prepare.Objective)),
 		attrTau.Float64(used.GetTau()), attrBeta.Float64(used.GetBeta())))
-	prepared, p, err := prepare(t.deps.Prepare, b.ref, used) // PreparedBatch: advantages, weights
+	prepared, p, err := prepare(t.settings.prepare, b.ref, used) // PreparedBatch: advantages, weights
 	endSpan(span, err)
 	if err != nil {
 		return nil, skip(messages.Stage_PREPARE, err)
 	}
 	trace.Inject(ctx, prepared.GetMeta())
-	report, policy, err := t.stages.learn(ctx, prepared) // StepReport, new weights
+	report, policy, err := t.stages.learn(ctx, prepared) // StepReport, new weights (learn: loss, backward, AdamW)
 	if err != nil {
 		return nil, stateErr(messages.Stage_LEARN, err)
 	}
@@ -97,7 +148,7 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	learned := time.Since(start)
 	st := stepStats(report, p)
 	trace.Inject(ctx, st.GetMeta())
-	up, err := t.stages.control(ctx, st) // the controller state for the next step
+	up, err := t.stages.control(ctx, st) // the controller state for the next step (control)
 	if err != nil {
 		return nil, stateErr(messages.Stage_CONTROL, err)
 	}
@@ -145,7 +196,7 @@ func stepStats(r *messages.StepReport, p *rewards.Prepared) *messages.StepStats 
 // came back incomplete for up to generation.retry_rounds rounds and
 // dropping those still incomplete.
 func (t *Trainer) rollouts(ctx context.Context, step, round int64, n int) (*messages.Rollouts, error) {
-	pb, err := promptBatch(t.deps, step, round, n, t.version.Load())
+	pb, err := promptBatch(t.settings, t.runID, step, round, n, t.version.Load())
 	if err != nil {
 		return nil, skip(messages.Stage_GENERATE, err)
 	}
@@ -153,12 +204,12 @@ func (t *Trainer) rollouts(ctx context.Context, step, round int64, n int) (*mess
 	if err != nil {
 		return nil, skip(messages.Stage_GENERATE, err)
 	}
-	for r := int64(1); r <= int64(t.deps.Cfg.Generation.RetryRounds); r++ {
+	for r := int64(1); r <= int64(t.settings.retries); r++ {
 		bad := incompleteGroups(ro)
 		if len(bad) == 0 {
 			break
 		}
-		retry := reseed(messages.SelectPrompts(promptsOf(ro), bad), stageSeed(t.deps.Cfg.Train.Seed, step, stageGenerate, uint64(round+r)))
+		retry := reseed(messages.SelectPrompts(promptsOf(ro), bad), stageSeed(t.settings.seed, step, stageGenerate, uint64(round+r)))
 		fresh, err := t.generate(ctx, retry)
 		if err != nil {
 			return nil, skip(messages.Stage_GENERATE, err)
@@ -178,14 +229,14 @@ func (t *Trainer) rollouts(ctx context.Context, step, round int64, n int) (*mess
 // train.dynamic_sampling_max_rounds of them; a batch left with no varied
 // group is skipped.
 func (t *Trainer) refill(ctx context.Context, step int64, sc *messages.Scored) (*messages.Scored, error) {
-	want, zeroTruncated := t.deps.Cfg.Train.PromptsPerStep, t.deps.Cfg.Rewards.ZeroTruncatedCompletionRewards
+	want, zeroTruncated := t.settings.prompts, t.settings.zeroTruncated
 	keep, err := variedGroups(sc, zeroTruncated)
 	if err != nil {
 		return nil, skip(messages.Stage_REWARD, err)
 	}
 	parts, keeps := []*messages.Scored{sc}, [][]int{keep}
 	have := len(keep)
-	for r := 1; have < want && r <= t.deps.Cfg.Train.DynamicSamplingMaxRounds; r++ {
+	for r := 1; have < want && r <= t.settings.refills; r++ {
 		ro, err := t.rollouts(ctx, step, refillRound+int64(r), want)
 		if err != nil {
 			return nil, err
@@ -216,7 +267,7 @@ func (t *Trainer) refill(ctx context.Context, step int64, sc *messages.Scored) (
 // generate has the generators sample pb, cut into parts of
 // train.prompts_per_part prompts, and joins their rollouts in order.
 func (t *Trainer) generate(ctx context.Context, pb *messages.PromptBatch) (ro *messages.Rollouts, err error) {
-	parts := messages.SplitPrompts(pb, t.deps.Cfg.Train.PromptsPerPart)
+	parts := messages.SplitPrompts(pb, t.settings.perPart)
 	ctx, span := t.stageSpan(ctx, spanGenerate, len(parts), attrPrompts.Int(len(pb.GetPrompts())))
 	defer func() { endSpan(span, err) }()
 	ros, err := t.stages.generate(ctx, withSpan(ctx, parts))
@@ -230,12 +281,12 @@ func (t *Trainer) generate(ctx context.Context, pb *messages.PromptBatch) (ro *m
 
 // stageSpan starts the span of a stage spread over parts.
 func (t *Trainer) stageSpan(ctx context.Context, name string, parts int, attrs ...attribute.KeyValue) (context.Context, oteltrace.Span) {
-	return t.deps.Tracer.Start(ctx, name, oteltrace.WithAttributes(append(attrs, attrPart.Int(parts))...))
+	return t.tracer.Start(ctx, name, oteltrace.WithAttributes(append(attrs, attrPart.Int(parts))...))
 }
 
 // score has the reward evaluators score ro, part by part.
 func (t *Trainer) score(ctx context.Context, ro *messages.Rollouts) (sc *messages.Scored, err error) {
-	parts, err := messages.SplitGroups(ro, t.deps.Cfg.Train.PromptsPerPart)
+	parts, err := messages.SplitGroups(ro, t.settings.perPart)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +301,7 @@ func (t *Trainer) score(ctx context.Context, ro *messages.Rollouts) (sc *message
 
 // reference has the reference scorers score sc, part by part.
 func (t *Trainer) reference(ctx context.Context, sc *messages.Scored) (rs *messages.RefScored, err error) {
-	parts, err := messages.SplitScored(sc, t.deps.Cfg.Train.PromptsPerPart)
+	parts, err := messages.SplitScored(sc, t.settings.perPart)
 	if err != nil {
 		return nil, err
 	}

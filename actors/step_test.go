@@ -43,16 +43,11 @@ type pipelineCase struct {
 	faulty               bool // emptyEvery{n: 3}: some groups need a retry round
 }
 
-// TestPipelineMatchesStep runs 3 synchronous steps of the tiny preset
-// (seed 1) through Step's plain calls and through the actors, and requires
-// the same outcome bit for bit: the learner's report, the scored batch,
-// everything rewards.Prepare derived and the controller's update
-// (DESIGN §2). The pipeline spreads parts of 2 prompts over 1 or 3
-// generators and 1 or 2 reward evaluators, with retry rounds and dynamic
-// sampling, under objectives that read every field a completion carries
-// (entropy bonus: entropies; SEED: texts and log-probs; listwise: q and
-// reference log-probs).
-func TestPipelineMatchesStep(t *testing.T) {
+// pipelineCases are the configurations TestPipelineMatchesStep runs both
+// ways: every objective and policy loss with one generator, and batches
+// split over 3 generators (or 1) with faults mended by retry rounds and
+// dynamic sampling.
+func pipelineCases() []pipelineCase {
 	var cases []pipelineCase
 	for _, tc := range []struct{ objective, policyLoss string }{
 		{config.ObjectiveGRPO, config.PolicyLossVanilla},
@@ -79,7 +74,20 @@ func TestPipelineMatchesStep(t *testing.T) {
 		pipelineCase{name: "3 generators/listwise", generators: 3, rewarded: 2, faulty: true, mutate: split(config.ObjectiveMaxEntListwise, false)},
 		pipelineCase{name: "1 generator/listwise", generators: 1, rewarded: 1, faulty: true, mutate: split(config.ObjectiveMaxEntListwise, false)},
 	)
-	for _, tc := range cases {
+	return cases
+}
+
+// TestPipelineMatchesStep runs 3 synchronous steps of the tiny preset
+// (seed 1) through Step's plain calls and through the actors, and requires
+// the same outcome bit for bit: the learner's report, the scored batch,
+// everything rewards.Prepare derived and the controller's update
+// (DESIGN §2). The pipeline spreads parts of 2 prompts over 1 or 3
+// generators and 1 or 2 reward evaluators, with retry rounds and dynamic
+// sampling, under objectives that read every field a completion carries
+// (entropy bonus: entropies; SEED: texts and log-probs; listwise: q and
+// reference log-probs).
+func TestPipelineMatchesStep(t *testing.T) {
+	for _, tc := range pipelineCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, func(c *config.Config) {
 				c.MaxEnt.Alpha, c.MaxEnt.Beta, c.MaxEnt.EntropyBonusCoef = 0.1, 0.01, 0.1
@@ -88,23 +96,23 @@ func TestPipelineMatchesStep(t *testing.T) {
 					c.MaxEnt.EntropyBonusCoef = 0
 				}
 			})
-			d := testDeps(t, cfg)
+			s := testSettings(t, cfg)
 			wrap := func(_ string, s Sampler) Sampler {
 				if tc.faulty {
 					return emptyEvery{Sampler: s, n: 3}
 				}
 				return s
 			}
-			m := testModels(t, d)
+			m := testModels(t, s)
 			m.Policy = wrap("", m.Policy)
-			plain := NewTrainer(d, m, testControl(d))
-			opt := pipelineOptionsOf(d)
+			plain := NewTrainer(s, "test", m, testControl(s))
+			opt := s.pipeline
 			opt.Generators, opt.RewardEvaluators, opt.Wrap = tc.generators, tc.rewarded, wrap
-			p := StartPipeline(d, testModels(t, d), testControl(d), opt, nil)
+			p := StartPipeline(s, testEnv(), testModels(t, s), testControl(s), opt, nil)
 			defer p.Stop()
 			for n := range int64(3) {
-				want := runStep(t, plain, n)
-				got := runStep(t, p.Trainer, n)
+				want := plainStep(t, plain, n)
+				got := plainStep(t, p.Trainer, n)
 				sameOutcome(t, fmt.Sprintf("step %d", n), got, want)
 				if v := got.Report.GetMeta().GetPolicyVersion(); v != n+1 {
 					t.Errorf("step %d: policy version %d, want %d", n, v, n+1)
@@ -113,21 +121,6 @@ func TestPipelineMatchesStep(t *testing.T) {
 			}
 		})
 	}
-}
-
-// runStep is Step, returning the whole outcome.
-func runStep(t *testing.T, tr *Trainer, n int64) *Outcome {
-	t.Helper()
-	b, err := tr.produce(context.Background(), n)
-	if err != nil {
-		t.Fatalf("step %d: %v", n, err)
-	}
-	out, err := tr.consume(context.Background(), b)
-	if err != nil {
-		t.Fatalf("step %d: %v", n, err)
-	}
-	tr.advance(n)
-	return out
 }
 
 // sameOutcome requires two outcomes of one step to agree bit for bit on
@@ -190,4 +183,57 @@ func checkCompletions(t *testing.T, what string, sc *messages.Scored, generators
 	if generators > 1 && len(ids) < 2 {
 		t.Errorf("%s: every completion came from %v with %d generators", what, ids, generators)
 	}
+}
+
+// TestDriveMatchesStep: a run's driver (drive, the queue as the pace) runs
+// the same step as Step called in order. Synchronously, the actors under
+// drive give the plain calls' outcomes bit for bit; with max_staleness 2
+// (batches made ahead while the learner works) the plain stages and the
+// actors under drive agree with each other bit for bit.
+func TestDriveMatchesStep(t *testing.T) {
+	for _, staleness := range []int{0, 2} {
+		s := testSettings(t, testConfig(t, func(c *config.Config) {
+			c.Train.MaxStaleness, c.Train.PromptsPerPart = staleness, 2
+		}))
+		var want []*Outcome
+		if staleness == 0 {
+			plain := NewTrainer(s, "test", testModels(t, s), testControl(s))
+			for n := range int64(4) {
+				want = append(want, plainStep(t, plain, n))
+			}
+		} else {
+			want = driven(t, NewTrainer(s, "test", testModels(t, s), testControl(s)), 4, batchesAhead(staleness, 1))
+		}
+		opt := s.pipeline
+		opt.Generators = 2
+		p := StartPipeline(s, testEnv(), testModels(t, s), testControl(s), opt, nil)
+		got := driven(t, p.Trainer, 4, batchesAhead(staleness, 1))
+		p.Stop()
+		lag := int64(0)
+		for n := range want {
+			sameOutcome(t, fmt.Sprintf("max_staleness %d, step %d", staleness, n), got[n], want[n])
+			lag = max(lag, got[n].Report.GetStalenessMax())
+		}
+		if lag != int64(staleness) {
+			t.Errorf("max_staleness %d: the samples were at most %d versions old", staleness, lag)
+		}
+	}
+}
+
+// driven runs steps 0..steps-1 of tr under drive, up to ahead at once, and
+// returns their outcomes in step order.
+func driven(t *testing.T, tr *Trainer, steps int64, ahead int) []*Outcome {
+	t.Helper()
+	var outs []*Outcome
+	last, err := drive(context.Background(), tr, 0, steps, ahead, func(_ context.Context, res stepResult) error {
+		if res.err != nil {
+			return res.err
+		}
+		outs = append(outs, res.out)
+		return nil
+	})
+	if err != nil || last != steps {
+		t.Fatalf("drive: %d steps, %v", last, err)
+	}
+	return outs
 }

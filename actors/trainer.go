@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
@@ -38,11 +40,13 @@ type stages interface {
 // earlier steps that batches still to be generated are defined to use
 // (sourceStep).
 type Trainer struct {
-	deps    *Deps
-	stages  stages
-	control *messages.ControllerState // as the controller sent it, whole
-	policy  *gpu.Model                // the learner's newest weights (read-only snapshot)
-	version atomic.Int64              // the version generators sample from; read by produce while consume publishes
+	settings stepSettings
+	runID    string
+	tracer   oteltrace.Tracer
+	stages   stages
+	control  *messages.ControllerState // as the controller sent it, whole
+	policy   *gpu.Model                // the learner's newest weights (read-only snapshot)
+	version  atomic.Int64              // the version generators sample from; read by produce while consume publishes
 
 	mu      sync.Mutex
 	weights map[int64]*gpu.Model // read-only snapshots by step: the policy after that many steps
@@ -66,16 +70,18 @@ type Models struct {
 	Behaviour map[int64]*gpu.Model
 }
 
-// NewTrainer returns a trainer whose stages are plain calls in the
-// caller's goroutine (Step's reference driver), starting from controller
-// state cs.
-func NewTrainer(d *Deps, m Models, cs rewards.ControllerState) *Trainer {
-	return newTrainer(d, &localStages{deps: d, policy: m.Policy, ref: m.Reference, learner: m.Learner, ctrl: cs}, m, cs)
+// NewTrainer returns a trainer of run runID whose stages are plain calls
+// in the caller's goroutine (Step's reference driver), starting from
+// controller state cs. It reports no spans.
+func NewTrainer(s *settings, runID string, m Models, cs rewards.ControllerState) *Trainer {
+	local := &localStages{stages: s.stages, learning: s.learn, controllers: s.control,
+		policy: m.Policy, ref: m.Reference, learner: m.Learner, state: cs}
+	return newTrainer(s.step, runID, quiet().tracer, local, m, cs)
 }
 
-func newTrainer(d *Deps, s stages, m Models, cs rewards.ControllerState) *Trainer {
-	t := &Trainer{deps: d, stages: s, control: controllerMessage(nil, cs), policy: m.Learner.Snapshot(),
-		weights: map[int64]*gpu.Model{}, synced: m.Step}
+func newTrainer(s stepSettings, runID string, tr oteltrace.Tracer, st stages, m Models, cs rewards.ControllerState) *Trainer {
+	t := &Trainer{settings: s, runID: runID, tracer: tr, stages: st, control: controllerMessage(nil, cs),
+		policy: m.Learner.Snapshot(), weights: map[int64]*gpu.Model{}, synced: m.Step}
 	for step, w := range m.Behaviour {
 		t.weights[step] = w
 	}
@@ -92,12 +98,12 @@ func newTrainer(d *Deps, s stages, m Models, cs rewards.ControllerState) *Traine
 // so asynchronous runs are reproducible and resume exactly; samples are at
 // most s steps old (batchesAhead).
 func (t *Trainer) sourceStep(n int64) int64 {
-	c := t.deps.Cfg.Train
-	if c.MaxStaleness == 0 {
+	c := t.settings
+	if c.staleness == 0 {
 		return n
 	}
-	every := int64(max(c.SyncEvery, 1))
-	src := max(n-int64(batchesAhead(c.MaxStaleness, c.SyncEvery))+1, 0)
+	every := int64(max(c.syncEvery, 1))
+	src := max(n-int64(batchesAhead(c.staleness, c.syncEvery))+1, 0)
 	return src / every * every
 }
 
@@ -108,9 +114,9 @@ func (t *Trainer) advance(n int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.weights[n+1] = t.policy
-	oldest, every := t.sourceStep(n+1), int64(max(t.deps.Cfg.Train.SyncEvery, 1))
+	oldest, every := t.sourceStep(n+1), int64(max(t.settings.syncEvery, 1))
 	for step := range t.weights {
-		if step < oldest || (step <= n && t.deps.Cfg.Train.MaxStaleness > 0 && step%every != 0) {
+		if step < oldest || (step <= n && t.settings.staleness > 0 && step%every != 0) {
 			delete(t.weights, step)
 		}
 	}
@@ -178,56 +184,35 @@ func (t *Trainer) Checkpoint(ctx context.Context, dir string) error {
 	return t.stages.checkpoint(ctx, dir)
 }
 
-// rewardSettingsOf, referenceSettingsOf, learnSettingsOf and
-// controlSettingsOf cut the stage settings out of d.
-func rewardSettingsOf(d *Deps) rewardSettings {
-	s := rewardSettings{fns: d.Rewards}
-	if d.Cfg.Rewards.Shuffle {
-		s.shuffleSeed = stageSeed(d.Cfg.Train.Seed, 0, stageShuffle, 0) | 1
-	}
-	return s
-}
-
-func referenceSettingsOf(d *Deps) referenceSettings {
-	return referenceSettings{temperature: d.Cfg.Generation.Temperature}
-}
-
-func learnSettingsOf(d *Deps) learnSettings {
-	return learnSettings{objective: d.Prepare.Objective, loss: d.Loss, alpha: d.Cfg.MaxEnt.Alpha, alphaCtl: d.Alpha,
-		temperature: d.Cfg.Generation.Temperature, topKKL: d.Cfg.Metrics.TopKKL, vocab: d.Model.Vocab, tokenizer: d.Tokenizer}
-}
-
-func controlSettingsOf(d *Deps) rewards.Controllers {
-	return rewards.Controllers{Tau: d.Tau, Beta: d.Beta, Meta: d.Meta, Objective: d.Prepare.Objective}
-}
-
 // localStages calls every stage function directly, part after part.
 type localStages struct {
-	deps    *Deps
-	policy  Sampler
-	ref     Scorer
-	learner *gpu.Learner
-	ctrl    rewards.ControllerState
+	stages      stageSettings
+	learning    learnSettings
+	controllers rewards.Controllers
+	policy      Sampler
+	ref         Scorer
+	learner     *gpu.Learner
+	state       rewards.ControllerState
 }
 
 func (s *localStages) generate(_ context.Context, parts []*messages.PromptBatch) ([]*messages.Rollouts, error) {
 	return each(parts, func(pb *messages.PromptBatch) (*messages.Rollouts, error) {
-		return generate(s.policy, s.deps.Sample, s.deps.Tokenizer, "generator-0", pb)
+		return generate(s.policy, s.stages.generate, "generator-0", pb)
 	})
 }
 
 func (s *localStages) score(_ context.Context, parts []*messages.Rollouts) ([]*messages.Scored, error) {
-	settings := rewardSettingsOf(s.deps)
-	return each(parts, func(ro *messages.Rollouts) (*messages.Scored, error) { return score(settings, ro) })
+	return each(parts, func(ro *messages.Rollouts) (*messages.Scored, error) { return score(s.stages.reward, ro) })
 }
 
 func (s *localStages) reference(_ context.Context, parts []*messages.Scored) ([]*messages.RefScored, error) {
-	settings := referenceSettingsOf(s.deps)
-	return each(parts, func(sc *messages.Scored) (*messages.RefScored, error) { return referenceScore(s.ref, settings, sc) })
+	return each(parts, func(sc *messages.Scored) (*messages.RefScored, error) {
+		return referenceScore(s.ref, s.stages.reference, sc)
+	})
 }
 
 func (s *localStages) learn(_ context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
-	r, err := learn(s.learner, learnSettingsOf(s.deps), pb)
+	r, err := learn(s.learner, s.learning, pb)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -236,7 +221,7 @@ func (s *localStages) learn(_ context.Context, pb *messages.PreparedBatch) (*mes
 
 func (s *localStages) control(_ context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error) {
 	var up *messages.ControllerUpdate
-	s.ctrl, up = control(controlSettingsOf(s.deps), s.ctrl, st)
+	s.state, up = control(s.controllers, s.state, st)
 	return up, nil
 }
 
@@ -248,7 +233,7 @@ func (s *localStages) publish(_ context.Context, policy *gpu.Model) error {
 func (s *localStages) stats(context.Context) (int, SyncMeasure) { return 0, SyncMeasure{} }
 
 func (s *localStages) checkpoint(_ context.Context, dir string) error {
-	return saveLearner(s.learner, s.deps.Tokenizer, dir)
+	return saveLearner(s.learner, s.learning.tokenizer, dir)
 }
 
 // each applies f to every part in order; the first error stops it.

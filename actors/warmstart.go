@@ -8,7 +8,6 @@ import (
 
 	"github.com/mgrpo/mgrpo/actors/guard"
 	"github.com/mgrpo/mgrpo/actors/runlog"
-	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/optim"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
@@ -24,17 +23,17 @@ type WarmStartHook func(step int, st gpu.StepStats, policy func() *gpu.Model) (s
 // WarmStart trains m supervised, for up to train.warm_start_steps steps of
 // train.warm_start_batch generated problems with their correct solutions
 // (prompt → solution + EOS), at optim.warm_start_lr with its own optimiser
-// (DESIGN §4). It returns the trained model at policy version 0: the RL
-// starting point and the frozen reference. hook, if set, is called after
-// each step and may stop early. The warm start also stops early,
+// (DESIGN §4), on dev. It returns the trained model at policy version 0:
+// the RL starting point and the frozen reference. hook, if set, is called
+// after each step and may stop early. The warm start also stops early,
 // returning the model so far, when ctx is cancelled.
-func WarmStart(ctx context.Context, d *Deps, m *gpu.Model, hook WarmStartHook) (*gpu.Model, error) {
-	l, err := gpu.NewLearner(m, learnerConfig(d, optim.Schedule{Kind: optim.Constant, Base: d.Cfg.Optim.WarmStartLR}))
+func WarmStart(ctx context.Context, s warmSettings, o optimSettings, dev gpu.Device, m *gpu.Model, hook WarmStartHook) (*gpu.Model, error) {
+	l, err := gpu.NewLearner(m, o.learnerConfig(optim.Schedule{Kind: optim.Constant, Base: o.warmLR}, dev))
 	if err != nil {
 		return nil, fmt.Errorf("warm start: %w", err)
 	}
-	for step := 1; step <= d.Cfg.Train.WarmStartSteps && ctx.Err() == nil; step++ {
-		seqs, err := solutionBatch(d, int64(step))
+	for step := 1; step <= s.steps && ctx.Err() == nil; step++ {
+		seqs, err := solutionBatch(s, int64(step))
 		if err != nil {
 			return nil, fmt.Errorf("warm start step %d: %w", step, err)
 		}
@@ -46,29 +45,29 @@ func WarmStart(ctx context.Context, d *Deps, m *gpu.Model, hook WarmStartHook) (
 			break
 		}
 	}
-	return gpu.NewModelFromWeights(d.Model, l.Snapshot().Weights(), 0)
+	return gpu.NewModelFromWeights(s.model, l.Snapshot().Weights(), 0)
 }
 
 // solutionBatch draws warm-start step's problems and their solutions as
 // sequences (the prompt as the policy reads it, solution + EOS).
-func solutionBatch(d *Deps, step int64) ([]gpu.Sequence, error) {
-	rng := rand.New(rand.NewPCG(stageSeed(d.Cfg.Train.Seed, step, stageWarmStart, 0), uint64(d.Cfg.Task.Seed)))
-	problems := tasks.Batch(d.Task, rng, d.Cfg.Train.WarmStartBatch)
+func solutionBatch(s warmSettings, step int64) ([]gpu.Sequence, error) {
+	rng := rand.New(rand.NewPCG(stageSeed(s.seed, step, stageWarmStart, 0), uint64(s.taskSeed)))
+	problems := tasks.Batch(s.task, rng, s.batch)
 	seqs := make([]gpu.Sequence, len(problems))
 	for i, p := range problems {
-		sol, err := d.Task.Solution(p, rng)
+		sol, err := s.task.Solution(p, rng)
 		if err != nil {
 			return nil, err
 		}
-		prompt, err := d.Prompter.Encode(p.Prompt)
+		prompt, err := s.prompter.Encode(p.Prompt)
 		if err != nil {
 			return nil, err
 		}
-		completion, err := d.Tokenizer.Encode(sol)
+		completion, err := s.tokenizer.Encode(sol)
 		if err != nil {
 			return nil, err
 		}
-		seqs[i] = gpu.Sequence{Prompt: prompt, Completion: append(completion, d.Tokenizer.EOS())}
+		seqs[i] = gpu.Sequence{Prompt: prompt, Completion: append(completion, s.tokenizer.EOS())}
 	}
 	return seqs, nil
 }
@@ -89,63 +88,86 @@ const (
 // nil), printing its progress and the greedy accuracy it reaches; with
 // train.warm_start_steps 0 it returns m (or the random weights) as it is.
 func (r *runner) warmStart(ctx context.Context, m *gpu.Model) (*gpu.Model, error) {
-	d := r.deps
+	s := r.settings
 	if m == nil {
 		var err error
-		if m, err = gpu.NewModel(d.Model, uint64(d.Cfg.Model.Seed)); err != nil {
+		if m, err = gpu.NewModel(s.model, s.start.modelSeed); err != nil {
 			return nil, err
 		}
 	}
-	n := d.Cfg.Train.WarmStartSteps
-	if n == 0 { // no warm start: RL starts from m as it is
+	if s.warm.steps == 0 { // no warm start: RL starts from m as it is
 		return m, nil
 	}
-	start := time.Now()
-	steps, above := n, 0 // above: consecutive checks at or over the target
-	var logErr error     // the first failed write of warm_start.jsonl ends its log
-	logStep := func(step int, m map[string]float64) {
-		if logErr == nil {
-			m[runlog.KeyWarmStartElapsed] = time.Since(start).Seconds()
-			if logErr = r.dir.WriteWarmStart(step, m); logErr != nil {
-				fmt.Fprintf(r.out, "warm start: %v (the run page will not show the warm start)\n", logErr)
-			}
-		}
-	}
-	warm, err := WarmStart(ctx, d, m, func(step int, st gpu.StepStats, policy func() *gpu.Model) bool {
-		steps = step
-		show := step%max(n/10, 1) == 0 && step < n
-		if !show && step%warmStartCheckEvery != 0 {
-			logStep(step, map[string]float64{runlog.KeyWarmStartLoss: st.Loss})
-			return false
-		}
-		acc, err := r.evaluate(ctx, policy())
-		if err != nil {
-			logStep(step, map[string]float64{runlog.KeyWarmStartLoss: st.Loss})
-			return false
-		}
-		logStep(step, map[string]float64{runlog.KeyWarmStartLoss: st.Loss, runlog.KeyEvalGreedyAccuracy: acc})
-		if show {
-			fmt.Fprintf(r.out, "warm start %d/%d | loss %.4f | greedy accuracy %.1f%% | %.0fs\n", step, n, st.Loss, 100*acc, time.Since(start).Seconds())
-		}
-		if step%warmStartCheckEvery == 0 {
-			above = map[bool]int{true: above + 1, false: 0}[acc >= warmStartTarget]
-		}
-		return above >= 2
-	})
+	w := &warmProgress{r: r, ctx: ctx, n: s.warm.steps, steps: s.warm.steps, start: time.Now()}
+	warm, err := WarmStart(ctx, s.warm, s.optim, r.env.device, m, w.step)
 	if err != nil {
 		return nil, err
 	}
 	if acc, err := r.evaluate(ctx, warm); err == nil {
-		r.warmAccuracy, r.startName = acc, "warm start"
-		missed := ""
-		if acc < warmStartTarget {
-			missed = fmt.Sprintf(", below its %.0f%% target (train.warm_start_steps %d reached)", 100*warmStartTarget, n)
-		}
-		fmt.Fprintf(r.out, "warm start done (%d steps, %.0fs): greedy accuracy %.1f%%%s\n", steps, time.Since(start).Seconds(), 100*acc, missed)
-		if a := guard.WarmStart(acc, warmStartTarget, steps); a != nil && d.Cfg.Train.Guard != config.GuardOff {
-			r.warmMissed = a
-			fmt.Fprintf(r.out, "warning (%s): %s\n", a.Rule, a.Text)
-		}
+		r.warmDone(acc, w.steps, time.Since(w.start))
 	}
 	return warm, nil
+}
+
+// warmProgress follows a warm start of n steps: it logs each step's loss
+// (warm_start.jsonl), shows progress every tenth of the way, and
+// evaluates every warmStartCheckEvery steps to stop once greedy accuracy
+// reaches warmStartTarget at two checks in a row.
+type warmProgress struct {
+	r      *runner
+	ctx    context.Context
+	n      int       // train.warm_start_steps
+	steps  int       // the steps done
+	above  int       // consecutive checks at or over the target
+	start  time.Time // when the warm start began
+	logErr error     // the first failed write of warm_start.jsonl ends its log
+}
+
+// step is the WarmStartHook.
+func (w *warmProgress) step(step int, st gpu.StepStats, policy func() *gpu.Model) bool {
+	w.steps = step
+	show := step%max(w.n/10, 1) == 0 && step < w.n
+	if !show && step%warmStartCheckEvery != 0 {
+		w.log(step, map[string]float64{runlog.KeyWarmStartLoss: st.Loss})
+		return false
+	}
+	acc, err := w.r.evaluate(w.ctx, policy())
+	if err != nil {
+		w.log(step, map[string]float64{runlog.KeyWarmStartLoss: st.Loss})
+		return false
+	}
+	w.log(step, map[string]float64{runlog.KeyWarmStartLoss: st.Loss, runlog.KeyEvalGreedyAccuracy: acc})
+	if show {
+		fmt.Fprintf(w.r.out, "warm start %d/%d | loss %.4f | greedy accuracy %.1f%% | %.0fs\n", step, w.n, st.Loss, 100*acc, time.Since(w.start).Seconds())
+	}
+	if step%warmStartCheckEvery == 0 {
+		w.above = map[bool]int{true: w.above + 1, false: 0}[acc >= warmStartTarget]
+	}
+	return w.above >= 2
+}
+
+// log writes one line of warm_start.jsonl, until a write fails.
+func (w *warmProgress) log(step int, m map[string]float64) {
+	if w.logErr != nil {
+		return
+	}
+	m[runlog.KeyWarmStartElapsed] = time.Since(w.start).Seconds()
+	if w.logErr = w.r.dir.WriteWarmStart(step, m); w.logErr != nil {
+		fmt.Fprintf(w.r.out, "warm start: %v (the run page will not show the warm start)\n", w.logErr)
+	}
+}
+
+// warmDone records the greedy accuracy acc the warm start reached after
+// steps steps, says it, and warns (guard) when it is far below its target.
+func (r *runner) warmDone(acc float64, steps int, took time.Duration) {
+	r.warmAccuracy, r.startName = acc, "warm start"
+	missed := ""
+	if acc < warmStartTarget {
+		missed = fmt.Sprintf(", below its %.0f%% target (train.warm_start_steps %d reached)", 100*warmStartTarget, r.settings.warm.steps)
+	}
+	fmt.Fprintf(r.out, "warm start done (%d steps, %.0fs): greedy accuracy %.1f%%%s\n", steps, took.Seconds(), 100*acc, missed)
+	if a := guard.WarmStart(acc, warmStartTarget, steps); a != nil && r.settings.start.guards {
+		r.warmMissed = a
+		fmt.Fprintf(r.out, "warning (%s): %s\n", a.Rule, a.Text)
+	}
 }

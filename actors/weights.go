@@ -66,11 +66,14 @@ func addWeightChunk(a *messages.Assembler, cfg gpu.Config, w *messages.PolicyWei
 var errNoWeights = errors.New("actors: no weights received yet")
 
 // weightReceiver assembles the PolicyWeights chunks one stage actor is
-// sent into models of cfg.
+// sent into models of cfg. device is where the stage runs its models
+// (model.device): every Model is built on the host today, and an engine
+// that keeps weights on the device builds the assembled ones there.
 type weightReceiver struct {
-	cfg   gpu.Config
-	asm   *messages.Assembler
-	meter *meter.Instruments // counts the bytes received (nil: off)
+	cfg    gpu.Config
+	device gpu.Device
+	asm    *messages.Assembler
+	meter  *meter.Instruments // counts the bytes received (nil: off)
 }
 
 // receive adds chunk m and returns the model once its version is

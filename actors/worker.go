@@ -15,6 +15,7 @@ import (
 	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -25,7 +26,8 @@ const (
 	waitNoticeEach = 5 * time.Second
 	heartbeatEvery = time.Second
 	askTimeout     = 3 * time.Second
-	learnerLost    = 5 // missed heartbeats before the learner counts as gone
+	learnerLost    = 5                      // missed heartbeats before the learner counts as gone
+	exitFlushTime  = 500 * time.Millisecond // a stopping node's last spans: the node leaves within a second
 )
 
 // ErrRefused: the learner refused this node (another build or protocol).
@@ -43,14 +45,23 @@ func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer mp.Shutdown(context.WithoutCancel(ctx))
-	n, err := startNode(cfg, false, cfg.Cluster.MaxMessageBytes, mp.MeterProvider(), os.Stderr)
+	defer func() { // the node's last metrics, within exitFlushTime: it leaves at once when told to
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), exitFlushTime)
+		defer cancel()
+		mp.Shutdown(flush)
+	}()
+	dev, err := gpu.OpenDevice(cfg.Model.Device) // this machine's: the weights the learner sends run on it
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	n, err := startNode(cfg.Cluster, false, cfg.Cluster.MaxMessageBytes, mp.MeterProvider(), os.Stderr)
 	if err != nil {
 		return err
 	}
 	defer n.Stop()
 	defer mp.Instruments().WatchSupervision(n.System())()
-	w.node, w.meter = n, mp.Instruments()
+	w.node, w.meter, w.device = n, mp.Instruments(), dev
 	fmt.Fprintf(out, "node %s: %s, actors at %s, looking for the learner at %s\n", w.id, cfg.Cluster.Role, n.Address(), strings.Join(cfg.Cluster.Seeds, ", "))
 	for ctx.Err() == nil {
 		coord, err := w.findLearner(ctx)
@@ -77,6 +88,7 @@ type worker struct {
 	actors  []*actor.PID       // the stage actors of the current run
 	tracing *nodeTracing       // the current run's tracing (nil before one)
 	meter   *meter.Instruments // the node's metrics (nil: off)
+	device  gpu.Device         // where the node's models run (model.device of this node)
 	noticed time.Time          // when it last said it is waiting for the learner
 }
 
@@ -105,9 +117,11 @@ func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 // the node (nil: look for a learner again) or ctx ends. A refusal is
 // ErrRefused.
 func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
-	sys := w.node.System()
-	res, err := sys.Root.RequestFuture(coord, &messages.JoinRequest{NodeId: w.id, Roles: w.cfg.Cluster.Roles(),
-		Build: Build(), Protocol: ProtocolVersion, Address: w.node.Address()}, askTimeout).Result()
+	res, err := w.ask(ctx, coord, &messages.JoinRequest{NodeId: w.id, Roles: w.cfg.Cluster.Roles(),
+		Build: Build(), Protocol: ProtocolVersion, Address: w.node.Address()})
+	if ctx.Err() != nil {
+		return nil
+	}
 	if err != nil {
 		return w.notAnswered(coord.GetAddress())
 	}
@@ -119,12 +133,12 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 	if !reply.GetAccepted() {
 		return fmt.Errorf("%w at %s: %s", ErrRefused, coord.GetAddress(), reply.GetReason())
 	}
-	defer w.stopActors()
+	defer w.stopActors(ctx)
 	reg, err := w.startActors(reply)
 	if err != nil {
 		return fmt.Errorf("join run %s: %w", reply.GetRunId(), err)
 	}
-	if _, err := sys.Root.RequestFuture(coord, reg, askTimeout).Result(); err != nil {
+	if _, err := w.ask(ctx, coord, reg); err != nil {
 		return nil
 	}
 	fmt.Fprintf(w.out, "node %s: joined run %s at %s\n", w.id, reply.GetRunId(), coord.GetAddress())
@@ -135,9 +149,11 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 			return nil
 		case <-time.After(heartbeatEvery):
 		}
-		res, err := sys.Root.RequestFuture(coord, &messages.Heartbeat{NodeId: w.id}, askTimeout).Result()
+		res, err := w.ask(ctx, coord, &messages.Heartbeat{NodeId: w.id})
 		ack, ok := res.(*messages.HeartbeatAck)
 		switch {
+		case ctx.Err() != nil:
+			return nil
 		case err != nil || !ok:
 			if missed++; missed >= learnerLost {
 				fmt.Fprintf(w.out, "node %s: the learner at %s is gone; waiting for a learner\n", w.id, coord.GetAddress())
@@ -181,29 +197,11 @@ func (w *worker) waiting(addr, why string) {
 // startActors starts this node's stage actors for the run of reply and
 // returns their registration.
 func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, error) {
-	cfg, err := config.Parse(reply.GetConfigYaml(), "the learner's configuration")
+	s, err := w.joinStages(reply)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizerFromFiles(reply.GetTokenizerFiles())
-	if err != nil {
-		return nil, err
-	}
-	model, err := modelFromJSON(reply.GetModelJson())
-	if err != nil {
-		return nil, err
-	}
-	d, err := workerDeps(cfg, model, tok, reply.GetRunId())
-	if err != nil {
-		return nil, err
-	}
-	// The learner's trace settings: its collector, sampling and service.
-	tp, err := newTracing(context.Background(), cfg, w.id, w.cfg.Cluster.Roles())
-	if err != nil {
-		return nil, err
-	}
-	w.tracing = tp
-	d.Tracer, d.NodeID, d.Meter = tp.Tracer(), w.id, w.meter
+	tel := telemetry{tracer: w.tracing.Tracer(), node: w.id, meter: w.meter}
 	reg := &messages.Register{NodeId: w.id, Address: w.node.Address()}
 	spawn := func(stage messages.Stage, name string, props *actor.Props) error {
 		pid, err := w.node.System().Root.SpawnNamed(props, name)
@@ -218,7 +216,7 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 	for i := range w.cfg.Cluster.Generators {
 		if slices.Contains(roles, config.RoleGenerator) {
 			id := fmt.Sprintf("generator-%s-%d", w.id, i)
-			if err := spawn(messages.Stage_GENERATE, id, newGeneratorProps(id, d, newPolicySlot(nil))); err != nil {
+			if err := spawn(messages.Stage_GENERATE, id, newGeneratorProps(id, s.generate, w.device, tel, newPolicySlot(nil))); err != nil {
 				return nil, err
 			}
 		}
@@ -226,29 +224,77 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 	for i := range w.cfg.Cluster.RewardEvaluators {
 		if slices.Contains(roles, config.RoleReward) {
 			id := fmt.Sprintf("reward-%s-%d", w.id, i)
-			if err := spawn(messages.Stage_REWARD, id, newRewardProps(id, d)); err != nil {
+			if err := spawn(messages.Stage_REWARD, id, newRewardProps(id, s.reward, tel)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if slices.Contains(roles, config.RoleReference) {
 		id := "reference-" + w.id
-		if err := spawn(messages.Stage_REFERENCE, id, newReferenceProps(id, d, nil)); err != nil {
+		if err := spawn(messages.Stage_REFERENCE, id, newReferenceProps(id, s.reference, w.device, tel, nil)); err != nil {
 			return nil, err
 		}
 	}
 	return reg, nil
 }
 
+// joinStages reads the configuration, tokenizer and model dimensions the
+// learner sent into this node's stage settings, and starts the run's
+// tracing with the learner's trace settings (its collector, sampling and
+// service).
+func (w *worker) joinStages(reply *messages.JoinReply) (stageSettings, error) {
+	cfg, err := config.Parse(reply.GetConfigYaml(), "the learner's configuration")
+	if err != nil {
+		return stageSettings{}, err
+	}
+	tok, err := tokenizerFromFiles(reply.GetTokenizerFiles())
+	if err != nil {
+		return stageSettings{}, err
+	}
+	model, err := modelFromJSON(reply.GetModelJson())
+	if err != nil {
+		return stageSettings{}, err
+	}
+	s, err := workerStages(cfg, model, tok)
+	if err != nil {
+		return stageSettings{}, err
+	}
+	if w.tracing, err = newTracing(context.Background(), cfg, w.id, w.cfg.Cluster.Roles()); err != nil {
+		return stageSettings{}, err
+	}
+	return s, nil
+}
+
 // stopActors stops the stage actors of the current run and exports
-// their last spans.
-func (w *worker) stopActors() {
+// their last spans. When ctx has ended (the node was told to stop) it
+// waits for neither: an actor busy with a part would hold the node for as
+// long as the part takes (the learner sends the part to another node),
+// and an unreachable collector for its timeout; the spans get
+// exitFlushTime.
+func (w *worker) stopActors(ctx context.Context) {
+	leaving := ctx.Err() != nil
 	for _, pid := range w.actors {
+		if leaving {
+			w.node.System().Root.Stop(pid)
+			continue
+		}
 		_ = w.node.System().Root.StopFuture(pid).Wait()
 	}
 	w.actors = nil
 	if w.tracing != nil {
-		w.tracing.Shutdown(context.Background())
+		flush := context.Background()
+		if leaving {
+			var cancel context.CancelFunc
+			flush, cancel = context.WithTimeout(flush, exitFlushTime)
+			defer cancel()
+		}
+		w.tracing.Shutdown(flush)
 		w.tracing = nil
 	}
+}
+
+// ask sends msg to pid and returns its answer, or an error once
+// askTimeout passes or ctx ends, whichever is first.
+func (w *worker) ask(ctx context.Context, pid *actor.PID, msg any) (any, error) {
+	return awaitFuture(ctx, w.node.System().Root.RequestFuture(pid, msg, askTimeout))
 }

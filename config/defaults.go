@@ -2,8 +2,6 @@ package config
 
 import (
 	"time"
-
-	"github.com/mgrpo/mgrpo/gpu"
 )
 
 // Default returns the built-in configuration: 2-digit addition on the
@@ -130,28 +128,4 @@ func Default() *Config {
 			KeepCheckpoints: 5,
 		},
 	}
-}
-
-// GPU resolves the policy model's configuration for the built-in
-// tokenizer: the preset's (gpu.Preset, the one preset table), overridden by
-// every non-zero explicit dimension; KVHeads 0 means Heads. With an unknown
-// preset the explicit fields alone are used (Validate reports the preset).
-func (m Model) GPU() gpu.Config {
-	c, err := gpu.Preset(m.Preset)
-	if err != nil {
-		c = gpu.Config{Vocab: gpu.PresetVocab, NormEps: 1e-6}
-	}
-	for _, o := range []struct {
-		dst *int
-		v   int
-	}{{&c.Hidden, m.Hidden}, {&c.Layers, m.Layers}, {&c.Heads, m.Heads}, {&c.KVHeads, m.KVHeads}, {&c.MLP, m.MLP}, {&c.Context, m.Context}} {
-		if o.v != 0 {
-			*o.dst = o.v
-		}
-	}
-	if m.KVHeads == 0 && (m.Preset == "" || m.Heads != 0) {
-		c.KVHeads = c.Heads
-	}
-	c.RopeTheta, c.TieEmbeddings = m.RopeTheta, m.TieEmbeddings
-	return c
 }

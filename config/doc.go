@@ -36,5 +36,8 @@
 //	cfg, err := config.Load(config.Sources{File: "recipe:addition-grpo", Env: os.Environ()})
 //	if err != nil { fmt.Fprintln(os.Stderr, err); os.Exit(2) }
 //
-// Package config imports no other mgrpo package.
+// Package config imports no other mgrpo package: it knows no preset table
+// or tokenizer, so model.preset's name, the dimensions it resolves to and
+// a completion that must fit the model's context are checked where the
+// configuration is resolved (the wiring in actors), with the same *Error.
 package config

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/spf13/pflag"
 )
 
@@ -227,25 +226,6 @@ func TestFlagsOfTheCallerPass(t *testing.T) {
 	}
 	if c.Train.Steps != 3 {
 		t.Errorf("train.steps = %d, want 3", c.Train.Steps)
-	}
-}
-
-func TestModelGPU(t *testing.T) {
-	cases := []struct {
-		name string
-		m    Model
-		want gpu.Config
-	}{
-		{name: "small preset", m: Model{Preset: "small"}, want: gpu.Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, MLP: 192, Context: 64, RopeTheta: 10000, NormEps: 1e-6}},
-		{name: "preset with context override", m: Model{Preset: "base", Context: 128}, want: gpu.Config{Vocab: 98, Hidden: 128, Layers: 4, Heads: 4, KVHeads: 4, MLP: 384, Context: 128, RopeTheta: 10000, NormEps: 1e-6}},
-		{name: "explicit heads resets kv heads", m: Model{Preset: "tiny", Heads: 4}, want: gpu.Config{Vocab: 98, Hidden: 32, Layers: 2, Heads: 4, KVHeads: 4, MLP: 64, Context: 64, RopeTheta: 10000, NormEps: 1e-6}},
-		{name: "explicit GQA", m: Model{Hidden: 48, Layers: 1, Heads: 4, KVHeads: 2, MLP: 96, Context: 16}, want: gpu.Config{Vocab: 98, Hidden: 48, Layers: 1, Heads: 4, KVHeads: 2, MLP: 96, Context: 16, RopeTheta: 10000, NormEps: 1e-6}},
-	}
-	for _, tc := range cases {
-		tc.m.RopeTheta = 10000
-		if got := tc.m.GPU(); got != tc.want {
-			t.Errorf("%s: GPU() = %+v, want %+v", tc.name, got, tc.want)
-		}
 	}
 }
 

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/mgrpo/mgrpo/gpu"
 )
 
 // MinTemperature is the smallest sampling or scoring temperature: the
@@ -134,9 +132,11 @@ func quoteAll(s []string) []string {
 	return out
 }
 
+// validateModel checks the model section on its own. The preset's name and
+// the dimensions it resolves to are checked where presets are resolved
+// (the wiring in actors): this package knows no preset table.
 func validateModel(v *validator, c *Config) {
 	m := c.Model
-	v.oneOf("model.preset", m.Preset, append(gpu.PresetNames(), "")...)
 	for _, f := range []struct {
 		key string
 		n   int
@@ -147,13 +147,6 @@ func validateModel(v *validator, c *Config) {
 		}
 	}
 	v.conflict(m.Preset != "" || m.Context > 0, "model.context", m.Context, `must be set when model.preset is ""`)
-	if v.err != nil {
-		return // the checks below divide by the sizes
-	}
-	d := m.GPU()
-	v.conflict(d.Hidden%d.Heads == 0, "model.hidden", d.Hidden, fmt.Sprintf("must be a multiple of model.heads (%d)", d.Heads))
-	v.conflict(d.Heads%d.KVHeads == 0, "model.kv_heads", d.KVHeads, fmt.Sprintf("must divide model.heads (%d)", d.Heads))
-	v.conflict((d.Hidden/d.Heads)%2 == 0, "model.hidden", d.Hidden, fmt.Sprintf("head size hidden/heads = %d must be even for RoPE", d.Hidden/d.Heads))
 	v.positive("model.rope_theta", m.RopeTheta)
 	v.oneOf("model.device", m.Device, "cpu", "cuda")
 	v.oneOf("model.dtype", m.DType, "float32")
@@ -191,10 +184,8 @@ func validateGeneration(v *validator, c *Config) {
 	v.need(g.TopP > 0 && g.TopP <= 1, "generation.top_p", g.TopP, "must be in (0, 1]")
 	v.atLeast("generation.max_completion_len", g.MaxCompletionLen, 1)
 	v.atLeast("generation.retry_rounds", g.RetryRounds, 0)
-	if c.Model.Checkpoint == "" { // a checkpoint's context is checked when it is read
-		ctx := c.Model.GPU().Context
-		v.conflict(g.MaxCompletionLen < ctx, "generation.max_completion_len", g.MaxCompletionLen, fmt.Sprintf("must be below the model context (%d) to leave room for the prompt", ctx))
-	}
+	// Below the model's context: checked where the context is known (the
+	// preset's, or a checkpoint's).
 }
 
 func validateRewards(v *validator, c *Config) {

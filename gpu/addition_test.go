@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 // additionProblem is "a+b=" with its answer, both encoded: BOS + prompt, and

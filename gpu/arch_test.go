@@ -221,7 +221,7 @@ func TestArchHFConfigRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := configFromHF(h)
+		back, err := ConfigFromHF(h)
 		if err != nil || back != c {
 			t.Errorf("%s: round trip %+v, %v\nwant %+v", name, back, err, c)
 		}
@@ -243,22 +243,6 @@ func TestArchHFConfigRoundTrip(t *testing.T) {
 	}
 }
 
-// TestConfigFromHFRefusesUnimplemented: until the model computes them,
-// the new architectures load with one error naming the key.
-func TestConfigFromHFRefusesUnimplemented(t *testing.T) {
-	for name, want := range map[string]string{
-		"llama": "", "qwen2": "model_type = qwen2", "qwen3": "model_type = qwen3", "llama3-rope": "rope_scaling.rope_type = llama3",
-	} {
-		_, err := ConfigFromHF(archConfigs()[name].HFConfig(-1, -1, -1))
-		checkConfigErr(t, name, err, want)
-	}
-	h := archConfigs()["llama"].HFConfig(-1, -1, -1)
-	h.HeadDim = 6
-	if _, err := ConfigFromHF(h); err == nil || !strings.Contains(err.Error(), "head_dim = 6") {
-		t.Errorf("head_dim 6 of hidden 16, 4 heads: ConfigFromHF = %v", err)
-	}
-}
-
 // checkConfigErr fails the test unless err is nil where want is "", or
 // wraps ErrBadConfig and contains want.
 func checkConfigErr(t *testing.T, name string, err error, want string) {
@@ -268,5 +252,24 @@ func checkConfigErr(t *testing.T, name string, err error, want string) {
 		t.Errorf("%s: %v", name, err)
 	case want != "" && (!errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), want)):
 		t.Errorf("%s: error %v, want ErrBadConfig containing %q", name, err, want)
+	}
+}
+
+// TestArchPresets: qwen2- and qwen3- before a preset's name give its
+// shape in that family; anything else is refused with the names.
+func TestArchPresets(t *testing.T) {
+	base, _ := Preset("base")
+	for _, arch := range []string{ArchQwen2, ArchQwen3} {
+		c, err := Preset(arch + "-base")
+		want := base
+		want.Arch = arch
+		if err != nil || c != want {
+			t.Errorf("Preset(%s-base) = %+v, %v; want %+v", arch, c, err, want)
+		}
+	}
+	for _, name := range []string{"qwen4-base", "qwen2-huge", "qwen2-", "-base"} {
+		if _, err := Preset(name); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "qwen2- or qwen3-") {
+			t.Errorf("Preset(%q) = %v, want ErrBadConfig naming the presets", name, err)
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package gpu
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,7 +75,7 @@ func TestArchFixtures(t *testing.T) {
 		if want := tc.want.Arch; want != "" && (h.ModelType != want || !slices.Equal(h.Architectures, []string{hfconfig.CausalLM(want)})) {
 			t.Errorf("%s: model_type %q, architectures %v", tc.name, h.ModelType, h.Architectures)
 		}
-		c, err := configFromHF(h)
+		c, err := ConfigFromHF(h)
 		if err != nil || c != tc.want {
 			t.Errorf("%s: Config %+v, %v\nwant %+v", tc.name, c, err, tc.want)
 			continue
@@ -147,36 +149,141 @@ func checkFixtureScores(t *testing.T, name string, c Config, fx archFixture) {
 }
 
 // TestArchFixtureParity scores each fixture's sequences with the model
-// loaded from its checkpoint and compares with the peer's log-probs and
-// entropies, within 1e-4 per token. It runs for the architectures the
-// model implements (Config.implemented) and skips the others.
+// loaded from its checkpoint, and with a learner made from it (the
+// training pass's forward), and compares with the peer's log-probs and
+// entropies, within 1e-4 per token.
 func TestArchFixtureParity(t *testing.T) {
 	for _, tc := range archFixtures {
-		if err := tc.want.implemented(); err != nil {
-			t.Logf("%s: skipped: %v", tc.name, err)
-			continue
-		}
 		m, err := LoadModel(filepath.Join(archFixtureDir, tc.name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, run := range readArchFixture(t, tc.name).Runs {
-			seqs := make([]Sequence, len(run.Sequences))
-			for i, s := range run.Sequences {
-				seqs[i] = Sequence{Prompt: s.Prompt, Completion: s.Completion}
+		l, err := NewLearner(m, DefaultLearnerConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx := readArchFixture(t, tc.name)
+		worst := compareFixtureScores(t, tc.name+" model", fx, m.Score)
+		worst = max(worst, compareFixtureScores(t, tc.name+" learner", fx, l.Score))
+		t.Logf("%s: worst difference from the peer %.3g", tc.name, worst)
+	}
+}
+
+// compareFixtureScores scores every run of fx with score and fails the
+// test where a token's log-prob or entropy is more than 1e-4 from the
+// fixture's; it returns the largest difference.
+func compareFixtureScores(t *testing.T, name string, fx archFixture, score func([]Sequence, float64) ([]TokenScores, error)) float64 {
+	t.Helper()
+	worst := 0.0
+	for _, run := range fx.Runs {
+		seqs := make([]Sequence, len(run.Sequences))
+		for i, s := range run.Sequences {
+			seqs[i] = Sequence{Prompt: s.Prompt, Completion: s.Completion}
+		}
+		got, err := score(seqs, run.Temperature)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range run.Sequences {
+			if len(got[i].LogProbs) != len(s.LogProbs) {
+				t.Fatalf("%s: sequence %d: %d scores, the fixture has %d", name, i, len(got[i].LogProbs), len(s.LogProbs))
 			}
-			got, err := m.Score(seqs, run.Temperature)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, s := range run.Sequences {
-				for j := range s.LogProbs {
-					if d := max(math.Abs(got[i].LogProbs[j]-s.LogProbs[j]), math.Abs(got[i].Entropies[j]-s.Entropy[j])); d > 1e-4 {
-						t.Errorf("%s T=%g sequence %d token %d: log-prob %g entropy %g, the peer's %g %g", tc.name, run.Temperature, i, j,
-							got[i].LogProbs[j], got[i].Entropies[j], s.LogProbs[j], s.Entropy[j])
-					}
+			for j := range s.LogProbs {
+				d := max(math.Abs(got[i].LogProbs[j]-s.LogProbs[j]), math.Abs(got[i].Entropies[j]-s.Entropy[j]))
+				worst = max(worst, d)
+				if d > 1e-4 {
+					t.Errorf("%s T=%g sequence %d token %d: log-prob %g entropy %g, the peer's %g %g", name, run.Temperature, i, j,
+						got[i].LogProbs[j], got[i].Entropies[j], s.LogProbs[j], s.Entropy[j])
 				}
 			}
 		}
+	}
+	return worst
+}
+
+// mgrpoFixtures are checkpoints that SaveCheckpoint writes and the peer
+// scores (make-fixtures.sh: TestWriteMgrpoFixtures writes them, the
+// peer's scores.json goes beside them): the other direction of the
+// parity, which tests the files mgrpo writes as much as its model.
+var mgrpoFixtures = []struct {
+	name string
+	cfg  Config
+	seed uint64
+}{
+	{"mgrpo-qwen2", Config{Vocab: 32, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2, MLP: 32, Context: 64,
+		RopeTheta: 1e6, NormEps: 1e-6, Arch: ArchQwen2}, 11},
+	{"mgrpo-qwen3", Config{Vocab: 32, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2, MLP: 32, Context: 64,
+		RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true, Arch: ArchQwen3, HeadWidth: 8}, 12},
+	{"mgrpo-llama3-rope", Config{Vocab: 32, Hidden: 16, Layers: 2, Heads: 2, KVHeads: 1, MLP: 32, Context: 64,
+		RopeTheta: 100, NormEps: 1e-6, RopeScaling: RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 32}}, 13},
+}
+
+// writeMgrpoFixture writes, with SaveCheckpoint, a model of cfg whose
+// weights are drawn as the peer's `init --std 0.2 --norm-jitter 0.1`
+// draws them (every matrix and bias ~ N(0, 0.2²), norm weights 1 +
+// N(0, 0.1²)) from a PCG stream seeded with seed.
+func writeMgrpoFixture(t *testing.T, dir string, cfg Config, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0x7065_6572))
+	w := make([]float32, cfg.NumParams())
+	for _, s := range newLayout(cfg).specs {
+		for i := s.Offset; i < s.Offset+s.Size(); i++ {
+			if s.Norm {
+				w[i] = float32(1 + 0.1*rng.NormFloat64())
+			} else {
+				w[i] = float32(0.2 * rng.NormFloat64())
+			}
+		}
+	}
+	m, err := NewModelFromWeights(cfg, w, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveCheckpoint(dir, m, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriteMgrpoFixtures writes the mgrpoFixtures checkpoints into the
+// directory MGRPO_WRITE_FIXTURES names (make-fixtures.sh sets it); it is
+// skipped otherwise.
+func TestWriteMgrpoFixtures(t *testing.T) {
+	dir := os.Getenv("MGRPO_WRITE_FIXTURES")
+	if dir == "" {
+		t.Skip("MGRPO_WRITE_FIXTURES is not set: nothing to write (make-fixtures.sh sets it)")
+	}
+	for _, fx := range mgrpoFixtures {
+		writeMgrpoFixture(t, filepath.Join(dir, fx.name), fx.cfg, fx.seed)
+	}
+}
+
+// TestMgrpoFixtureParity: each committed mgrpo checkpoint is byte for
+// byte what SaveCheckpoint writes today (so that the peer's scores are of
+// today's files; rerun make-fixtures.sh after changing the format), its
+// config.json says the model type, and mgrpo's scores of it are the
+// peer's within 1e-4 per token.
+func TestMgrpoFixtureParity(t *testing.T) {
+	for _, fx := range mgrpoFixtures {
+		dir, now := filepath.Join(archFixtureDir, fx.name), t.TempDir()
+		writeMgrpoFixture(t, now, fx.cfg, fx.seed)
+		for _, file := range []string{hfconfig.FileName, WeightsFileName} {
+			want, err := os.ReadFile(filepath.Join(dir, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(filepath.Join(now, file)); !bytes.Equal(got, want) {
+				t.Errorf("%s: SaveCheckpoint no longer writes the committed %s: rerun gpu/testdata/qwen/make-fixtures.sh", fx.name, file)
+			}
+		}
+		checkHFFiles(t, dir, fx.cfg)
+		m, err := LoadModel(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Config() != fx.cfg {
+			t.Errorf("%s: loads as %+v, want %+v", fx.name, m.Config(), fx.cfg)
+		}
+		worst := compareFixtureScores(t, fx.name, readArchFixture(t, fx.name), m.Score)
+		t.Logf("%s: worst difference from the peer %.3g", fx.name, worst)
 	}
 }

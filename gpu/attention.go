@@ -28,6 +28,7 @@ type attnShape struct {
 }
 
 func (s attnShape) stride() int      { return (s.H + 2*s.G) * s.E }
+func (s attnShape) heads() headShape { return headShape{s.H, s.G, s.E} }
 func (s attnShape) kvHead(h int) int { return h / (s.H / s.G) } // Hugging Face repeat_kv
 
 // seq returns the first row of sequence b and its number of rows.

@@ -96,6 +96,11 @@ func newBenchWorkload(preset string, o BenchOptions) (*benchWorkload, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newConfigWorkload(cfg, o)
+}
+
+// newConfigWorkload is newBenchWorkload for a model of any configuration.
+func newConfigWorkload(cfg Config, o BenchOptions) (*benchWorkload, error) {
 	if o.PromptLen < 1 || o.NewTokens < 1 || o.Batch < 1 || o.PromptLen+o.NewTokens > cfg.Context {
 		return nil, fmt.Errorf("%w: bench batch %d, prompt %d + new %d tokens (context %d)", ErrBadInput, o.Batch, o.PromptLen, o.NewTokens, cfg.Context)
 	}

@@ -18,9 +18,11 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// loop runs f once to allocate its workspaces (outside the timing), then
-// b.N times, and reports CPU seconds per op next to ns/op.
+// loop runs f once to allocate its workspaces (outside the timing and
+// the allocation count), then b.N times, and reports CPU seconds per op
+// next to ns/op, and the bytes and allocations of each op.
 func loop(b *testing.B, f func() error) {
+	b.ReportAllocs()
 	if err := f(); err != nil {
 		b.Fatal(err)
 	}
@@ -39,11 +41,25 @@ func loop(b *testing.B, f func() error) {
 //	go test -run '^$' -bench . ./gpu/
 //	CGO_LDFLAGS="-L/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas" go test -tags openblas -run '^$' -bench . ./gpu/
 
-var benchPresets = []string{"tiny", "small", "base"}
+var benchPresets = []string{"tiny", "small", "base", "qwen2-base", "qwen3-base"}
 
 func benchWork(b *testing.B, preset string) (*benchWorkload, BenchOptions) {
 	o := BenchOptions{Seed: 1}.withDefaults()
 	w, err := newBenchWorkload(preset, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w, o
+}
+
+// largeVocab is the `small` preset with Qwen3's vocabulary of 151,936
+// tokens, where lm_head and the log-softmax over it are most of the work;
+// its benchmarks run 16 sequences of 16 + 16 tokens.
+func largeVocab(b *testing.B) (*benchWorkload, BenchOptions) {
+	cfg, _ := Preset("small")
+	cfg.Vocab = 151936
+	o := BenchOptions{Seed: 1, Batch: 16}.withDefaults()
+	w, err := newConfigWorkload(cfg, o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,18 +78,35 @@ func learnerLoop(b *testing.B, w *benchWorkload, seqs []Sequence, lb loss.Batch)
 	b.ReportMetric(opt.Seconds()*1e3/float64(b.N+1), "optimizer-ms/op")
 }
 
-func BenchmarkLearnerStep(b *testing.B) {
+// BenchmarkLearnerStep runs GRPO learner steps. B/op is what a step
+// allocates once its workspaces exist; learner-MB is the learner's memory
+// (Config.LearnerBytes: weights, gradients, AdamW moments and the step's
+// workspace), the working set it is small against.
+func BenchmarkLearnerStep(b *testing.B) { benchModels(b, learnerBench) }
+
+// benchModels runs f on each preset's bench workload and on largeVocab's.
+func benchModels(b *testing.B, f func(b *testing.B, w *benchWorkload, o BenchOptions)) {
 	for _, p := range benchPresets {
 		b.Run("preset="+p, func(b *testing.B) {
 			w, o := benchWork(b, p)
-			cfg := w.model.Config()
-			learnerLoop(b, w, w.seqs, w.lb)
-			sec := b.Elapsed().Seconds() / float64(b.N)
-			tokens := float64(o.Batch * (o.PromptLen + o.NewTokens))
-			b.ReportMetric(tokens/sec, "tok/s")
-			b.ReportMetric(3*cfg.FlopsPerToken(o.PromptLen+o.NewTokens)*tokens/sec/1e9, "GFLOP/s")
+			f(b, w, o)
 		})
 	}
+	b.Run("vocab=151936", func(b *testing.B) {
+		w, o := largeVocab(b)
+		f(b, w, o)
+	})
+}
+
+// learnerBench times learner steps of w on its bench batch.
+func learnerBench(b *testing.B, w *benchWorkload, o BenchOptions) {
+	cfg := w.model.Config()
+	learnerLoop(b, w, w.seqs, w.lb)
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	tokens := float64(o.Batch * (o.PromptLen + o.NewTokens))
+	b.ReportMetric(tokens/sec, "tok/s")
+	b.ReportMetric(3*cfg.FlopsPerToken(o.PromptLen+o.NewTokens)*tokens/sec/1e9, "GFLOP/s")
+	b.ReportMetric(float64(cfg.LearnerBytes(o.Batch, paddedLen(cfg, w.seqs)))/1e6, "learner-MB")
 }
 
 func BenchmarkSample(b *testing.B) {
@@ -86,18 +119,16 @@ func BenchmarkSample(b *testing.B) {
 	}
 }
 
-func BenchmarkScore(b *testing.B) {
-	for _, p := range benchPresets {
-		b.Run("preset="+p, func(b *testing.B) {
-			w, o := benchWork(b, p)
-			cfg := w.model.Config()
-			loop(b, w.score)
-			sec := b.Elapsed().Seconds() / float64(b.N)
-			tokens := float64(o.Batch * (o.PromptLen + o.NewTokens))
-			b.ReportMetric(tokens/sec, "tok/s")
-			b.ReportMetric(cfg.FlopsPerToken(o.PromptLen+o.NewTokens)*tokens/sec/1e9, "GFLOP/s")
-		})
-	}
+func BenchmarkScore(b *testing.B) { benchModels(b, scoreBench) }
+
+// scoreBench times scoring w's bench batch.
+func scoreBench(b *testing.B, w *benchWorkload, o BenchOptions) {
+	cfg := w.model.Config()
+	loop(b, w.score)
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	tokens := float64(o.Batch * (o.PromptLen + o.NewTokens))
+	b.ReportMetric(tokens/sec, "tok/s")
+	b.ReportMetric(cfg.FlopsPerToken(o.PromptLen+o.NewTokens)*tokens/sec/1e9, "GFLOP/s")
 }
 
 // BenchmarkRagged is the `base` learner step and scoring on the bench

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/gpu/hfconfig"
 	"github.com/mgrpo/mgrpo/gpu/safetensors"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 // ErrCheckpoint is returned (wrapped) when a checkpoint directory lacks a
@@ -43,20 +43,10 @@ func (c Config) HFConfig(bos, eos, pad int) hfconfig.LlamaConfig {
 	return h
 }
 
-// ConfigFromHF converts a validated Hugging Face config to a Config,
-// refusing what the model's layers do not compute yet (implemented).
+// ConfigFromHF converts a validated Hugging Face config to a Config. A
+// Llama config gets the empty Arch and HeadWidth 0 (head_dim =
+// hidden/heads), so that its Config is the same as before Arch existed.
 func ConfigFromHF(h hfconfig.LlamaConfig) (Config, error) {
-	c, err := configFromHF(h)
-	if err != nil {
-		return Config{}, err
-	}
-	return c, c.implemented()
-}
-
-// configFromHF is ConfigFromHF without the implemented check. A Llama
-// config gets the empty Arch and HeadWidth 0 (head_dim = hidden/heads),
-// so that its Config is the same as before Arch existed.
-func configFromHF(h hfconfig.LlamaConfig) (Config, error) {
 	if err := h.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -74,26 +64,6 @@ func configFromHF(h hfconfig.LlamaConfig) (Config, error) {
 			HighFreqFactor: s.HighFreqFactor, OriginalContext: s.OriginalMaxPositionEmbeddings}
 	}
 	return c, c.Validate()
-}
-
-// implemented refuses, naming the config.json key, what Config describes
-// but the forward and backward passes, sampling and scoring do not compute
-// yet: Qwen2's q/k/v biases, Qwen3's q/k norms, a head_dim other than
-// hidden/heads and llama3 RoPE scaling (issue 28). Loading such a
-// checkpoint would otherwise give wrong log-probs without an error.
-func (c Config) implemented() error {
-	bad := func(key string, val any) error {
-		return fmt.Errorf("%w: %s = %v: not implemented by the model yet", ErrBadConfig, key, val)
-	}
-	switch {
-	case c.QKVBias() || c.QKNorm():
-		return bad("model_type", c.Arch)
-	case c.HeadWidth != 0:
-		return bad("head_dim", c.HeadWidth)
-	case c.RopeScaling.enabled():
-		return bad("rope_scaling.rope_type", hfconfig.RopeLlama3)
-	}
-	return nil
 }
 
 // SaveCheckpoint writes dir/config.json (Hugging Face LlamaConfig keys),

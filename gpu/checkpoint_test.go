@@ -1,26 +1,33 @@
 package gpu
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mgrpo/mgrpo/gpu/hfconfig"
 	"github.com/mgrpo/mgrpo/gpu/safetensors"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
+// TestCheckpointRoundTrip: save → load gives the same config, version,
+// weights and scores, for every decoder family (weights after a learner
+// step, biases and q/k norms away from their initial values), and
+// config.json and model.safetensors are in Hugging Face's terms: the
+// model type and architecture, and exactly the layout's tensor names.
 func TestCheckpointRoundTrip(t *testing.T) {
 	tiny, _ := Preset("tiny")
 	tied := tiny
 	tied.TieEmbeddings = true
 	gqa := Config{Vocab: 98, Hidden: 16, Layers: 1, Heads: 4, KVHeads: 2, MLP: 24, Context: 16, RopeTheta: 500, NormEps: 1e-5}
-	for _, cfg := range []Config{tiny, tied, gqa} {
-		m, _ := NewModel(cfg, 4)
-		m.version = 9
+	for _, cfg := range []Config{tiny, tied, gqa, contractArch(ArchQwen2), contractArch(ArchQwen3), contractArch("llama3-rope")} {
+		m := steppedModel(t, cfg)
 		dir := t.TempDir()
 		if err := SaveCheckpoint(dir, m, tokenizer.NewChar()); err != nil {
 			t.Fatal(err)
@@ -29,19 +36,54 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Config() != cfg || got.Version() != 9 || tok.VocabSize() != 98 {
-			t.Errorf("config %+v version %d vocab %d after round trip, want %+v 9 98", got.Config(), got.Version(), tok.VocabSize(), cfg)
+		if got.Config() != cfg || got.Version() != 1 || tok.VocabSize() != 98 {
+			t.Errorf("config %+v version %d vocab %d after round trip, want %+v 1 98", got.Config(), got.Version(), tok.VocabSize(), cfg)
 		}
 		if !reflect.DeepEqual(got.Weights(), m.Weights()) {
 			t.Errorf("%+v: weights changed in the round trip", cfg)
 		}
-		seqs := []Sequence{{Prompt: []int{1, 20, 14}, Completion: []int{21, 2}}}
+		seqs := []Sequence{{Prompt: []int{1, 20, 14}, Completion: []int{21, 2}}, {Prompt: []int{1, 5}, Completion: []int{30, 31, 32, 2}}}
 		a, _ := m.Score(seqs, 1)
 		b, _ := got.Score(seqs, 1)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("scores differ after the round trip: %v vs %v", a, b)
 		}
+		checkHFFiles(t, dir, cfg)
 	}
+}
+
+// steppedModel is a model of cfg with the contract's weights after one
+// supervised learner step (version 1).
+func steppedModel(t *testing.T, cfg Config) *Model {
+	t.Helper()
+	_, w := oracleWeights(cfg, 4)
+	m0, err := NewModelFromWeights(cfg, w, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLearner(m0, DefaultLearnerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.SupervisedStep([]Sequence{{Prompt: []int{1, 20, 14}, Completion: []int{21, 22, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	return l.Snapshot()
+}
+
+// checkHFFiles checks a checkpoint's config.json model type and
+// architecture and that model.safetensors holds exactly the layout's
+// tensors, by Hugging Face name and shape.
+func checkHFFiles(t *testing.T, dir string, cfg Config) {
+	t.Helper()
+	h, err := hfconfig.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := cmp.Or(cfg.Arch, ArchLlama); h.ModelType != want || !slices.Equal(h.Architectures, []string{hfconfig.CausalLM(want)}) {
+		t.Errorf("%s: model_type %q, architectures %v", dir, h.ModelType, h.Architectures)
+	}
+	checkFixtureTensors(t, dir, cfg)
 }
 
 // rewrite replaces model.safetensors in dir by the given tensors.

@@ -214,7 +214,7 @@ func newCPUEngine(cfg Config, w []float32, lc LearnerConfig, mm linear[float32])
 	e := &cpuEngine{cpuTrainer: t, lc: lc, opt: opt}
 	for _, s := range newLayout(cfg).specs {
 		e.params = append(e.params, optim.Param{Name: s.Name, W: t.net.w.flat[s.Offset : s.Offset+s.Size()],
-			G: t.grad.flat[s.Offset : s.Offset+s.Size()], NoDecay: s.Norm})
+			G: t.grad.flat[s.Offset : s.Offset+s.Size()], NoDecay: s.NoDecay()})
 	}
 	opt.Workers = workers
 	return e, nil

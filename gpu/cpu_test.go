@@ -36,11 +36,12 @@ func TestMicroBatchesExactFloat64(t *testing.T) {
 	w64, _ := oracleWeights(gqa, 4)
 	run := func(micro int) (float64, [][]float64, []float64) {
 		tr := newCPUTrainer(gqa, append([]float64(nil), w64...), 3, 6, nil)
-		g, _, err := forwardLoss(tr, b, 0.8, micro, lossFn)
+		n := len(b.Seqs) * b.width()
+		g, err := forwardLoss(tr, b, 0.8, micro, lossFn, make([]float64, n), make([]float64, n))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := backprop(tr, b, 0.8, micro, g); err != nil {
+		if err := backprop(tr, b, 0.8, micro, g, make([]float64, 2*n)); err != nil {
 			t.Fatal(err)
 		}
 		return g.Loss, seen, tr.grad.flat

@@ -105,7 +105,7 @@ func newCUDANet(d *cudaDevice, c Config) (*cudaNet, error) {
 		n.mem.release()
 		return nil, n.mem.err
 	}
-	cos, sin := ropeTable[float32](c.Context, c.HeadDim(), c.RopeTheta)
+	cos, sin := ropeTable[float32](c.Context, c.HeadDim(), c.RopeTheta, c.RopeScaling)
 	if err := uploadAll(n.rt, []cuda.Ptr{n.cos, n.sin}, cos, sin); err != nil {
 		n.mem.release()
 		return nil, err

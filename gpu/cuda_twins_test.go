@@ -30,7 +30,7 @@ func twinRMSNormBackward[F Float](dx, dw, dy, x, inv, w []F, d int) {
 }
 
 func twinRopeTable[F Float](context, e int, theta float64) (cos, sin []F) {
-	return ropeTable[F](context, e, theta)
+	return ropeTable[F](context, e, theta, RopeScaling{})
 }
 
 func twinRoPE[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, sign F) {
@@ -43,12 +43,32 @@ func twinSwiGLUBackward[F Float](dgu, dact, gu, sig []F, m int) {
 	swigluBackward(dgu, dact, gu, sig, m, 1)
 }
 
+// twinLogSoftmaxEntropy writes each row's log-probs over the vocabulary
+// (logp [n, v] at rows rows) and entropy from the tail's statistics.
 func twinLogSoftmaxEntropy[F Float](logp, ent, logits []F, rows []int32, v int, temp float64) {
-	logSoftmaxEntropy(logp, ent, logits, rows, v, temp, 1)
+	tl := newTail[F](Config{Vocab: v}, len(ent), 1, 1)
+	logSoftmaxEntropy(&tl, logits, rows, make([]int32, len(ent)), v, temp, 1)
+	inv := F(1 / temp)
+	for i, r := range rows {
+		for j, z := range logits[i*v : (i+1)*v] {
+			logp[int(r)*v+j] = (z-tl.zmax[r])*inv - tl.lse[r]
+		}
+		ent[r] = tl.ent[r]
+	}
 }
 
+// twinLogSoftmaxEntropyBackward writes the gradient wrt rows rows' logits
+// (compact) from their log-probs logp ([n, v]): the tail's backward on
+// logits T·log p, whose maximum and normaliser are then 0.
 func twinLogSoftmaxEntropyBackward[F Float](dlogits, logp, ent []F, targets []int32, dlp, dH []float64, rows []int32, v int, temp float64) {
-	logSoftmaxEntropyBackward(dlogits, logp, ent, targets, dlp, dH, rows, v, temp, 1)
+	tl := newTail[F](Config{Vocab: v}, len(ent), 1, 1)
+	copy(tl.ent, ent)
+	for i, r := range rows {
+		for j, l := range logp[int(r)*v : (int(r)+1)*v] {
+			dlogits[i*v+j] = l * F(temp)
+		}
+	}
+	logSoftmaxEntropyBackward(&tl, dlogits[:len(rows)*v], rows, targets, dlp, dH, v, temp, 1)
 }
 
 func twinGatherRows[F Float](dst, src []F, rows []int32, d int) { gatherRows(dst, src, rows, d) }

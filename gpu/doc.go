@@ -1,8 +1,11 @@
 // Package gpu is the compute device of mgrpo: the Llama policy model
-// (exactly Hugging Face LlamaForCausalLM's math, DESIGN §4), sampling with a
-// key/value cache, per-token log-prob and entropy scoring, the learner that
-// ties a loss to backward, clipping and AdamW, weight snapshots and their
-// wire format, and Hugging Face-compatible checkpoints.
+// (exactly Hugging Face LlamaForCausalLM's math, DESIGN §4) and its Qwen2
+// and Qwen3 variants (Config.Arch: q/k/v biases; RMSNorm of each query and
+// key head, a head width of its own; qkv.go), with Llama 3's RoPE scaling
+// (rope.go), sampling with a key/value cache, per-token log-prob and
+// entropy scoring, the learner that ties a loss to backward, clipping and
+// AdamW, weight snapshots and their wire format, and Hugging
+// Face-compatible checkpoints (config.json keeps the model type).
 //
 // The model is written llm.c-style: hand-written, fused forward and
 // backward kernels over contiguous buffers (model.go reads top-down like
@@ -22,7 +25,11 @@
 // sequences per core. A batch's rows are packed: no padding, and adjacent
 // sequences with the same prompt (a GRPO group) compute that prompt once,
 // the later ones reading its keys and values from the first's rows
-// (planRows in plan.go, attention.go).
+// (planRows in plan.go, attention.go). The last layer (final norm,
+// lm_head, log-softmax, entropy; tail.go) runs on the scored rows only,
+// in blocks of rows whose logits are reduced to four numbers per row and
+// dropped (backward computes them again): no buffer is rows × vocabulary,
+// so memory grows with rows × hidden, at Qwen3's 151,936 tokens too.
 //
 // # The engine seam
 //
@@ -45,13 +52,14 @@
 // cuda_pass.go) keeps the weights, gradients, AdamW moments and
 // activations on the GPU: the kernels of cuda/kernels and cuBLAS products
 // (TF32, or bf16 with DeviceOptions.DType), only the row plan, per-token
-// arrays and scalars crossing per step. Its Sample runs on a host copy of
-// the weights for now. A -tags cudaemu build runs the same engine on the
-// CPU emulator of the GPU (cuda/emu) in the tests.
+// arrays and scalars crossing per step; its models score and sample there
+// too (a key/value cache, cuda_sample.go). It runs Llama layers (Qwen2
+// and Qwen3 are refused with one line). A -tags cudaemu build runs the
+// same engine on the CPU emulator of the GPU (cuda/emu) in the tests.
 //
 // # What it provides
 //
-//	NewModel(cfg, seed), Preset("tiny"|...), PresetNames()  a model and its dimensions
+//	NewModel(cfg, seed), Preset("tiny"|...), PresetNames()  a model and its dimensions (Preset("qwen3-base"): that shape as a Qwen3)
 //	(*Model).Sample(prompts, n, SampleOptions)              completions + behaviour log-probs
 //	(*Model).Score(seqs, temperature)                       per-token log-probs and entropies
 //	NewLearner(model, LearnerConfig)                        training state (AdamW, schedule, clip)
@@ -62,10 +70,11 @@
 //	OpenDevice("cpu"|"cuda"), OpenDeviceWith(name, opts)    the learner's device (LearnerConfig.Device) and its precision: it makes the engines
 //	Bench(preset, opts)                                     `mgrpo-node bench` figures
 //
-// Sub-packages: tokenizer, safetensors, hfconfig, optim (AdamW, schedules),
+// Sub-packages: safetensors, hfconfig, optim (AdamW, schedules),
 // loss (the GRPO-family and MaxEnt objectives as pure slice functions),
 // cuda (the device runtime behind the cuda build tag, its kernels and their
-// CPU emulator: docs/CUDA.md).
+// CPU emulator: docs/CUDA.md). The tokenizer and chat templates it saves
+// with a checkpoint live in internal/tokenizer.
 //
 // It never imports actors, rewards, messages or config: callers hand it
 // token ids and loss closures, and get slices back.

@@ -43,6 +43,22 @@ type engineContract struct {
 	// a weight whose gradient is within rounding of zero by up to lr
 	// either way).
 	reduced bool
+	// supports reports why the device does not run a model of cfg, or
+	// nil (nil supports: every config): the families a device lacks are
+	// left out of the checks that loop over them (and logged).
+	supports func(cfg Config) error
+}
+
+// runs reports whether c's device runs cfg, logging why when not.
+func (c engineContract) runs(t *testing.T, cfg Config) bool {
+	if c.supports == nil {
+		return true
+	}
+	if err := c.supports(cfg); err != nil {
+		t.Logf("%s: not run: %v", contractName(cfg), err)
+		return false
+	}
+	return true
 }
 
 // reducedAdamFrac is the fraction of weights whose AdamW steps may go
@@ -95,9 +111,11 @@ func (c engineContract) weightsAfterSteps(got, want []float32, lr float64) error
 	return nil
 }
 
-// contractConfigs are the shapes the oracle checks run on: the presets
-// and grouped-query attention (3 query heads per key/value head, head
-// width 32).
+// contractConfigs are the shapes the oracle checks run on: the presets,
+// grouped-query attention (3 query heads per key/value head, head width
+// 32), and the other decoder families: Qwen2 (q/k/v biases, tied), Qwen3
+// (q/k norms, head width 32 with H·E = 2D as Qwen3's) and Llama 3's RoPE
+// scaling.
 func contractConfigs() []Config {
 	var cs []Config
 	for _, name := range []string{"tiny", "small", "base"} {
@@ -105,7 +123,35 @@ func contractConfigs() []Config {
 		cs = append(cs, c)
 	}
 	gqa := Config{Vocab: 98, Hidden: 192, Layers: 2, Heads: 6, KVHeads: 2, MLP: 96, Context: 64, RopeTheta: 10000, NormEps: 1e-6}
-	return append(cs, gqa)
+	return append(cs, gqa, contractArch(ArchQwen2), contractArch(ArchQwen3), contractArch("llama3-rope"))
+}
+
+// contractArch is a small grouped-query model of another family: "qwen2",
+// "qwen3" (head width 32 of hidden 64, 4 heads) or "llama3-rope".
+func contractArch(arch string) Config {
+	c := Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, MLP: 128, Context: 64, RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true}
+	switch arch {
+	case ArchQwen2:
+		c.Arch = arch
+	case ArchQwen3:
+		c.Arch, c.HeadWidth = arch, 32
+	default:
+		c.RopeTheta, c.TieEmbeddings = 500000, false
+		c.RopeScaling = RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 16}
+	}
+	return c
+}
+
+// contractName names a contract config in messages.
+func contractName(c Config) string {
+	name := fmt.Sprintf("D%d L%d H%d G%d E%d", c.Hidden, c.Layers, c.Heads, c.KVHeads, c.HeadDim())
+	switch {
+	case c.Arch != "":
+		name += " " + c.Arch
+	case c.RopeScaling.enabled():
+		name += " llama3-rope"
+	}
+	return name
 }
 
 // contractSeqs is a batch of groups of completions sharing prompts (one
@@ -185,7 +231,10 @@ func TestHostDeviceEngineContract(t *testing.T) {
 // gradients against the float64 CPU trainer on the same weights.
 func contractOracle(t *testing.T, c engineContract) {
 	for _, cfg := range contractConfigs() {
-		name := fmt.Sprintf("D%d L%d H%d G%d", cfg.Hidden, cfg.Layers, cfg.Heads, cfg.KVHeads)
+		if !c.runs(t, cfg) {
+			continue
+		}
+		name := contractName(cfg)
 		rng := rand.New(rand.NewPCG(uint64(cfg.Hidden), 5))
 		b := Batch{Seqs: contractSeqs(rng, cfg.Vocab), Width: 12}
 		dlp, dH := randomUpstream(rng, b)
@@ -326,6 +375,12 @@ func contractBackwardNeedsForward(t *testing.T, c engineContract) {
 func contractLearner(t *testing.T, c engineContract, lc LearnerConfig) (dev, ref *Learner, b Batch, lossFn LossFunc) {
 	t.Helper()
 	cfg, _ := Preset("tiny")
+	return contractLearnerOf(t, c, lc, cfg)
+}
+
+// contractLearnerOf is contractLearner for a model of configuration cfg.
+func contractLearnerOf(t *testing.T, c engineContract, lc LearnerConfig, cfg Config) (dev, ref *Learner, b Batch, lossFn LossFunc) {
+	t.Helper()
 	_, w := c.weights(cfg, 9)
 	m, err := NewModelFromWeights(cfg, w, 0)
 	if err != nil {
@@ -353,11 +408,25 @@ func contractLearner(t *testing.T, c engineContract, lc LearnerConfig) (dev, ref
 }
 
 // contractStep: learner steps on the device track the CPU engine's
-// (losses, gradient norms, weights), and count versions and steps.
+// (losses, gradient norms, weights), and count versions and steps, on the
+// tiny preset and on a Qwen2 and a Qwen3 model.
 func contractStep(t *testing.T, c engineContract) {
+	tiny, _ := Preset("tiny")
+	for _, cfg := range []Config{tiny, contractArch(ArchQwen2), contractArch(ArchQwen3)} {
+		if c.runs(t, cfg) {
+			t.Run(contractName(cfg), func(t *testing.T) { contractStepOf(t, c, cfg) })
+		}
+	}
+}
+
+// contractStepOf is contractStep on one model. AdamW's eps is 1e-6: its
+// first step moves a weight by lr·g/(|g|+eps), so with 1e-8 a gradient
+// within float32 rounding of zero (the Qwen3 model has one of 6e-10) moves
+// its weight by a fraction of lr that the rounding decides.
+func contractStepOf(t *testing.T, c engineContract, cfg Config) {
 	lc := DefaultLearnerConfig()
-	lc.LR = 3e-3
-	dev, ref, b, lossFn := contractLearner(t, c, lc)
+	lc.LR, lc.Eps = 3e-3, 1e-6
+	dev, ref, b, lossFn := contractLearnerOf(t, c, lc, cfg)
 	for step := 1; step <= 3; step++ {
 		got, err := dev.Step(b, 0.9, lossFn)
 		if err != nil {
@@ -429,11 +498,12 @@ const adamTol = 2e-2
 // and returns the gradients and the loss.
 func accumulated(t *testing.T, e Engine, b Batch, micro int, lossFn LossFunc) ([]float32, float64) {
 	t.Helper()
-	g, _, err := forwardLoss(e, b, 0.9, micro, lossFn)
+	n := len(b.Seqs) * b.width()
+	g, err := forwardLoss(e, b, 0.9, micro, lossFn, make([]float64, n), make([]float64, n))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := backprop(e, b, 0.9, micro, g); err != nil {
+	if err := backprop(e, b, 0.9, micro, g, make([]float64, 2*n)); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _ := Preset("tiny")
@@ -601,9 +671,19 @@ func contractNonFinite(t *testing.T, c engineContract) {
 }
 
 // contractScoreSample: a snapshot's scores of its own samples are the
-// log-probs and entropies Sample reported.
+// log-probs and entropies Sample reported, on the tiny preset and on the
+// other decoder families (the sampler's decoder is a pass of its own).
 func contractScoreSample(t *testing.T, c engineContract) {
-	l, _, _, _ := contractLearner(t, c, DefaultLearnerConfig())
+	tiny, _ := Preset("tiny")
+	for _, cfg := range []Config{tiny, contractArch(ArchQwen2), contractArch(ArchQwen3), contractArch("llama3-rope")} {
+		if c.runs(t, cfg) {
+			t.Run(contractName(cfg), func(t *testing.T) { contractScoreSampleOf(t, c, cfg) })
+		}
+	}
+}
+
+func contractScoreSampleOf(t *testing.T, c engineContract, cfg Config) {
+	l, _, _, _ := contractLearnerOf(t, c, DefaultLearnerConfig(), cfg)
 	m := l.Snapshot()
 	for _, opt := range []SampleOptions{
 		{Temperature: 0.8, MaxNewTokens: 12, Seeds: PromptSeeds(3, 3)},

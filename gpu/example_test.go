@@ -5,7 +5,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/loss"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 // Parameter counts (DESIGN §4 quotes about 25k, 0.1M and 0.85M; SmolLM2-135M

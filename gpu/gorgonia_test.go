@@ -53,8 +53,22 @@ func (b *gg) rmsnorm(x, w *G.Node, eps float64) *G.Node {
 
 func (b *gg) linear(x, w *G.Node) *G.Node { return b.do(G.Mul(x, b.do(G.Transpose(w)))) }
 
+// TestGradAgainstGorgonia compares the loss and every gradient with the
+// gorgonia graph for a Llama, a Qwen2 (q/k/v biases), a Qwen3 (q/k norms,
+// head width 6 of hidden 8 and 2 heads) and a Llama with llama3 RoPE
+// scaling.
 func TestGradAgainstGorgonia(t *testing.T) {
-	cfg := Config{Vocab: 11, Hidden: 8, Layers: 2, Heads: 2, KVHeads: 1, MLP: 12, Context: 6, RopeTheta: 10000, NormEps: 1e-6}
+	llama := Config{Vocab: 11, Hidden: 8, Layers: 2, Heads: 2, KVHeads: 1, MLP: 12, Context: 6, RopeTheta: 10000, NormEps: 1e-6}
+	qwen2, qwen3, llama3 := llama, llama, llama
+	qwen2.Arch = ArchQwen2
+	qwen3.Arch, qwen3.HeadWidth = ArchQwen3, 6
+	llama3.RopeScaling = RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 3}
+	for name, cfg := range map[string]Config{"llama": llama, "qwen2": qwen2, "qwen3": qwen3, "llama3-rope": llama3} {
+		t.Run(name, func(t *testing.T) { checkAgainstGorgonia(t, cfg) })
+	}
+}
+
+func checkAgainstGorgonia(t *testing.T, cfg Config) {
 	const T, temp = 6, 0.9
 	n := testNet(cfg, 31)
 	a := testBatch(n, []int{T}, T, 5)
@@ -64,92 +78,8 @@ func TestGradAgainstGorgonia(t *testing.T) {
 
 	b := &gg{t: t, g: G.NewGraph()}
 	l := newLayout(cfg)
-	nodes := map[string]*G.Node{}
-	var params G.Nodes
-	for _, s := range l.specs {
-		v := append([]float64(nil), n.w.flat[s.Offset:s.Offset+s.Size()]...)
-		var node *G.Node
-		if len(s.Shape) == 1 {
-			node = G.NewVector(b.g, tensor.Float64, G.WithShape(s.Shape[0]), G.WithName(s.Name),
-				G.WithValue(tensor.New(tensor.WithShape(s.Shape[0]), tensor.WithBacking(v))))
-		} else {
-			node = G.NewMatrix(b.g, tensor.Float64, G.WithShape(s.Shape[0], s.Shape[1]), G.WithName(s.Name),
-				G.WithValue(tensor.New(tensor.WithShape(s.Shape[0], s.Shape[1]), tensor.WithBacking(v))))
-		}
-		nodes[s.Name] = node
-		params = append(params, node)
-	}
-	E, H, Gk := cfg.HeadDim(), cfg.Heads, cfg.KVHeads
-	half := E / 2
-	onehot := func(ids []int32) *G.Node {
-		return b.constMat(T, cfg.Vocab, func(i, j int) float64 {
-			if int(ids[i]) == j {
-				return 1
-			}
-			return 0
-		})
-	}
-	rope := func(width int) (cos, sin, rot *G.Node) {
-		ang := func(p, i int) float64 { return float64(p) * math.Pow(cfg.RopeTheta, -float64(2*(i%E%half))/float64(E)) }
-		cos = b.constMat(T, width, func(p, i int) float64 { return math.Cos(ang(p, i)) })
-		sin = b.constMat(T, width, func(p, i int) float64 { return math.Sin(ang(p, i)) })
-		rot = b.constMat(width, width, func(i, j int) float64 { // (x·rot)[j] = rotate_half(x)[j]
-			switch {
-			case i/E != j/E:
-				return 0
-			case j%E < half && i%E == j%E+half:
-				return -1
-			case j%E >= half && i%E == j%E-half:
-				return 1
-			}
-			return 0
-		})
-		return cos, sin, rot
-	}
-	applyRope := func(x *G.Node, width int) *G.Node {
-		cos, sin, rot := rope(width)
-		return b.do(G.Add(b.do(G.HadamardProd(x, cos)), b.do(G.HadamardProd(b.do(G.Mul(x, rot)), sin))))
-	}
-	scale := b.constMat(T, T, func(int, int) float64 { return 1 / math.Sqrt(float64(E)) })
-	mask := b.constMat(T, T, func(i, j int) float64 {
-		if j > i {
-			return -1e4 // exp underflows to 0: the causal mask
-		}
-		return 0
-	})
-	cols := func(x *G.Node, lo, hi int) *G.Node { return b.do(G.Slice(x, nil, G.S(lo, hi))) }
-
-	x := b.do(G.Mul(onehot(a.tokens), nodes["model.embed_tokens.weight"]))
-	for i := 0; i < cfg.Layers; i++ {
-		p := "model.layers." + itoa(i) + "."
-		h := b.rmsnorm(x, nodes[p+"input_layernorm.weight"], cfg.NormEps)
-		q := applyRope(b.linear(h, nodes[p+"self_attn.q_proj.weight"]), H*E)
-		k := applyRope(b.linear(h, nodes[p+"self_attn.k_proj.weight"]), Gk*E)
-		v := b.linear(h, nodes[p+"self_attn.v_proj.weight"])
-		var heads G.Nodes
-		for hh := 0; hh < H; hh++ {
-			g := hh / (H / Gk)
-			s := b.do(G.Add(b.do(G.HadamardProd(b.do(G.Mul(cols(q, hh*E, (hh+1)*E), b.do(G.Transpose(cols(k, g*E, (g+1)*E))))), scale)), mask))
-			e := b.do(G.Exp(s))
-			pr := b.do(G.BroadcastHadamardDiv(e, b.do(G.Sum(e, 1)), nil, []byte{1}))
-			heads = append(heads, b.do(G.Mul(pr, cols(v, g*E, (g+1)*E))))
-		}
-		att := b.do(G.Concat(1, heads...))
-		x = b.do(G.Add(x, b.linear(att, nodes[p+"self_attn.o_proj.weight"])))
-		h2 := b.rmsnorm(x, nodes[p+"post_attention_layernorm.weight"], cfg.NormEps)
-		gate, up := b.linear(h2, nodes[p+"mlp.gate_proj.weight"]), b.linear(h2, nodes[p+"mlp.up_proj.weight"])
-		act := b.do(G.HadamardProd(b.do(G.HadamardProd(gate, b.do(G.Sigmoid(gate)))), up))
-		x = b.do(G.Add(x, b.linear(act, nodes[p+"mlp.down_proj.weight"])))
-	}
-	z := b.linear(b.rmsnorm(x, nodes["model.norm.weight"], cfg.NormEps), nodes["lm_head.weight"])
-	z = b.do(G.HadamardProd(z, b.constMat(T, cfg.Vocab, func(int, int) float64 { return 1 / temp })))
-	logp := b.do(G.BroadcastSub(z, b.do(G.Log(b.do(G.Sum(b.do(G.Exp(z)), 1)))), nil, []byte{1}))
-	lp := b.do(G.Sum(b.do(G.HadamardProd(logp, onehot(a.targets))), 1))
-	ent := b.do(G.Neg(b.do(G.Sum(b.do(G.HadamardProd(b.do(G.Exp(logp)), logp)), 1))))
-	vec := func(v []float64) *G.Node {
-		return G.NewConstant(tensor.New(tensor.WithShape(T), tensor.WithBacking(append([]float64(nil), v...))))
-	}
-	cost := b.do(G.Add(b.do(G.Sum(b.do(G.HadamardProd(lp, vec(a.dlp))))), b.do(G.Sum(b.do(G.HadamardProd(ent, vec(a.dH)))))))
+	nodes, params := b.params(l, n.w.flat)
+	cost := b.loss(cfg, nodes, a, T, temp)
 	if b.err != nil {
 		t.Fatalf("building the gorgonia graph: %v", b.err)
 	}
@@ -171,8 +101,7 @@ func TestGradAgainstGorgonia(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
 		}
-		gd := gv.Data().([]float64)
-		for i, x := range gd {
+		for i, x := range gv.Data().([]float64) {
 			if e := math.Abs(x-grad[s.Offset+i]) / math.Max(math.Abs(x), 1e-3); e > worst {
 				worst = e
 				if e > 1e-8 {
@@ -182,4 +111,127 @@ func TestGradAgainstGorgonia(t *testing.T) {
 		}
 	}
 	t.Logf("loss %.10g; worst gradient difference vs gorgonia %.3g (relative, floor 1e-3)", want, worst)
+}
+
+// params makes a graph variable of every tensor of l with its value in
+// flat, by name, and the list of them.
+func (b *gg) params(l layout, flat []float64) (map[string]*G.Node, G.Nodes) {
+	nodes := map[string]*G.Node{}
+	var params G.Nodes
+	for _, s := range l.specs {
+		v := append([]float64(nil), flat[s.Offset:s.Offset+s.Size()]...)
+		var node *G.Node
+		if len(s.Shape) == 1 {
+			node = G.NewVector(b.g, tensor.Float64, G.WithShape(s.Shape[0]), G.WithName(s.Name),
+				G.WithValue(tensor.New(tensor.WithShape(s.Shape[0]), tensor.WithBacking(v))))
+		} else {
+			node = G.NewMatrix(b.g, tensor.Float64, G.WithShape(s.Shape[0], s.Shape[1]), G.WithName(s.Name),
+				G.WithValue(tensor.New(tensor.WithShape(s.Shape[0], s.Shape[1]), tensor.WithBacking(v))))
+		}
+		nodes[s.Name] = node
+		params = append(params, node)
+	}
+	return nodes, params
+}
+
+func (b *gg) onehot(ids []int32, rows, cols int) *G.Node {
+	return b.constMat(rows, cols, func(i, j int) float64 {
+		if int(ids[i]) == j {
+			return 1
+		}
+		return 0
+	})
+}
+
+// cols is columns lo..hi-1 of x.
+func (b *gg) cols(x *G.Node, lo, hi int) *G.Node { return b.do(G.Slice(x, nil, G.S(lo, hi))) }
+
+// loss is the model's loss on the single sequence of a (T rows): Σ dlp ·
+// log-prob of the target + dH · entropy, at temperature temp.
+func (b *gg) loss(cfg Config, nodes map[string]*G.Node, a *acts[float64], T int, temp float64) *G.Node {
+	x := b.do(G.Mul(b.onehot(a.tokens, T, cfg.Vocab), nodes["model.embed_tokens.weight"]))
+	for i := 0; i < cfg.Layers; i++ {
+		p := "model.layers." + itoa(i) + "."
+		att := b.attention(cfg, nodes, p, b.rmsnorm(x, nodes[p+"input_layernorm.weight"], cfg.NormEps), T)
+		x = b.do(G.Add(x, b.linear(att, nodes[p+"self_attn.o_proj.weight"])))
+		h2 := b.rmsnorm(x, nodes[p+"post_attention_layernorm.weight"], cfg.NormEps)
+		gate, up := b.linear(h2, nodes[p+"mlp.gate_proj.weight"]), b.linear(h2, nodes[p+"mlp.up_proj.weight"])
+		act := b.do(G.HadamardProd(b.do(G.HadamardProd(gate, b.do(G.Sigmoid(gate)))), up))
+		x = b.do(G.Add(x, b.linear(act, nodes[p+"mlp.down_proj.weight"])))
+	}
+	head := nodes["lm_head.weight"]
+	if cfg.TieEmbeddings {
+		head = nodes["model.embed_tokens.weight"]
+	}
+	z := b.linear(b.rmsnorm(x, nodes["model.norm.weight"], cfg.NormEps), head)
+	z = b.do(G.HadamardProd(z, b.constMat(T, cfg.Vocab, func(int, int) float64 { return 1 / temp })))
+	logp := b.do(G.BroadcastSub(z, b.do(G.Log(b.do(G.Sum(b.do(G.Exp(z)), 1)))), nil, []byte{1}))
+	lp := b.do(G.Sum(b.do(G.HadamardProd(logp, b.onehot(a.targets, T, cfg.Vocab))), 1))
+	ent := b.do(G.Neg(b.do(G.Sum(b.do(G.HadamardProd(b.do(G.Exp(logp)), logp)), 1))))
+	vec := func(v []float64) *G.Node {
+		return G.NewConstant(tensor.New(tensor.WithShape(T), tensor.WithBacking(append([]float64(nil), v...))))
+	}
+	return b.do(G.Add(b.do(G.Sum(b.do(G.HadamardProd(lp, vec(a.dlp))))), b.do(G.Sum(b.do(G.HadamardProd(ent, vec(a.dH)))))))
+}
+
+// attention is the self-attention of layer p (its name prefix) on the
+// normed input h ([T, D]), before o_proj: q, k, v projections (+ Qwen2's
+// biases), Qwen3's RMSNorm of each q and k head, RoPE with the config's
+// frequencies, causal softmax, heads side by side.
+func (b *gg) attention(cfg Config, nodes map[string]*G.Node, p string, h *G.Node, T int) *G.Node {
+	E, H, Gk := cfg.HeadDim(), cfg.Heads, cfg.KVHeads
+	proj := func(name string, heads int) *G.Node {
+		y := b.linear(h, nodes[p+"self_attn."+name+"_proj.weight"])
+		if bias := nodes[p+"self_attn."+name+"_proj.bias"]; bias != nil {
+			y = b.do(G.BroadcastAdd(y, bias, nil, []byte{0}))
+		}
+		if norm := nodes[p+"self_attn."+name+"_norm.weight"]; norm != nil {
+			var hs G.Nodes
+			for j := 0; j < heads; j++ {
+				hs = append(hs, b.rmsnorm(b.cols(y, j*E, (j+1)*E), norm, cfg.NormEps))
+			}
+			y = b.do(G.Concat(1, hs...))
+		}
+		return y
+	}
+	q, k, v := b.rope(cfg, proj("q", H), H*E, T), b.rope(cfg, proj("k", Gk), Gk*E, T), proj("v", Gk)
+	scale := b.constMat(T, T, func(int, int) float64 { return 1 / math.Sqrt(float64(E)) })
+	mask := b.constMat(T, T, func(i, j int) float64 {
+		if j > i {
+			return -1e4 // exp underflows to 0: the causal mask
+		}
+		return 0
+	})
+	var heads G.Nodes
+	for hh := 0; hh < H; hh++ {
+		g := hh / (H / Gk)
+		s := b.do(G.Add(b.do(G.HadamardProd(b.do(G.Mul(b.cols(q, hh*E, (hh+1)*E), b.do(G.Transpose(b.cols(k, g*E, (g+1)*E))))), scale)), mask))
+		e := b.do(G.Exp(s))
+		pr := b.do(G.BroadcastHadamardDiv(e, b.do(G.Sum(e, 1)), nil, []byte{1}))
+		heads = append(heads, b.do(G.Mul(pr, b.cols(v, g*E, (g+1)*E))))
+	}
+	return b.do(G.Concat(1, heads...))
+}
+
+// rope rotates the heads of x ([T, width]) by position, with the
+// frequencies of ropeFreqs (llama3-scaled when the config says so).
+func (b *gg) rope(cfg Config, x *G.Node, width, T int) *G.Node {
+	E := cfg.HeadDim()
+	half := E / 2
+	freqs := ropeFreqs(E, cfg.RopeTheta, cfg.RopeScaling)
+	ang := func(p, i int) float64 { return float64(p) * freqs[i%E%half] }
+	cos := b.constMat(T, width, func(p, i int) float64 { return math.Cos(ang(p, i)) })
+	sin := b.constMat(T, width, func(p, i int) float64 { return math.Sin(ang(p, i)) })
+	rot := b.constMat(width, width, func(i, j int) float64 { // (x·rot)[j] = rotate_half(x)[j]
+		switch {
+		case i/E != j/E:
+			return 0
+		case j%E < half && i%E == j%E+half:
+			return -1
+		case j%E >= half && i%E == j%E-half:
+			return 1
+		}
+		return 0
+	})
+	return b.do(G.Add(b.do(G.HadamardProd(x, cos)), b.do(G.HadamardProd(b.do(G.Mul(x, rot)), sin))))
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -116,7 +117,7 @@ func TestGradRoPE(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 1))
 	n, heads, e, extra := 6, 3, 4, 5
 	stride := heads*e + extra // rope must leave the v columns alone
-	cos, sin := ropeTable[float64](n, e, 10000)
+	cos, sin := ropeTable[float64](n, e, 10000, RopeScaling{})
 	pos := []int32{0, 1, 2, 3, 4, 5}
 	x, r := randVec(rng, n*stride, 1), randVec(rng, n*stride, 1)
 	y := make([]float64, len(x))
@@ -170,24 +171,26 @@ func TestGradLogSoftmaxEntropy(t *testing.T) {
 		target := []int32{0, 6, 3, 3}
 		a, b := randVec(rng, n, 1), randVec(rng, n, 1)
 		a[2] = 0 // a row with an entropy gradient only
-		lp, ent := make([]float64, n*v), make([]float64, n)
+		tl := newTail[float64](Config{Vocab: v}, n, 2, 1)
+		rows := []int32{0, 1, 2, 3}
 		loss := func() float64 {
-			logSoftmaxEntropy(lp, ent, logits, []int32{0, 1, 2, 3}, v, temp, 2)
+			logSoftmaxEntropy(&tl, logits, rows, target, v, temp, 2)
 			var s float64
 			for r := 0; r < n; r++ {
-				s += a[r]*lp[r*v+int(target[r])] + b[r]*ent[r]
+				s += a[r]*tl.lp[r] + b[r]*tl.ent[r]
 			}
 			return s
 		}
 		loss()
-		dz := make([]float64, n*v)
-		logSoftmaxEntropyBackward(dz, lp, ent, target, a, b, []int32{0, 1, 2, 3}, v, temp, 2)
+		dz := slices.Clone(logits) // turned into their gradients in place
+		logSoftmaxEntropyBackward(&tl, dz, rows, target, a, b, v, temp, 2)
 		checkGrad(t, "logsoftmax+entropy.logits", logits, dz, nil, loss)
 	}
 }
 
 // testNet builds a float64 decoder with random weights, norm weights drawn
-// around 1 so that their gradients are checked at a generic point.
+// around 1 and biases around 0 so that their gradients are checked at a
+// generic point.
 func testNet(c Config, seed uint64) *net[float64] {
 	flat := make([]float64, newLayout(c).size)
 	initWeights(flat, c, seed)
@@ -195,9 +198,12 @@ func testNet(c Config, seed uint64) *net[float64] {
 	for _, s := range newLayout(c).specs {
 		w := flat[s.Offset : s.Offset+s.Size()]
 		for i := range w {
-			if s.Norm {
+			switch {
+			case s.Norm:
 				w[i] = 1 + 0.3*rng.NormFloat64()
-			} else {
+			case s.Bias:
+				w[i] = 0.2 * rng.NormFloat64()
+			default:
 				w[i] *= 10 // 0.2 std: larger activations exercise the nonlinearities
 			}
 		}
@@ -245,7 +251,7 @@ func modelLoss(n *net[float64], a *acts[float64], temp float64) float64 {
 	n.forward(a, temp)
 	var s float64
 	for r := range a.tokens {
-		s += a.dlp[r]*a.logp[r*n.cfg.Vocab+int(a.targets[r])] + a.dH[r]*a.ent[r]
+		s += a.dlp[r]*a.lp[r] + a.dH[r]*a.ent[r]
 	}
 	return s
 }
@@ -255,19 +261,31 @@ func TestGradModel(t *testing.T) {
 	tied := tiny
 	tied.TieEmbeddings = true
 	gqa := Config{Vocab: 11, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2, MLP: 24, Context: 8, RopeTheta: 10000, NormEps: 1e-6}
+	qwen2, qwen3, llama3 := gqa, gqa, gqa
+	qwen2.Arch = ArchQwen2
+	qwen3.Arch, qwen3.HeadWidth = ArchQwen3, 6 // H·E = 24 ≠ D = 16
+	llama3.RopeScaling = RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 4}
 	for _, tc := range []struct {
-		name string
-		cfg  Config
-		lens []int                // a padded batch of these lengths (testBatch) ...
-		t    int                  // ... and this width
-		seqs func(int) []Sequence // or these sequences, packed (packedBatch)
-		temp float64
+		name  string
+		cfg   Config
+		lens  []int                // a padded batch of these lengths (testBatch) ...
+		t     int                  // ... and this width
+		seqs  func(int) []Sequence // or these sequences, packed (packedBatch)
+		temp  float64
+		block int // need rows per block of the tail (0: the workspace's)
 	}{
-		{"tiny", tiny, []int{6, 4}, 6, nil, 1},
-		{"tiny tied T=0.7", tied, []int{5, 5, 3}, 5, nil, 0.7},
-		{"gqa", gqa, []int{8, 2}, 8, nil, 1.3},
-		{"gqa packed", gqa, nil, 0, packedSeqs, 1.1},
-		{"gqa grouped", gqa, nil, 0, groupedSeqs, 0.9}, // groups share their prompts' rows
+		{"tiny", tiny, []int{6, 4}, 6, nil, 1, 0},
+		{"tiny tied T=0.7", tied, []int{5, 5, 3}, 5, nil, 0.7, 0},
+		{"tiny tied, tail blocks of 2", tied, []int{5, 5, 3}, 5, nil, 0.7, 2},
+		{"gqa", gqa, []int{8, 2}, 8, nil, 1.3, 0},
+		{"gqa packed", gqa, nil, 0, packedSeqs, 1.1, 0},
+		{"gqa grouped", gqa, nil, 0, groupedSeqs, 0.9, 0}, // groups share their prompts' rows
+		{"gqa grouped, tail blocks of 3", gqa, nil, 0, groupedSeqs, 0.9, 3},
+		{"qwen2 q/k/v biases", qwen2, []int{8, 5}, 8, nil, 1, 0},
+		{"qwen2 grouped", qwen2, nil, 0, groupedSeqs, 0.8, 0},
+		{"qwen3 q/k norms, head width 6", qwen3, []int{8, 3}, 8, nil, 1.2, 0},
+		{"qwen3 grouped", qwen3, nil, 0, groupedSeqs, 0.9, 0},
+		{"llama3 RoPE scaling", llama3, []int{8, 6}, 8, nil, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := testNet(tc.cfg, 11)
@@ -276,6 +294,9 @@ func TestGradModel(t *testing.T) {
 				a = packedBatch(n, tc.seqs(tc.cfg.Vocab), 3)
 			} else {
 				a = testBatch(n, tc.lens, tc.t, 3)
+			}
+			if tc.block > 0 {
+				a.block = tc.block
 			}
 			modelLoss(n, a, tc.temp)
 			grad := make([]float64, len(n.w.flat))

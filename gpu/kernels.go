@@ -110,12 +110,12 @@ func rmsnormBackwardRows[F Float](dx, dy, x, inv, w []F, d int, lo, hi int) {
 	}
 }
 
-// ropeTable returns cos and sin of pos·θ^(−2i/e) for pos < context, i < e/2
-// ([context, e/2] each; the frequencies of ropeFreqs); Hugging Face
-// duplicates them over both halves.
-func ropeTable[F Float](context, e int, theta float64) (cos, sin []F) {
+// ropeTable returns cos and sin of pos·f_i for pos < context, i < e/2
+// ([context, e/2] each), f_i = θ^(−2i/e) scaled by s (ropeFreqs); Hugging
+// Face duplicates them over both halves.
+func ropeTable[F Float](context, e int, theta float64, s RopeScaling) (cos, sin []F) {
 	half := e / 2
-	freqs := ropeFreqs(e, theta, RopeScaling{})
+	freqs := ropeFreqs(e, theta, s)
 	cos, sin = make([]F, context*half), make([]F, context*half)
 	for p := 0; p < context; p++ {
 		for i := 0; i < half; i++ {
@@ -231,83 +231,6 @@ func swigluBackwardRows[F Float](dgu, dy, gu, sig []F, m int, lo, hi int) {
 			dg[j] = d[j] * u[j] * s * (1 + gj*(1-s))
 			du[j] = d[j] * gj * s
 		}
-	}
-}
-
-// logSoftmaxEntropy turns the logits of rows rows ([len(rows), v],
-// compact) into log-probabilities of softmax(logits/temp), row-stable (each
-// row's own maximum is subtracted), written to dst's row rows[i] ([n, v]),
-// and the exact entropy H = −Σ p·log p of each row to ent[rows[i]]. Other
-// rows are left alone: no loss reads them (prompt positions).
-func logSoftmaxEntropy[F Float](dst, ent, logits []F, rows []int32, v int, temp float64, workers int) {
-	inv := F(1 / temp)
-	if workers <= 1 {
-		logSoftmaxEntropyRows(dst, ent, logits, rows, v, inv, 0, len(rows))
-		return
-	}
-	parallelFor(len(rows), workers, func(_, lo, hi int) { logSoftmaxEntropyRows(dst, ent, logits, rows, v, inv, lo, hi) })
-}
-
-// logSoftmaxEntropyRows is logSoftmaxEntropy over rows lo..hi-1, on the
-// calling goroutine.
-func logSoftmaxEntropyRows[F Float](dst, ent, logits []F, rows []int32, v int, inv F, lo, hi int) {
-	for i := lo; i < hi; i++ {
-		r := int(rows[i])
-		z, lp := logits[i*v:(i+1)*v], dst[r*v:(r+1)*v]
-		mx := rowMax(z)
-		sum := expShiftRow(lp, z, mx, inv) // lp holds e^((z−max)/T) for now
-		lse, isum := F(math.Log(sum)), F(1/sum)
-		var h F
-		for j, x := range z {
-			l := (x-mx)*inv - lse
-			h -= lp[j] * isum * l
-			lp[j] = l
-		}
-		ent[r] = h
-	}
-}
-
-// logSoftmaxEntropyBackward writes dlogits (compact, row i for rows[i])
-// from the upstream gradients dlp (of the log-prob of token target[r]) and
-// dH (of the entropy) of each row r = rows[i]:
-//
-//	dz_v = dlp·(1[v = target] − p_v) − dH·p_v·(log p_v + H),   dlogits = dz / temp.
-//
-// Rows with both gradients zero get zeros.
-func logSoftmaxEntropyBackward[F Float](dlogits, logp, ent []F, target []int32, dlp, dH []float64, rows []int32, v int, temp float64, workers int) {
-	inv := F(1 / temp)
-	if workers <= 1 {
-		logSoftmaxEntropyBackwardRows(dlogits, logp, ent, target, dlp, dH, rows, v, inv, 0, len(rows))
-		return
-	}
-	parallelFor(len(rows), workers, func(_, lo, hi int) {
-		logSoftmaxEntropyBackwardRows(dlogits, logp, ent, target, dlp, dH, rows, v, inv, lo, hi)
-	})
-}
-
-// logSoftmaxEntropyBackwardRows is logSoftmaxEntropyBackward over rows
-// lo..hi-1, on the calling goroutine.
-func logSoftmaxEntropyBackwardRows[F Float](dlogits, logp, ent []F, target []int32, dlp, dH []float64, rows []int32, v int, inv F, lo, hi int) {
-	for i := lo; i < hi; i++ {
-		r := int(rows[i])
-		dz, lp := dlogits[i*v:(i+1)*v], logp[r*v:(r+1)*v]
-		a, b := F(dlp[r]), F(dH[r])
-		if a == 0 && b == 0 {
-			clear(dz)
-			continue
-		}
-		h := ent[r]
-		if is32[F]() { // dz = p·(c0 + c1·l) with p = e^l
-			dz32, lp32 := as32(dz), as32(lp)
-			vec.ExpShift(dz32, lp32, 0, 1)
-			vec.MulAffine(dz32, lp32, dz32, float32(-(a+b*h)*inv), float32(-b*inv))
-		} else {
-			for j, l := range lp {
-				p := expF(l)
-				dz[j] = (-a*p - b*p*(l+h)) * inv
-			}
-		}
-		dz[target[r]] += a * inv
 	}
 }
 

@@ -59,7 +59,9 @@ func (b Batch) width() int {
 // LossFunc computes a loss from per-token log-probs lp and entropies ent
 // ([N·Width] each, layout of Batch and gpu/loss) and returns it with its
 // gradients (loss.Result: DLogp required, DEntropy nil when the loss has no
-// entropy term). Any objective plugs in as a closure, e.g.
+// entropy term). lp and ent are the learner's, reused by its next step:
+// valid until the function returns (copy what it keeps), and not to be
+// returned as gradients. Any objective plugs in as a closure, e.g.
 //
 //	func(lp, ent []float64) (loss.Result, error) { return loss.Policy(cfg, lb, lp) }
 type LossFunc func(lp, ent []float64) (loss.Result, error)
@@ -131,6 +133,7 @@ type Learner struct {
 	eng     Engine
 	hyper   *optim.AdamW // lc's AdamW settings, validated: saved with the engine's optimiser state
 	version int64
+	arrays  []float64 // the steps' per-token arrays (stepArrays)
 }
 
 // NewLearner returns a learner starting from m's weights (copied) at
@@ -216,13 +219,14 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
 	start := time.Now()
-	g, ent, err := forwardLoss(l.eng, b, temperature, l.lc.MicroBatch, lossFn)
+	lp, ent, scratch := l.stepArrays(len(b.Seqs) * b.width())
+	g, err := forwardLoss(l.eng, b, temperature, l.lc.MicroBatch, lossFn, lp, ent)
 	if err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
 	st := tokenStats(b, ent)
 	forwardEnd := time.Now()
-	if err := backprop(l.eng, b, temperature, l.lc.MicroBatch, g); err != nil {
+	if err := backprop(l.eng, b, temperature, l.lc.MicroBatch, g, scratch); err != nil {
 		return StepStats{}, fmt.Errorf("learner step: %w", err)
 	}
 	backwardEnd := time.Now()
@@ -242,6 +246,17 @@ func (l *Learner) Step(b Batch, temperature float64, lossFn LossFunc) (StepStats
 	st.Version = l.version
 	st.Forward, st.Backward, st.Optimizer = forwardEnd.Sub(start), backwardEnd.Sub(forwardEnd), time.Since(backwardEnd)
 	return st, nil
+}
+
+// stepArrays returns a step's per-token arrays for n slots: the loss's
+// inputs lp and ent, and scratch (2n) for backprop. They are the
+// learner's, reused by every step.
+func (l *Learner) stepArrays(n int) (lp, ent, scratch []float64) {
+	if cap(l.arrays) < 4*n {
+		l.arrays = make([]float64, 4*n)
+	}
+	a := l.arrays[:4*n]
+	return a[:n:n], a[n : 2*n : 2*n], a[2*n:]
 }
 
 // passes is the part of an Engine that a step's forward and backward
@@ -270,11 +285,10 @@ func microBatches(b Batch, micro int) (parts []Batch, first []int) {
 
 // forwardLoss runs the forward pass of b on p, in micro-batches of micro
 // sequences (Score on each when there are several: backprop runs them
-// again), and the loss on the whole batch's log-probs and entropies. It
-// returns the loss's result, checked, and the entropies.
-func forwardLoss(p passes, b Batch, temperature float64, micro int, lossFn LossFunc) (loss.Result, []float64, error) {
+// again), into lp and ent ([B·Width]), and the loss on them. It returns
+// the loss's result, checked.
+func forwardLoss(p passes, b Batch, temperature float64, micro int, lossFn LossFunc, lp, ent []float64) (loss.Result, error) {
 	w := b.width()
-	lp, ent := make([]float64, len(b.Seqs)*w), make([]float64, len(b.Seqs)*w)
 	parts, first := microBatches(b, micro)
 	run := p.Forward
 	if len(parts) > 1 {
@@ -283,33 +297,35 @@ func forwardLoss(p passes, b Batch, temperature float64, micro int, lossFn LossF
 	for i, mb := range parts {
 		lo, hi := first[i]*w, (first[i]+len(mb.Seqs))*w
 		if err := run(mb, temperature, lp[lo:hi], ent[lo:hi]); err != nil {
-			return loss.Result{}, nil, err
+			return loss.Result{}, err
 		}
 	}
 	g, err := lossFn(lp, ent)
 	if err != nil {
-		return loss.Result{}, nil, fmt.Errorf("loss: %w", err)
+		return loss.Result{}, fmt.Errorf("loss: %w", err)
 	}
 	if n := len(lp); len(g.DLogp) != n || (g.DEntropy != nil && len(g.DEntropy) != n) {
-		return loss.Result{}, nil, fmt.Errorf("%w: loss gradients have %d/%d elements, want %d", ErrBadInput, len(g.DLogp), len(g.DEntropy), n)
+		return loss.Result{}, fmt.Errorf("%w: loss gradients have %d/%d elements, want %d", ErrBadInput, len(g.DLogp), len(g.DEntropy), n)
 	}
 	if math.IsNaN(g.Loss) || math.IsInf(g.Loss, 0) {
-		return loss.Result{}, nil, fmt.Errorf("loss %g: %w", g.Loss, ErrNonFinite)
+		return loss.Result{}, fmt.Errorf("loss %g: %w", g.Loss, ErrNonFinite)
 	}
-	return g, ent, nil
+	return g, nil
 }
 
 // backprop zeros p's gradients and accumulates those of the loss result
 // g over b: one Backward after forwardLoss's single Forward, or, with
-// several micro-batches, a Forward and a Backward on each.
-func backprop(p passes, b Batch, temperature float64, micro int, g loss.Result) error {
+// several micro-batches, a Forward and a Backward on each, whose outputs
+// go to scratch (two micro-batches' worth of slots).
+func backprop(p passes, b Batch, temperature float64, micro int, g loss.Result, scratch []float64) error {
 	p.ZeroGrad()
 	parts, first := microBatches(b, micro)
 	if len(parts) == 1 {
 		return p.Backward(g.DLogp, g.DEntropy)
 	}
+	m := len(parts[0].Seqs) * b.width()
+	lp, ent := scratch[:m], scratch[m:2*m]
 	w := b.width()
-	lp, ent := make([]float64, len(parts[0].Seqs)*w), make([]float64, len(parts[0].Seqs)*w)
 	for i, mb := range parts {
 		lo, hi := first[i]*w, (first[i]+len(mb.Seqs))*w
 		if err := p.Forward(mb, temperature, lp[:hi-lo], ent[:hi-lo]); err != nil {

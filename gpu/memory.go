@@ -45,8 +45,9 @@ func (c Config) modelBytes() float64 {
 // copies for both products, when packed), the gradients, AdamW's two
 // moments (4 × WeightBytes), the RoPE table and the training workspace of
 // that shape (every layer's activations, attention probabilities
-// [b, heads, t, t] included). With LearnerConfig.MicroBatch, b is the
-// micro-batch's size.
+// [b, heads, t, t] included, and one block of lm_head's logits: no
+// activation is per row and vocabulary token). With
+// LearnerConfig.MicroBatch, b is the micro-batch's size.
 func (c Config) LearnerBytes(b, t int) int64 {
 	workers := runtime.GOMAXPROCS(0)
 	shards := learnerShards(c, workers, false)
@@ -65,17 +66,20 @@ func (c Config) ScoreBytes(b, t int) int64 {
 // SampleBytes is the memory Model.Sample needs to draw n completions of
 // newTokens tokens for each of prompts prompts of promptLen tokens: the
 // key/value cache of prompts·n sequences of promptLen + newTokens
-// positions (at most the context), the activations and logits of the
-// prefill rows, the samplers' buffers, the returned tokens, log-probs and
-// entropies, and (once per Model, unless its weights are packed) a
-// transposed copy of the weights.
+// positions (at most the context), the activations of the prefill rows, a
+// row of logits per sequence, the samplers' buffers, the returned tokens,
+// log-probs and entropies, and (once per Model, unless its weights are
+// packed) a transposed copy of the weights.
 func (c Config) SampleBytes(prompts, n, promptLen, newTokens int) int64 {
 	slots := float64(prompts) * float64(n)
 	tmax := min(float64(promptLen)+float64(newTokens), float64(c.Context))
 	rows := max(float64(prompts)*float64(promptLen), slots)
 	var transposed float64
-	if !packable(c) {
+	if !packable(c) { // every matrix but the embeddings
 		transposed = 4 * c.params()
+		if !c.TieEmbeddings {
+			transposed -= 4 * float64(c.Vocab) * float64(c.Hidden)
+		}
 	}
 	return toBytes(transposed + sampleBytes(c, slots, tmax, rows, float64(newTokens), runtime.GOMAXPROCS(0)))
 }
@@ -87,17 +91,21 @@ func sampleBytes(c Config, slots, tmax, rows, newTokens float64, workers int) fl
 	d, m, v, e := float64(c.Hidden), float64(c.MLP), float64(c.Vocab), float64(c.headDim())
 	h, g, k := float64(c.Heads), float64(c.KVHeads), float64(workers)
 	cache := 2 * float64(c.Layers) * slots * tmax * g * e
-	perRow := 2*d + 1 + (h+2*g)*e + h*e + 4*m + v + 3 // x, xn, inv, qkv, att, gu, act, sig, logits; tok, pos, slot
-	decoder := 4 * (cache + rows*perRow + k*tmax)
+	perRow := 2*d + 1 + (h+2*g)*e + h*e + 4*m + 3 // x, xn, inv, qkv, att, gu, act, sig; tok, pos, slot
+	if c.QKNorm() {
+		perRow += h + g // 1/rms of each q and k head
+	}
+	// and a row of logits per sequence
+	decoder := 4 * (cache + rows*perRow + slots*v + k*tmax)
 	drawers := k * v * 24                                 // lp, p (float64) and cand (int)
 	perSeq := 200 + 24*min(newTokens, float64(c.Context)) // Sample, limit, rng, rowOf; tokens, log-probs, entropies
 	return decoder + drawers + slots*perSeq
 }
 
-// actsBytes is the size of newActs(c, b, t, workers, train).
-func actsBytes(c Config, b, t, workers int, train bool) float64 {
+// actsBytes is the size of newPart(c, b, t, workers, parts, train).
+func actsBytes(c Config, b, t, workers, parts int, train bool) float64 {
 	n, tf := float64(b)*float64(t), float64(t)
-	d, m, v := float64(c.Hidden), float64(c.MLP), float64(c.Vocab)
+	d, m := float64(c.Hidden), float64(c.MLP)
 	e := float64(c.headDim())
 	qs, he := float64(c.Heads+2*c.KVHeads)*e, float64(c.Heads)*e
 	layers, resid := 1.0, min(float64(c.Layers)+1, 2)
@@ -105,20 +113,44 @@ func actsBytes(c Config, b, t, workers int, train bool) float64 {
 		layers, resid = float64(c.Layers), float64(c.Layers)+1
 	}
 	perLayer := n*(3*d+2+qs+he+3*m) + float64(b)*float64(c.Heads)*tf*tf
-	if c.QKNorm() { // each q and k head before its norm, and its 1/rms
-		perLayer += n * float64(c.Heads+c.KVHeads) * (e + 1)
-	}
+	perLayer += archLayerFloats(c, n, train)
 	sig := float64(max(workers, 1)) * m // forward-only: a scratch row per worker (sigLen)
 	if train {
 		sig = n * m
 	}
-	floats := layers*(perLayer+sig) + resid*n*d + n*(he+d+2+2*v)
-	bytes := 4*floats + 21*n // tokens, pos, targets, rows, slots (int32), need (bool)
+	floats := layers*(perLayer+sig) + resid*n*d + n*(he+d+1)   // + attRows, xf, invf
+	bytes := 4*floats + tailBytes(c, n, workers, parts) + 21*n // tokens, pos, targets, rows, slots (int32), need (bool)
 	if train {
-		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf
+		scratch := n*(2*d+qs+he+3*m) + float64(max(workers, 1))*tf*tf + archScratchFloats(c, n, workers)
 		bytes += 4*scratch + 16*n // + dlp, dH (float64)
 	}
 	return bytes
+}
+
+// archLayerFloats is what a layer of Qwen3 adds to a workspace of n rows
+// (addArch): each q and k head's 1/rms and, to train, the heads before
+// the norm.
+func archLayerFloats(c Config, n float64, train bool) float64 {
+	if !c.QKNorm() {
+		return 0
+	}
+	heads := float64(c.Heads + c.KVHeads)
+	if train {
+		return n * heads * (1 + float64(c.headDim()))
+	}
+	return n * heads
+}
+
+// archScratchFloats is the backward scratch of the Qwen layers: Qwen3's
+// head of gradient per worker, Qwen2's n ones.
+func archScratchFloats(c Config, n float64, workers int) float64 {
+	switch {
+	case c.QKNorm():
+		return float64(max(workers, 1) * c.headDim())
+	case c.QKVBias():
+		return n
+	}
+	return 0
 }
 
 // toBytes rounds x up to an int64, saturating at math.MaxInt64.

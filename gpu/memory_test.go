@@ -2,8 +2,10 @@ package gpu
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu/safetensors"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 func TestValidateUpperBounds(t *testing.T) {
@@ -110,16 +112,52 @@ func within20(estimate, measured int64) bool {
 	return math.Abs(float64(estimate-measured)) <= 0.2*float64(measured)
 }
 
-func TestLearnerBytesMatchesAllocation(t *testing.T) {
-	cfg := Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, MLP: 192, Context: 64, RopeTheta: 10000, NormEps: 1e-6}
-	m, _ := NewModel(cfg, 1)
-	const b, seqLen = 32, 64
+// bigVocab is a small model with Qwen3's vocabulary (151,936 tokens),
+// whose memory is mostly lm_head, the embeddings and, without the tail's
+// blocks, logits per row and vocabulary token.
+var bigVocab = Config{Vocab: 151936, Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, MLP: 64, Context: 128, RopeTheta: 10000, NormEps: 1e-6}
+
+// memoryArchs are a config and its Qwen2 and Qwen3 variants (Qwen3's
+// head width twice hidden/heads, as Qwen3's own), for the allocation
+// tests.
+func memoryArchs(c Config) []Config {
+	q2, q3 := c, c
+	q2.Arch = ArchQwen2
+	q3.Arch, q3.HeadWidth = ArchQwen3, 2*c.Hidden/c.Heads
+	return []Config{c, q2, q3}
+}
+
+// estimateCase is a model of the allocation tests and its batch: b
+// sequences of seqLen tokens.
+type estimateCase struct {
+	cfg       Config
+	b, seqLen int
+}
+
+// estimateCases are the presets' vocabulary in each architecture, and a
+// large one (a smaller batch: each token's tail runs over the whole
+// vocabulary).
+func estimateCases() []estimateCase {
+	var cs []estimateCase
+	for _, c := range memoryArchs(Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, MLP: 192, Context: 64, RopeTheta: 10000, NormEps: 1e-6}) {
+		cs = append(cs, estimateCase{c, 32, 64})
+	}
+	return append(cs, estimateCase{bigVocab, 12, 32})
+}
+
+// estimateSeqs are b sequences of seqLen tokens, half prompt, half
+// completion.
+func estimateSeqs(b, seqLen int) []Sequence {
 	seqs := make([]Sequence, b)
 	for i := range seqs {
 		seqs[i] = Sequence{Prompt: make([]int, seqLen/2), Completion: make([]int, seqLen/2)}
 		seqs[i].Prompt[0] = 1
 	}
-	grew, keep := heapGrowth(func() any {
+	return seqs
+}
+
+func TestLearnerBytesMatchesAllocation(t *testing.T) {
+	checkEstimates(t, "LearnerBytes", "the learner holds after a step", Config.LearnerBytes, func(m *Model, seqs []Sequence) any {
 		l, err := NewLearner(m, DefaultLearnerConfig())
 		if err != nil {
 			t.Fatal(err)
@@ -129,17 +167,53 @@ func TestLearnerBytesMatchesAllocation(t *testing.T) {
 		}
 		return l
 	})
-	runtime.KeepAlive(keep)
-	t.Logf("LearnerBytes %d, measured %d", cfg.LearnerBytes(b, seqLen), grew)
-	if est := cfg.LearnerBytes(b, seqLen); !within20(est, grew) {
-		t.Errorf("LearnerBytes(%d, %d) = %d, but the learner holds %d bytes after a step", b, seqLen, est, grew)
+}
+
+// TestScoreBytesMatchesAllocation: scoring keeps its workspace in the
+// model for the next call, and ScoreBytes is its size.
+func TestScoreBytesMatchesAllocation(t *testing.T) {
+	checkEstimates(t, "ScoreBytes", "scoring holds", Config.ScoreBytes, func(m *Model, seqs []Sequence) any {
+		if _, err := m.Score(seqs, 1); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	})
+}
+
+// checkEstimates checks, for each estimate case, that est(cfg, b, seqLen)
+// is within 20% of the heap alloc(model, its sequences) leaves (the model
+// kept alive: its weights are not part of the estimates).
+func checkEstimates(t *testing.T, name, holder string, est func(c Config, b, t int) int64, alloc func(*Model, []Sequence) any) {
+	for _, tc := range estimateCases() {
+		t.Run(fmt.Sprintf("%s vocab=%d", cmp.Or(tc.cfg.Arch, ArchLlama), tc.cfg.Vocab), func(t *testing.T) {
+			m, _ := NewModel(tc.cfg, 1)
+			seqs := estimateSeqs(tc.b, tc.seqLen)
+			grew, keep := heapGrowth(func() any { return alloc(m, seqs) })
+			runtime.KeepAlive(keep)
+			runtime.KeepAlive(m)
+			e := est(tc.cfg, tc.b, tc.seqLen)
+			t.Logf("%s %d, measured %d", name, e, grew)
+			if !within20(e, grew) {
+				t.Errorf("%s(%d, %d) = %d, but %s %d bytes", name, tc.b, tc.seqLen, e, holder, grew)
+			}
+		})
 	}
 }
 
 func TestSampleBytesMatchesAllocation(t *testing.T) {
-	cfg := Config{Vocab: 98, Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, MLP: 128, Context: 128, RopeTheta: 10000, NormEps: 1e-6}
+	cfgs := memoryArchs(Config{Vocab: 98, Hidden: 64, Layers: 4, Heads: 4, KVHeads: 4, MLP: 128, Context: 128, RopeTheta: 10000, NormEps: 1e-6})
+	for _, cfg := range append(cfgs, bigVocab) {
+		t.Run(fmt.Sprintf("%s vocab=%d", cmp.Or(cfg.Arch, ArchLlama), cfg.Vocab), func(t *testing.T) { checkSampleBytes(t, cfg) })
+	}
+}
+
+func checkSampleBytes(t *testing.T, cfg Config) {
 	m, _ := NewModel(cfg, 1)
-	const prompts, n, promptLen, newTokens = 16, 4, 8, 120
+	const prompts, n, promptLen = 16, 4, 8
+	newTokens := 120
+	if cfg.Vocab > 1000 {
+		newTokens = 8 // each token's softmax runs over the whole vocabulary
+	}
 	ps := make([][]int, prompts)
 	for i := range ps {
 		ps[i] = []int{1, 5, 6, 7, 8, 9, 10, 11}

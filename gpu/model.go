@@ -1,7 +1,7 @@
 package gpu
 
 // Dimensions: B sequences of at most T rows, N ≤ B·T rows in use (packed), D hidden, L layers,
-// H query heads, G key/value heads, E = D/H head width, M MLP width, V vocab.
+// H query heads, G key/value heads, E head width (D/H unless Config.HeadWidth), M MLP width, V vocab.
 
 // net is the Llama decoder over one flat weight buffer, generic so that the
 // float64 gradient checks run exactly the float32 production code.
@@ -15,7 +15,7 @@ type net[F Float] struct {
 }
 
 func newNet[F Float](cfg Config, flat []F, workers int) *net[F] {
-	cos, sin := ropeTable[F](cfg.Context, cfg.HeadDim(), cfg.RopeTheta)
+	cos, sin := ropeTable[F](cfg.Context, cfg.HeadDim(), cfg.RopeTheta, cfg.RopeScaling)
 	workers = max(workers, 1)
 	return &net[F]{cfg: cfg, w: bindParams(cfg, flat), cos: cos, sin: sin, workers: workers, mm: cpuLinear[F]{workers: workers}}
 }
@@ -39,7 +39,9 @@ type acts[F Float] struct {
 	mid     [][]F     // L × [N, D]: residual after attention
 	xn1     [][]F     // L × [N, D]: input_layernorm output
 	inv1    [][]F     // L × [N]: its 1/rms
-	qkv     [][]F     // L × [N, (H+2G)·E]: projections, q and k rotated
+	qkv     [][]F     // L × [N, (H+2G)·E]: projections (+ bias), q and k normed (Qwen3) and rotated
+	qkRaw   [][]F     // L × [N, (H+G)·E]: Qwen3's q and k heads before their norm (train only), else nil
+	qkInv   [][]F     // L × [N, H+G]: the 1/rms of each of them (Qwen3), else nil
 	probs   [][]F     // L × [B, H, T, T]: causal attention probabilities
 	att     [][]F     // L × [N, H·E]: attention output before o_proj
 	xn2     [][]F     // L × [N, D]: post_attention_layernorm output
@@ -50,27 +52,33 @@ type acts[F Float] struct {
 	attRows []F       // [K, H·E]: the last block's attention output on the K need rows
 	xf      []F       // [K, D]: final norm output (need rows)
 	invf    []F       // [K]
-	logp    []F       // [N, V]: log_softmax(logits / temperature), on need rows only
-	ent     []F       // [N]: entropy of each need row's next-token distribution
+	tail[F]           // per need row: target log-prob, entropy, softmax statistics; a block of logits (tail.go)
 	dlp, dH []float64 // [N]: upstream gradients per row (zero where unused)
 
-	// backward scratch, shared by all layers; dlogits ([K, V]) also holds
-	// the logits in the forward pass
-	dx, dxn, dqkv, datt, dgu, dact, dlogits, dscores []F
+	// backward scratch, shared by all layers
+	dx, dxn, dqkv, datt, dgu, dact, dscores []F
+	dqk                                     []F // [workers, E]: qkNormBackward's scratch (Qwen3)
+	ones                                    []F // [N] of 1: the q/k/v bias gradient's column sum (Qwen2)
 }
 
 // The last block after attention (o_proj, its residual, the MLP), the final
 // norm and lm_head run only on the need rows: no loss reads the others'
 // outputs, which only the later positions' attention (the keys and values,
 // computed for every row) depends on. Their buffers (mid, xn2, inv2, gu,
-// act, sig of the last layer, resid[L], xf, invf, dlogits) hold the K need
-// rows first, compacted in row order.
+// act, sig of the last layer, resid[L], xf, invf) hold the K need rows
+// first, compacted in row order.
 
 // newActs allocates the workspace of shape (b, t). With train false it is
 // a forward-only (scoring) workspace: every layer shares one set of buffers
 // and the residual stream alternates between two, so it takes about 1/L of
 // the memory; backward must not be run on it.
 func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
+	return newPart[F](c, b, t, workers, 1, train)
+}
+
+// newPart is newActs for one of parts workspaces of a batch, which share
+// the tail's budget of logits (tailRows).
+func newPart[F Float](c Config, b, t, workers, parts int, train bool) *acts[F] {
 	n, d, m := b*t, c.Hidden, c.MLP
 	qs, he := (c.Heads+2*c.KVHeads)*c.HeadDim(), c.Heads*c.HeadDim()
 	mk := func(k int) []F { return make([]F, k) }
@@ -89,8 +97,7 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		targets: make([]int32, n), need: make([]bool, n), rows: make([]int32, 0, n), slots: make([]int32, 0, n)}
 	a := &acts[F]{B: b, T: t, N: n, rowPlan: plan, mid: mkL(n * d), xn1: mkL(n * d), inv1: mkL(n), qkv: mkL(n * qs),
 		probs: mkL(b * c.Heads * t * t), att: mkL(n * he), xn2: mkL(n * d), inv2: mkL(n), gu: mkL(n * 2 * m),
-		act: mkL(n * m), sig: mkL(sigLen(n, m, workers, train)), attRows: mk(n * he), xf: mk(n * d), invf: mk(n), logp: mk(n * c.Vocab), ent: mk(n),
-		dlogits: mk(n * c.Vocab)}
+		act: mkL(n * m), sig: mkL(sigLen(n, m, workers, train)), attRows: mk(n * he), xf: mk(n * d), invf: mk(n), tail: newTail[F](c, n, workers, parts)}
 	a.resid = make([][]F, c.Layers+1)
 	for i := range a.resid {
 		if train || i < 2 {
@@ -104,6 +111,7 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		a.dx, a.dxn, a.dqkv, a.datt = mk(n*d), mk(n*d), mk(n*qs), mk(n*he)
 		a.dgu, a.dact, a.dscores = mk(n*2*m), mk(n*m), mk(max(workers, 1)*t*t)
 	}
+	a.addArch(c, n, workers, train, mkL)
 	for r := range a.pos { // until load plans them: every sequence T rows
 		a.pos[r] = int32(r % t)
 	}
@@ -111,6 +119,24 @@ func newActs[F Float](c Config, b, t, workers int, train bool) *acts[F] {
 		a.start[i] = int32(i * t)
 	}
 	return a
+}
+
+// addArch allocates the buffers of Qwen3's q/k norms (the heads before
+// the norm only to train) and, to train a Qwen2, the bias gradient's ones.
+func (a *acts[F]) addArch(c Config, n, workers int, train bool, mkL func(int) [][]F) {
+	s := headShape{c.Heads, c.KVHeads, c.HeadDim()}
+	if c.QKNorm() {
+		a.qkInv, a.qkRaw = mkL(n*(s.H+s.G)), make([][]F, c.Layers) // forward-only: normed in place
+		if train {
+			a.qkRaw, a.dqk = mkL(n*s.qk()), make([]F, max(workers, 1)*s.E)
+		}
+	}
+	if c.QKVBias() && train {
+		a.ones = make([]F, n)
+		for i := range a.ones {
+			a.ones[i] = 1
+		}
+	}
 }
 
 // sigLen is the length of each layer's sigmoid buffer: every row's for
@@ -123,12 +149,12 @@ func sigLen(n, m, workers int, train bool) int {
 }
 
 // forward runs the decoder on a.tokens and leaves, for every row marked in
-// a.need, the log-probabilities of the next token at temperature temp in
-// a.logp and their entropy in a.ent (nanoGPT's forward, every activation
-// kept for backward).
+// a.need, the log-probability of its target at temperature temp in a.lp
+// and the entropy of its next-token distribution in a.ent (nanoGPT's
+// forward, every activation kept for backward; the tail in tail.go).
 func (n *net[F]) forward(a *acts[F], temp float64) {
 	c, w, k := n.cfg, n.w, n.workers
-	N, D, M, V := a.N, c.Hidden, c.MLP, c.Vocab
+	N, D, M := a.N, c.Hidden, c.MLP
 	as := n.attnShape(a)
 	qs, he := as.stride(), as.H*as.E
 	a.rows = a.rows[:0]
@@ -143,7 +169,10 @@ func (n *net[F]) forward(a *acts[F], temp float64) {
 	for l, lw := range w.layers {
 		x := a.resid[l][:N*D]
 		rmsnorm(a.xn1[l], a.inv1[l], x, lw.attnNorm, D, c.NormEps, k)
-		n.mm.NT(a.qkv[l], a.xn1[l], lw.qkv, N, D, qs, false)
+		projectQKV(n.mm, a.qkv[l], a.xn1[l], lw, N, D, qs) // + Qwen2's bias
+		if lw.qNorm != nil {                               // Qwen3
+			qkNorm(a.qkv[l], a.qkRaw[l], a.qkInv[l], lw.qNorm, lw.kNorm, as.heads(), N, c.NormEps, k)
+		}
 		attention(a.att[l], a.probs[l], a.qkv[l], as, rot, k) // rotates q and k first
 		// R rows go on from here, att their attention output
 		R, att := N, a.att[l]
@@ -161,9 +190,7 @@ func (n *net[F]) forward(a *acts[F], temp float64) {
 		copy(a.resid[l+1][:R*D], a.mid[l][:R*D])
 		n.mm.NT(a.resid[l+1], a.act[l], lw.down, R, M, D, true) // x' = mid + down_proj(act)
 	}
-	rmsnorm(a.xf[:K*D], a.invf[:K], a.resid[c.Layers][:K*D], w.norm, D, c.NormEps, k)
-	n.mm.NT(a.dlogits, a.xf, w.head, K, D, V, false) // logits: [K, V] (dlogits as scratch)
-	logSoftmaxEntropy(a.logp, a.ent, a.dlogits[:K*V], a.rows, V, temp, k)
+	n.tailForward(a, temp)
 }
 
 // backward accumulates into g the gradient of a loss whose derivatives wrt
@@ -172,16 +199,12 @@ func (n *net[F]) forward(a *acts[F], temp float64) {
 // zero derivatives.
 func (n *net[F]) backward(a *acts[F], g params[F], temp float64) {
 	c, w, k := n.cfg, n.w, n.workers
-	N, D, M, V := a.N, c.Hidden, c.MLP, c.Vocab
+	N, D, M := a.N, c.Hidden, c.MLP
 	as := n.attnShape(a)
 	qs, he := as.stride(), as.H*as.E
 	K := len(a.rows)
 	rot := &rotation[F]{pos: a.pos, cos: n.cos, sin: n.sin}
-	logSoftmaxEntropyBackward(a.dlogits[:K*V], a.logp, a.ent, a.targets, a.dlp, a.dH, a.rows, V, temp, k)
-	n.mm.TNAdd(g.head, a.dlogits, a.xf, K, D, V)
-	n.mm.NN(a.dxn, a.dlogits, w.head, K, D, V, false)
-	clear(a.dx[:K*D])
-	rmsnormBackward(a.dx[:K*D], g.norm, a.dxn[:K*D], a.resid[c.Layers][:K*D], a.invf[:K], w.norm, D, k)
+	n.tailBackward(a, g, temp)
 	for l := c.Layers - 1; l >= 0; l-- { // a.dx holds dLoss/d resid[l+1] (the need rows for the last block)
 		lw, lg := w.layers[l], g.layers[l]
 		R, att := N, a.att[l]
@@ -201,6 +224,12 @@ func (n *net[F]) backward(a *acts[F], g params[F], temp float64) {
 			scatterRows(a.dx, R, a.rows, D, N)
 		}
 		attentionBackward(a.dqkv, a.datt, a.qkv[l], a.probs[l], a.dscores, as, rot, k) // dq, dk unrotated
+		if lw.qNorm != nil {
+			qkNormBackward(a.dqkv, lg.qNorm, lg.kNorm, a.qkRaw[l], a.qkInv[l], lw.qNorm, lw.kNorm, a.dqk, as.heads(), N, k)
+		}
+		if lg.qkvBias != nil {
+			biasBackward(lg.qkvBias, a.dqkv[:N*qs], a.ones, N)
+		}
 		n.mm.TNAdd(lg.qkv, a.dqkv, a.xn1[l], N, D, qs)
 		n.mm.NN(a.dxn, a.dqkv, lw.qkv, N, D, qs, false)
 		rmsnormBackward(a.dx[:N*D], lg.attnNorm, a.dxn[:N*D], a.resid[l][:N*D], a.inv1[l][:N], lw.attnNorm, D, k) // dLoss/d resid[l]
@@ -238,10 +267,10 @@ func (a *acts[F]) load(seqs []Sequence, share bool) {
 }
 
 // outputs writes, after a forward pass, each need row's target log-prob
-// and entropy (vocabulary v) to its slot of lp and ent.
-func (a *acts[F]) outputs(lp, ent []float64, v int) {
+// and entropy to its slot of lp and ent.
+func (a *acts[F]) outputs(lp, ent []float64) {
 	for k, r := range a.rows {
-		lp[a.slots[k]] = float64(a.logp[int(r)*v+int(a.targets[r])])
+		lp[a.slots[k]] = float64(a.lp[r])
 		ent[a.slots[k]] = float64(a.ent[r])
 	}
 }

@@ -219,8 +219,8 @@ func TestForwardMatchesNaive(t *testing.T) {
 			for p := 0; p < l; p++ {
 				r := b*tc.t + p
 				worst = max(worst, math.Abs(ent[p]-a.ent[r]))
-				for v := range lp[p] {
-					worst = max(worst, math.Abs(lp[p][v]-a.logp[r*tc.cfg.Vocab+v]))
+				for v, l := range logProbs(n, a, r, tc.temp) {
+					worst = max(worst, math.Abs(lp[p][v]-l))
 				}
 			}
 		}
@@ -313,7 +313,7 @@ func TestPackedMatchesNaive(t *testing.T) {
 				lp, ent := forwardNaive(cfg, n.w.flat, ids, 0.9)
 				for j, id := range s.Completion {
 					r, p := a.completionRow(i, s, j), len(s.Prompt)+j-1
-					worst = max(worst, math.Abs(ent[p]-a.ent[r]), math.Abs(lp[p][id]-a.logp[r*cfg.Vocab+id]))
+					worst = max(worst, math.Abs(ent[p]-a.ent[r]), math.Abs(lp[p][id]-a.lp[r]))
 				}
 			}
 			if worst > 1e-11 {
@@ -346,7 +346,7 @@ func TestSharedPromptsMatchUnshared(t *testing.T) {
 		for i, s := range seqs {
 			for j := range s.Completion {
 				r := a.completionRow(i, s, j)
-				lp, ent = append(lp, a.logp[r*gqa.Vocab+s.Completion[j]]), append(ent, a.ent[r])
+				lp, ent = append(lp, a.lp[r]), append(ent, a.ent[r])
 			}
 		}
 		grad = make([]float64, len(n.w.flat))

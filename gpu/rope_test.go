@@ -63,7 +63,7 @@ func TestRopeFreqsUnscaled(t *testing.T) {
 			t.Errorf("frequency %d = %.17g, want %.17g", i, got, want)
 		}
 	}
-	cos, sin := ropeTable[float64](3, 16, 10000)
+	cos, sin := ropeTable[float64](3, 16, 10000, RopeScaling{})
 	for i := range 8 {
 		if cos[8+i] != math.Cos(f[i]) || sin[16+i] != math.Sin(2*f[i]) {
 			t.Errorf("table column %d: cos %g sin %g", i, cos[8+i], sin[16+i])

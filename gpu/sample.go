@@ -381,11 +381,12 @@ type decoder[F Float] struct {
 	x, xn  []F // [R, D]
 	inv    []F // [R]
 	qkv    []F // [R, (H+2G)·E]
+	qkInv  []F // [R, H+G]: 1/rms of Qwen3's q/k heads, else nil
 	att    []F // [R, H·E]
 	gu     []F // [R, 2M]
 	act    []F // [R, M]
 	sig    []F // [R, M]
-	logits []F // [R, V]
+	logits []F // [S, V]: a step reads at most one row per sequence
 	scores []F // tmax
 }
 
@@ -395,7 +396,10 @@ func newDecoder[F Float](n *net[F], slots, tmax, rows int) *decoder[F] {
 	d := &decoder[F]{n: n, mm: cpuLinear[F]{workers: 1, pk: n.pk}, slots: slots, tmax: tmax, tok: make([]int32, rows), pos: make([]int32, rows), slot: make([]int32, rows),
 		x: make([]F, rows*c.Hidden), xn: make([]F, rows*c.Hidden), inv: make([]F, rows), qkv: make([]F, rows*qs),
 		att: make([]F, rows*c.Heads*c.HeadDim()), gu: make([]F, rows*2*c.MLP), act: make([]F, rows*c.MLP), sig: make([]F, rows*c.MLP),
-		logits: make([]F, rows*c.Vocab), scores: make([]F, tmax)}
+		logits: make([]F, slots*c.Vocab), scores: make([]F, tmax)}
+	if c.QKNorm() {
+		d.qkInv = make([]F, rows*(c.Heads+c.KVHeads))
+	}
 	for l := 0; l < c.Layers; l++ {
 		d.kc = append(d.kc, make([]F, slots*tmax*ge))
 		d.vc = append(d.vc, make([]F, slots*tmax*ge))
@@ -452,9 +456,8 @@ func (d *decoder[F]) prefill(prompts [][]int, num int, g sampleGroup) []int {
 // and values, the final norm and lm_head run on rows outs only.
 func (d *decoder[F]) run(r int, outs []int32) {
 	n, c := d.n, d.n.cfg
-	D, M, V, E := c.Hidden, c.MLP, c.Vocab, c.HeadDim()
-	qs, he := (c.Heads+2*c.KVHeads)*E, c.Heads*E
-	x, xn, inv, qkv := d.x[:r*D], d.xn[:r*D], d.inv[:r], d.qkv[:r*qs]
+	D, M, V, he := c.Hidden, c.MLP, c.Vocab, c.Heads*c.HeadDim()
+	x, xn, inv := d.x[:r*D], d.xn[:r*D], d.inv[:r]
 	embed(x, n.w.embed, d.tok[:r], D)
 	for l, lw := range n.w.layers {
 		var wt layerParams[F] // the transposed weights, without packed ones
@@ -462,9 +465,7 @@ func (d *decoder[F]) run(r int, outs []int32) {
 			wt = d.wt.layers[l]
 		}
 		rmsnorm(xn, inv, x, lw.attnNorm, D, c.NormEps, 1)
-		d.mul(qkv, xn, lw.qkv, wt.qkv, r, D, qs, false)
-		rope(qkv, d.pos[:r], qs, c.Heads+c.KVHeads, E, n.cos, n.sin, 1, 1)
-		d.cacheKV(l, r)
+		d.project(l, r, lw, wt)
 		R, rows := r, []int32(nil) // the rows from here on: all, or the last block's outs
 		if l == c.Layers-1 && outs != nil {
 			R, rows = len(outs), outs
@@ -486,6 +487,26 @@ func (d *decoder[F]) run(r int, outs []int32) {
 		head = d.wt.head
 	}
 	d.mul(d.logits[:R*V], xn, n.w.head, head, R, D, V, false)
+}
+
+// project computes layer l's queries, keys and values of rows 0..r-1
+// from d.xn (lw the layer's weights, wt their transposes): the q/k/v
+// product plus Qwen2's bias, Qwen3's q/k norms, RoPE; then caches the keys
+// and values.
+func (d *decoder[F]) project(l, r int, lw, wt layerParams[F]) {
+	n, c := d.n, d.n.cfg
+	s := headShape{c.Heads, c.KVHeads, c.HeadDim()}
+	qs := s.stride()
+	qkv, bias := d.qkv[:r*qs], lw.qkvBias != nil
+	if bias { // the rows start as the bias; the product adds to them
+		broadcastRows(qkv, lw.qkvBias)
+	}
+	d.mul(qkv, d.xn[:r*c.Hidden], lw.qkv, wt.qkv, r, c.Hidden, qs, bias)
+	if lw.qNorm != nil {
+		qkNorm(qkv, nil, d.qkInv, lw.qNorm, lw.kNorm, s, r, c.NormEps, 1)
+	}
+	rope(qkv, d.pos[:r], qs, s.H+s.G, s.E, n.cos, n.sin, 1, 1)
+	d.cacheKV(l, r)
 }
 
 // mul computes dst = x·wᵀ (+ dst when accumulate) for the r rows of x, w

@@ -40,11 +40,18 @@ var samplePrompts = [][]int{{1, 19, 14, 20, 32}, {1, 22}, {1, 30, 31, 14, 19, 19
 func TestSampleLogProbsMatchScoring(t *testing.T) {
 	tiny, _ := Preset("tiny")
 	gqa := Config{Vocab: 98, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2, MLP: 24, Context: 16, RopeTheta: 10000, NormEps: 1e-6}
+	qwen2, qwen3, llama3 := gqa, gqa, gqa
+	qwen2.Arch, qwen2.Context = ArchQwen2, 64
+	qwen3.Arch, qwen3.HeadWidth, qwen3.Context = ArchQwen3, 6, 64
+	llama3.RopeScaling, llama3.Context = RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 8}, 64
 	for _, tc := range []struct {
 		name string
 		cfg  Config
 		opt  SampleOptions
 	}{
+		{"qwen2 q/k/v biases", qwen2, SampleOptions{Temperature: 0.9, MaxNewTokens: 20, Seeds: PromptSeeds(7, 16)}},
+		{"qwen3 q/k norms, head width 6", qwen3, SampleOptions{Temperature: 1.1, TopK: 8, MaxNewTokens: 20, Seeds: PromptSeeds(8, 16)}},
+		{"llama3 RoPE scaling", llama3, SampleOptions{Temperature: 1, MaxNewTokens: 20, Seeds: PromptSeeds(9, 16)}},
 		{"tiny T=1", tiny, SampleOptions{Temperature: 1, MaxNewTokens: 12, Seeds: PromptSeeds(1, 16)}},
 		{"tiny T=0.7 top-k 5", tiny, SampleOptions{Temperature: 0.7, TopK: 5, MaxNewTokens: 10, Seeds: PromptSeeds(2, 16)}},
 		{"tiny top-p 0.9 greedy-off", tiny, SampleOptions{Temperature: 1.3, TopP: 0.9, MaxNewTokens: 10, Seeds: PromptSeeds(3, 16)}},
@@ -130,7 +137,7 @@ func TestSampleGreedyTopKAndEOS(t *testing.T) {
 	n.forward(a, 1)
 	for i, s := range seqs {
 		for j, tok := range s.Completion {
-			row := a.logp[a.completionRow(i, s, j)*tiny.Vocab:][:tiny.Vocab]
+			row := logProbs(n, a, a.completionRow(i, s, j), 1)
 			for v, l := range row {
 				if l > row[tok] {
 					t.Fatalf("greedy sample %d token %d = %d, but token %d is more likely", i, j, tok, v)

@@ -47,7 +47,7 @@ func newBatch[F Float](c Config, b, t, shards, workers int, train bool) *batch[F
 		bt.first[i] = i * b / shards
 	}
 	for i := 0; i < shards; i++ {
-		bt.parts = append(bt.parts, newActs[F](c, bt.first[i+1]-bt.first[i], t, partWorkers(shards, workers), train))
+		bt.parts = append(bt.parts, newPart[F](c, bt.first[i+1]-bt.first[i], t, partWorkers(shards, workers), shards, train))
 	}
 	return bt
 }
@@ -63,7 +63,7 @@ func partWorkers(shards, workers int) int {
 func batchBytes(c Config, b, t, shards, workers int, train bool) float64 {
 	var sum float64
 	for i := 0; i < shards; i++ {
-		sum += actsBytes(c, (i+1)*b/shards-i*b/shards, t, partWorkers(shards, workers), train)
+		sum += actsBytes(c, (i+1)*b/shards-i*b/shards, t, partWorkers(shards, workers), shards, train)
 	}
 	return sum
 }
@@ -100,7 +100,7 @@ func (bt *batch[F]) forward(n *net[F], b Batch, temp float64, lp, ent []float64)
 	clear(lp[:len(b.Seqs)*w])
 	clear(ent[:len(b.Seqs)*w])
 	for _, a := range bt.parts {
-		a.outputs(lp, ent, n.cfg.Vocab)
+		a.outputs(lp, ent)
 	}
 }
 

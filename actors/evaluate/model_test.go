@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
 

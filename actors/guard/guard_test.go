@@ -22,113 +22,121 @@ func healthy() map[string]float64 {
 // ln 98 = 4.585, the vocabulary of the default tokenizer; ln 8 = 2.079.
 var listwise = Settings{Vocab: 98, Group: 8, Objective: rewards.ObjectiveMaxEntListwise}
 
+// raised is an alert a rules case expects.
+type raised struct {
+	step  int
+	rule  string
+	level Level
+}
+
+// ruleCase is a run of steps, healthy but for change, and the alerts its
+// guards must raise.
+type ruleCase struct {
+	name   string
+	s      Settings
+	steps  int
+	change func(step int, m map[string]float64)
+	want   []raised
+	knob   string // in the first alert's text
+}
+
+// ruleCases are TestRules's runs.
+var ruleCases = []ruleCase{
+	{name: "healthy run is silent", s: listwise, steps: 600, change: func(int, map[string]float64) {}},
+	{
+		// The trailing 20-step mean after a jump from 1 to 3 nats at step
+		// 31 is 1 + 0.1j at step 30+j: it passes 0.5 ln 98 = 2.2925 at
+		// j = 13 and never reaches the stop level 0.8 ln 98 = 3.67.
+		name: "policy entropy rises: warn", s: listwise, steps: 200,
+		change: func(step int, m map[string]float64) {
+			if step > 30 {
+				m[rewards.KeyPolicyEntropy] = 3
+			}
+		},
+		want: []raised{{43, RulePolicyEntropy, Warn}}, knob: "controller.tau.enabled=true",
+	},
+	{
+		// 4.2 nats: mean 1 + 0.16j passes 2.2925 at j = 9 (warn) and
+		// 0.8 ln 98 = 3.668 at j = 17 (stop).
+		name: "policy entropy towards uniform: stop", s: listwise, steps: 200,
+		change: func(step int, m map[string]float64) {
+			if step > 30 {
+				m[rewards.KeyPolicyEntropy] = 4.2
+			}
+		},
+		want: []raised{{39, RulePolicyEntropy, Warn}, {47, RulePolicyEntropy, Stop}},
+	},
+	{
+		name: "grpo names its own knob", s: Settings{Vocab: 98, Group: 8, Objective: rewards.ObjectiveGRPO}, steps: 60,
+		change: func(step int, m map[string]float64) {
+			if step > 30 {
+				m[rewards.KeyPolicyEntropy] = 3
+			}
+		},
+		want: []raised{{43, RulePolicyEntropy, Warn}}, knob: "optim.lr",
+	},
+	{
+		name: "a policy that starts uniform is not a collapse", s: listwise, steps: 200,
+		change: func(_ int, m map[string]float64) { m[rewards.KeyPolicyEntropy] = 4.5 },
+	},
+	{
+		// ln 8 − 0.08 = 1.999: judged once 50 steps with a gradient exist.
+		name: "weights pinned at uniform", s: listwise, steps: 120,
+		change: func(_ int, m map[string]float64) { m[rewards.KeyWeightEntropy] = 2.05 },
+		want:   []raised{{50, RuleUniformWeights, Warn}}, knob: "maxent.tau",
+	},
+	{
+		name: "uniform weights only matter for listwise", s: Settings{Vocab: 98, Group: 8, Objective: rewards.ObjectiveGRPO}, steps: 120,
+		change: func(_ int, m map[string]float64) { m[rewards.KeyWeightEntropy] = 2.05 },
+	},
+	{
+		// Counted, the tied steps' uniform weights would lift the mean
+		// over 1.999.
+		name: "weights of tied steps do not count", s: listwise, steps: 120,
+		change: func(step int, m map[string]float64) {
+			m[rewards.KeyWeightEntropy] = 1.99
+			if step%2 == 0 {
+				m[rewards.KeyWeightEntropy], m[rewards.MetricPrefix+"grad_norm"] = math.Log(8), 0
+			}
+		},
+		want: []raised{{50, RuleTiedGroups, Stop}},
+	},
+	{
+		name: "twelve tied steps warn", s: listwise, steps: 200,
+		change: func(step int, m map[string]float64) {
+			if step <= 12 {
+				m[rewards.MetricPrefix+"frac_reward_zero_std"] = 1
+			}
+		},
+		want: []raised{{50, RuleTiedGroups, Warn}}, knob: "generation.num_generations",
+	},
+	{
+		name: "tied groups build up to a stop", s: listwise, steps: 200,
+		change: func(step int, m map[string]float64) {
+			if step > 50 && step%2 == 0 {
+				m[rewards.MetricPrefix+"grad_norm"] = 0
+			}
+		},
+		want: []raised{{70, RuleTiedGroups, Warn}, {100, RuleTiedGroups, Stop}},
+	},
+	{
+		name: "reward flat at zero", s: listwise, steps: 100,
+		change: func(_ int, m map[string]float64) { m[rewards.KeyReward], m[rewards.KeyAccuracy] = 0.001, 0 },
+		want:   []raised{{50, RuleNoReward, Stop}, {50, RuleNoCorrect, Warn}}, knob: "rewards",
+	},
+	{
+		name: "one correct sample in 50 steps is enough", s: listwise, steps: 100,
+		change: func(step int, m map[string]float64) {
+			m[rewards.KeyAccuracy] = 0
+			if step%50 == 25 {
+				m[rewards.KeyAccuracy] = 1.0 / 64
+			}
+		},
+	},
+}
+
 func TestRules(t *testing.T) {
-	type raised struct {
-		step  int
-		rule  string
-		level Level
-	}
-	cases := []struct {
-		name   string
-		s      Settings
-		steps  int
-		change func(step int, m map[string]float64)
-		want   []raised
-		knob   string // in the first alert's text
-	}{
-		{name: "healthy run is silent", s: listwise, steps: 600, change: func(int, map[string]float64) {}},
-		{
-			// The trailing 20-step mean after a jump from 1 to 3 nats at step
-			// 31 is 1 + 0.1j at step 30+j: it passes 0.5 ln 98 = 2.2925 at
-			// j = 13 and never reaches the stop level 0.8 ln 98 = 3.67.
-			name: "policy entropy rises: warn", s: listwise, steps: 200,
-			change: func(step int, m map[string]float64) {
-				if step > 30 {
-					m[rewards.KeyPolicyEntropy] = 3
-				}
-			},
-			want: []raised{{43, RulePolicyEntropy, Warn}}, knob: "controller.tau.enabled=true",
-		},
-		{
-			// 4.2 nats: mean 1 + 0.16j passes 2.2925 at j = 9 (warn) and
-			// 0.8 ln 98 = 3.668 at j = 17 (stop).
-			name: "policy entropy towards uniform: stop", s: listwise, steps: 200,
-			change: func(step int, m map[string]float64) {
-				if step > 30 {
-					m[rewards.KeyPolicyEntropy] = 4.2
-				}
-			},
-			want: []raised{{39, RulePolicyEntropy, Warn}, {47, RulePolicyEntropy, Stop}},
-		},
-		{
-			name: "grpo names its own knob", s: Settings{Vocab: 98, Group: 8, Objective: rewards.ObjectiveGRPO}, steps: 60,
-			change: func(step int, m map[string]float64) {
-				if step > 30 {
-					m[rewards.KeyPolicyEntropy] = 3
-				}
-			},
-			want: []raised{{43, RulePolicyEntropy, Warn}}, knob: "optim.lr",
-		},
-		{
-			name: "a policy that starts uniform is not a collapse", s: listwise, steps: 200,
-			change: func(_ int, m map[string]float64) { m[rewards.KeyPolicyEntropy] = 4.5 },
-		},
-		{
-			// ln 8 − 0.08 = 1.999: judged once 50 steps with a gradient exist.
-			name: "weights pinned at uniform", s: listwise, steps: 120,
-			change: func(_ int, m map[string]float64) { m[rewards.KeyWeightEntropy] = 2.05 },
-			want:   []raised{{50, RuleUniformWeights, Warn}}, knob: "maxent.tau",
-		},
-		{
-			name: "uniform weights only matter for listwise", s: Settings{Vocab: 98, Group: 8, Objective: rewards.ObjectiveGRPO}, steps: 120,
-			change: func(_ int, m map[string]float64) { m[rewards.KeyWeightEntropy] = 2.05 },
-		},
-		{
-			// Counted, the tied steps' uniform weights would lift the mean
-			// over 1.999.
-			name: "weights of tied steps do not count", s: listwise, steps: 120,
-			change: func(step int, m map[string]float64) {
-				m[rewards.KeyWeightEntropy] = 1.99
-				if step%2 == 0 {
-					m[rewards.KeyWeightEntropy], m[rewards.MetricPrefix+"grad_norm"] = math.Log(8), 0
-				}
-			},
-			want: []raised{{50, RuleTiedGroups, Stop}},
-		},
-		{
-			name: "twelve tied steps warn", s: listwise, steps: 200,
-			change: func(step int, m map[string]float64) {
-				if step <= 12 {
-					m[rewards.MetricPrefix+"frac_reward_zero_std"] = 1
-				}
-			},
-			want: []raised{{50, RuleTiedGroups, Warn}}, knob: "generation.num_generations",
-		},
-		{
-			name: "tied groups build up to a stop", s: listwise, steps: 200,
-			change: func(step int, m map[string]float64) {
-				if step > 50 && step%2 == 0 {
-					m[rewards.MetricPrefix+"grad_norm"] = 0
-				}
-			},
-			want: []raised{{70, RuleTiedGroups, Warn}, {100, RuleTiedGroups, Stop}},
-		},
-		{
-			name: "reward flat at zero", s: listwise, steps: 100,
-			change: func(_ int, m map[string]float64) { m[rewards.KeyReward], m[rewards.KeyAccuracy] = 0.001, 0 },
-			want:   []raised{{50, RuleNoReward, Stop}, {50, RuleNoCorrect, Warn}}, knob: "rewards",
-		},
-		{
-			name: "one correct sample in 50 steps is enough", s: listwise, steps: 100,
-			change: func(step int, m map[string]float64) {
-				m[rewards.KeyAccuracy] = 0
-				if step%50 == 25 {
-					m[rewards.KeyAccuracy] = 1.0 / 64
-				}
-			},
-		},
-	}
-	for _, tc := range cases {
+	for _, tc := range ruleCases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := New(tc.s)
 			var got []Alert

@@ -21,8 +21,9 @@
 // library forces. Two Providers in one process therefore share
 // proto.actor's metrics (the last one made gets them).
 //
-// It imports OpenTelemetry, the Prometheus client and proto.actor's actor
-// package; nothing of actors.
+// It imports OpenTelemetry, the Prometheus client, proto.actor's actor
+// package and actors/internal/otlp (the node's resource and the exporters
+// of a protocol, shared with actors/trace); nothing of actors.
 //
 //	p, err := meter.New(ctx, meter.Options{ServiceName: "mgrpo", InstanceID: id, Host: "127.0.0.1", PrometheusPort: 9464})
 //	sys := actor.NewActorSystem(actor.WithMetricProviders(p.MeterProvider()))
@@ -37,21 +38,18 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/mgrpo/mgrpo/actors/internal/otlp"
 )
 
 // scopeName is the instrumentation scope of mgrpo's own instruments.
@@ -98,12 +96,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.OTLPEndpoint == "" && o.PrometheusPort == 0 {
 		return &Provider{}, nil
 	}
-	res, err := resource.New(ctx, resource.WithAttributes(
-		attribute.String("service.name", o.ServiceName),
-		attribute.String("service.instance.id", o.InstanceID),
-		attribute.String("service.version", o.Version),
-		attribute.String("mgrpo.roles", strings.Join(o.Roles, ",")),
-	))
+	res, err := otlp.Resource(ctx, o.ServiceName, o.InstanceID, o.Version, o.Roles)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: resource: %w", err)
 	}
@@ -117,7 +110,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		opts = append(opts, sdkmetric.WithReader(reader))
 	}
 	if o.OTLPEndpoint != "" {
-		exp, err := otlpExporter(ctx, o)
+		exp, err := otlp.Exporter(ctx, "output.otlp_metrics_endpoint", o.OTLPEndpoint, otlp.For(o.Protocol).Metrics)
 		if err != nil {
 			p.closeServer()
 			return nil, err
@@ -158,23 +151,6 @@ func (p *Provider) serve(host string, port int) (sdkmetric.Reader, error) {
 	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	p.addr = lis.Addr().String()
 	go p.server.Serve(lis) // ends with ErrServerClosed on Shutdown
-	return exp, nil
-}
-
-// otlpExporter is the OTLP exporter of o.Protocol. Connections are lazy:
-// an unreachable collector costs dropped metrics, never a failed run.
-func otlpExporter(ctx context.Context, o Options) (sdkmetric.Exporter, error) {
-	var exp sdkmetric.Exporter
-	var err error
-	switch o.Protocol {
-	case "http":
-		exp, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpoint(o.OTLPEndpoint), otlpmetrichttp.WithInsecure())
-	default:
-		exp, err = otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpoint(o.OTLPEndpoint), otlpmetricgrpc.WithInsecure())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("output.otlp_metrics_endpoint %s: %w", o.OTLPEndpoint, err)
-	}
 	return exp, nil
 }
 

@@ -374,6 +374,31 @@ func eventFiles(t *testing.T, d *Dir) []string {
 	return files
 }
 
+// growEventFile writes metrics lines from..to into d and returns the size
+// of its one event file after each, which must grow line by line (it is
+// flushed).
+func growEventFile(t *testing.T, d *Dir, from, to int) []int64 {
+	t.Helper()
+	var sizes []int64
+	for step := from; step <= to; step++ {
+		if err := d.WriteMetrics(step, map[string]float64{"a": float64(step)}); err != nil {
+			t.Fatal(err)
+		}
+		f := eventFiles(t, d)
+		st, err := os.Stat(f[0])
+		if len(f) != 1 || err != nil {
+			t.Fatalf("after step %d: event files %v (%v)", step, f, err)
+		}
+		sizes = append(sizes, st.Size())
+	}
+	for i := 1; i < len(sizes); i++ {
+		if sizes[i] <= sizes[i-1] {
+			t.Errorf("event file sizes %v do not grow line by line", sizes)
+		}
+	}
+	return sizes
+}
+
 // TestTensorBoardFiles: without WriteTensorBoard a run has no event files;
 // with it, its first metrics line makes one file, which later lines grow;
 // a directory that is opened again and resumed cuts its files (a file
@@ -396,21 +421,7 @@ func TestTensorBoardFiles(t *testing.T) {
 	if f := eventFiles(t, d); len(f) != 0 {
 		t.Fatalf("event files %v before a metrics line", f)
 	}
-	var sizes []int64
-	for step := 2; step <= 4; step++ {
-		if err := d.WriteMetrics(step, map[string]float64{"a": float64(step)}); err != nil {
-			t.Fatal(err)
-		}
-		f := eventFiles(t, d)
-		st, err := os.Stat(f[0])
-		if len(f) != 1 || err != nil {
-			t.Fatalf("after step %d: event files %v (%v)", step, f, err)
-		}
-		sizes = append(sizes, st.Size()) // flushed: the file grows with every line
-	}
-	if !(sizes[0] < sizes[1] && sizes[1] < sizes[2]) {
-		t.Errorf("event file sizes %v do not grow line by line", sizes)
-	}
+	sizes := growEventFile(t, d, 2, 4)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -74,17 +74,7 @@ func TestServeTails(t *testing.T) {
 	if code, _, _ := get(t, url(1<<20)); code != http.StatusConflict {
 		t.Errorf("offset past the end: %d, want 409", code)
 	}
-	_, _, samples := get(t, s.URL()+"run/0/samples?after=2")
-	var tables []struct {
-		Step int `json:"step"`
-	}
-	if err := json.Unmarshal([]byte(samples), &tables); err != nil || len(tables) != 1 || tables[0].Step != 4 {
-		t.Errorf("samples after step 2 = %s (%v), want step 4's table", samples, err)
-	}
-	_, next, warm := get(t, s.URL()+"run/0/warm?offset=0")
-	if strings.Count(warm, "\n") != 4 || next != strconv.FormatInt(data.Runs[0].WarmOffset, 10) {
-		t.Errorf("warm start log: %d lines, next %s", strings.Count(warm, "\n"), next)
-	}
+	checkSamplesAndWarm(t, s.URL(), data.Runs[0].WarmOffset)
 	for _, path := range []string{"run/1/metrics?offset=0", "run/0/metrics?offset=-1", "run/0/metrics", "run/0/samples?after=x", "run/x/warm?offset=0"} {
 		if code, _, _ := get(t, s.URL()+path); code != http.StatusBadRequest {
 			t.Errorf("GET %s = %d, want 400", path, code)
@@ -92,6 +82,23 @@ func TestServeTails(t *testing.T) {
 	}
 	if code, _, _ := get(t, s.URL()+"checkpoints/"); code != http.StatusNotFound {
 		t.Errorf("GET /checkpoints/ = %d, want 404: the server serves the page and its logs only", code)
+	}
+}
+
+// checkSamplesAndWarm: the run at url serves the sample tables after step
+// 2 (step 4's) and its warm start log, which ends at warmEnd.
+func checkSamplesAndWarm(t *testing.T, url string, warmEnd int64) {
+	t.Helper()
+	_, _, samples := get(t, url+"run/0/samples?after=2")
+	var tables []struct {
+		Step int `json:"step"`
+	}
+	if err := json.Unmarshal([]byte(samples), &tables); err != nil || len(tables) != 1 || tables[0].Step != 4 {
+		t.Errorf("samples after step 2 = %s (%v), want step 4's table", samples, err)
+	}
+	_, next, warm := get(t, url+"run/0/warm?offset=0")
+	if strings.Count(warm, "\n") != 4 || next != strconv.FormatInt(warmEnd, 10) {
+		t.Errorf("warm start log: %d lines, next %s", strings.Count(warm, "\n"), next)
 	}
 }
 

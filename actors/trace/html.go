@@ -14,24 +14,8 @@ import (
 // by node, the critical path outlined, each bar's time in its tooltip.
 // jaegerURL, if set, links each trace to Jaeger.
 func WriteHTML(w io.Writer, traces []StepTrace, jaegerURL string) error {
-	type bar struct {
-		X, Y, W    float64
-		Label, Tip string
-		Color      string
-		Critical   bool
-		LabelX     float64
-		Took       string
-		TookX      float64
-	}
-	type chart struct {
-		Title, Link string
-		Height      float64
-		Bars        []bar
-		Legend      []struct{ Node, Color string }
-	}
 	// Labels are monospace at about charW pixels a character: the label
 	// column fits the longest, and the bars get barsW pixels after it.
-	const row, charW, barsW = 18.0, 6.7, 800.0
 	labelW := 0.0
 	for _, t := range traces {
 		for _, s := range treeOrder(t) {
@@ -40,41 +24,71 @@ func WriteHTML(w io.Writer, traces []StepTrace, jaegerURL string) error {
 	}
 	labelW += 12
 	width := labelW + barsW + 60 // room for the time after a bar that ends the step
-	palette := []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"}
 	var charts []chart
 	for _, t := range traces {
-		onPath := map[string]bool{}
-		for _, s := range CriticalPath(t) {
-			onPath[s.Span.ID] = true
-		}
-		colors := map[string]string{}
-		c := chart{Title: fmt.Sprintf("step %d: %s%s, trace %s", t.Step(), round(t.Root.Duration), map[bool]string{true: " (slow)"}[t.Slow()], t.ID)}
-		if jaegerURL != "" {
-			c.Link = jaegerURL + "/trace/" + t.ID
-		}
-		total := float64(max(t.Root.Duration, time.Microsecond))
-		for i, s := range treeOrder(t) {
-			col, ok := colors[s.span.Node]
-			if !ok {
-				col = palette[len(colors)%len(palette)]
-				colors[s.span.Node] = col
-				c.Legend = append(c.Legend, struct{ Node, Color string }{s.span.Node, col})
-			}
-			x := labelW + barsW*float64(s.span.Start.Sub(t.Root.Start))/total
-			wd := max(barsW*float64(s.span.Duration)/total, 1)
-			label := spanLabel(s.span)
-			c.Bars = append(c.Bars, bar{X: x, Y: float64(i) * row, W: wd, Color: col, Critical: onPath[s.span.ID],
-				Label: label, LabelX: 4 + 10*float64(s.depth), Took: round(s.span.Duration), TookX: x + wd + 4,
-				Tip: fmt.Sprintf("%s on %s: %s (%.0f%% of the step)", label, s.span.Node, round(s.span.Duration), 100*float64(s.span.Duration)/total)})
-		}
-		c.Height = float64(len(c.Bars))*row + 4
-		charts = append(charts, c)
+		charts = append(charts, waterfall(t, labelW, jaegerURL))
 	}
 	return page.Execute(w, struct {
 		Width, LabelW float64
 		Charts        []chart
 		Created       string
 	}{width, labelW, charts, time.Now().UTC().Format(time.RFC3339)})
+}
+
+// Chart geometry, in pixels: a row per span, about charW a label
+// character, barsW for the bars after the label column.
+const row, charW, barsW = 18.0, 6.7, 800.0
+
+// palette colours the nodes of a trace, in the order they first appear.
+var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"}
+
+// chart is one trace's waterfall.
+type chart struct {
+	Title, Link string
+	Height      float64
+	Bars        []bar
+	Legend      []struct{ Node, Color string }
+}
+
+// bar is one span of a chart.
+type bar struct {
+	X, Y, W    float64
+	Label, Tip string
+	Color      string
+	Critical   bool
+	LabelX     float64
+	Took       string
+	TookX      float64
+}
+
+// waterfall is t's chart, its bars starting labelW pixels in.
+func waterfall(t StepTrace, labelW float64, jaegerURL string) chart {
+	onPath := map[string]bool{}
+	for _, s := range CriticalPath(t) {
+		onPath[s.Span.ID] = true
+	}
+	colors := map[string]string{}
+	c := chart{Title: fmt.Sprintf("step %d: %s%s, trace %s", t.Step(), round(t.Root.Duration), map[bool]string{true: " (slow)"}[t.Slow()], t.ID)}
+	if jaegerURL != "" {
+		c.Link = jaegerURL + "/trace/" + t.ID
+	}
+	total := float64(max(t.Root.Duration, time.Microsecond))
+	for i, s := range treeOrder(t) {
+		col, ok := colors[s.span.Node]
+		if !ok {
+			col = palette[len(colors)%len(palette)]
+			colors[s.span.Node] = col
+			c.Legend = append(c.Legend, struct{ Node, Color string }{s.span.Node, col})
+		}
+		x := labelW + barsW*float64(s.span.Start.Sub(t.Root.Start))/total
+		wd := max(barsW*float64(s.span.Duration)/total, 1)
+		label := spanLabel(s.span)
+		c.Bars = append(c.Bars, bar{X: x, Y: float64(i) * row, W: wd, Color: col, Critical: onPath[s.span.ID],
+			Label: label, LabelX: 4 + 10*float64(s.depth), Took: round(s.span.Duration), TookX: x + wd + 4,
+			Tip: fmt.Sprintf("%s on %s: %s (%.0f%% of the step)", label, s.span.Node, round(s.span.Duration), 100*float64(s.span.Duration)/total)})
+	}
+	c.Height = float64(len(c.Bars))*row + 4
+	return c
 }
 
 // treeSpan is a span with its depth in the trace tree.

@@ -16,7 +16,9 @@
 // sent is never written (messages are immutable): WithSpan derives a
 // new header.
 //
-// It imports OpenTelemetry and messages; nothing of actors.
+// It imports OpenTelemetry, messages and actors/internal/otlp (the node's
+// resource and the exporters of a protocol, shared with actors/meter);
+// nothing of actors.
 //
 //	p, err := trace.New(ctx, trace.Options{ServiceName: "mgrpo", InstanceID: id, OTLPEndpoint: "127.0.0.1:4317"})
 //	ctx, span := p.Tracer().Start(ctx, "step", oteltrace.WithNewRoot())
@@ -27,19 +29,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/mgrpo/mgrpo/actors/internal/otlp"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -76,12 +74,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.OTLPEndpoint == "" && o.File == "" {
 		return &Provider{tracer: noop.NewTracerProvider().Tracer(ScopeName)}, nil
 	}
-	res, err := resource.New(ctx, resource.WithAttributes(
-		attribute.String("service.name", o.ServiceName),
-		attribute.String("service.instance.id", o.InstanceID),
-		attribute.String("service.version", o.Version),
-		attribute.String("mgrpo.roles", strings.Join(o.Roles, ",")),
-	))
+	res, err := otlp.Resource(ctx, o.ServiceName, o.InstanceID, o.Version, o.Roles)
 	if err != nil {
 		return nil, fmt.Errorf("trace: resource: %w", err)
 	}
@@ -89,7 +82,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio)))}
 	p := &Provider{}
 	if o.OTLPEndpoint != "" {
-		exp, err := otlpExporter(ctx, o)
+		exp, err := otlp.Exporter(ctx, "trace.otlp_endpoint", o.OTLPEndpoint, otlp.For(o.Protocol).Spans)
 		if err != nil {
 			return nil, err
 		}
@@ -111,23 +104,6 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	p.sdk = sdktrace.NewTracerProvider(opts...)
 	p.tracer = p.sdk.Tracer(ScopeName)
 	return p, nil
-}
-
-// otlpExporter is the OTLP exporter of o.Protocol. Connections are lazy:
-// an unreachable collector costs dropped spans, never a failed run.
-func otlpExporter(ctx context.Context, o Options) (sdktrace.SpanExporter, error) {
-	var exp sdktrace.SpanExporter
-	var err error
-	switch o.Protocol {
-	case "http":
-		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(o.OTLPEndpoint), otlptracehttp.WithInsecure())
-	default:
-		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(o.OTLPEndpoint), otlptracegrpc.WithInsecure())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("trace.otlp_endpoint %s: %w", o.OTLPEndpoint, err)
-	}
-	return exp, nil
 }
 
 // Tracer is the node's tracer.

@@ -16,8 +16,8 @@ import (
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer/chat"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer/chat"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 	"github.com/spf13/pflag"
 )

@@ -6,14 +6,18 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mgrpo/mgrpo/config"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the signal goroutine's writes.
@@ -39,7 +43,7 @@ func (l *lockedBuffer) String() string {
 func TestInterruptible(t *testing.T) {
 	var stderr lockedBuffer
 	exits := make(chan int, 1)
-	ctx, stop := interruptible(&stderr, func(code int) { exits <- code })
+	ctx, stop := interruptible(&stderr, func(code int) { exits <- code }, "stopping")
 	defer stop()
 	deadline := time.After(time.Minute)
 
@@ -77,7 +81,7 @@ func TestInterruptible(t *testing.T) {
 // signal and the context is cancelled.
 func TestInterruptibleStop(t *testing.T) {
 	exits := make(chan int, 1)
-	ctx, stop := interruptible(io.Discard, func(code int) { exits <- code })
+	ctx, stop := interruptible(io.Discard, func(code int) { exits <- code }, "stopping")
 	stop()
 	stop() // idempotent
 	if ctx.Err() == nil {
@@ -168,7 +172,7 @@ func waitForLine(r io.Reader, prefix string) bool {
 // run checkpoints the step in flight.
 func TestInterruptibleHangup(t *testing.T) {
 	exits := make(chan int, 1)
-	ctx, stop := interruptible(io.Discard, func(code int) { exits <- code })
+	ctx, stop := interruptible(io.Discard, func(code int) { exits <- code }, "stopping")
 	defer stop()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -183,4 +187,69 @@ func TestInterruptibleHangup(t *testing.T) {
 		t.Fatalf("SIGHUP exited with %d", code)
 	default:
 	}
+}
+
+// TestInterruptNotice: a trainer says it finishes the step in flight; a
+// worker node says it stops now (it printed the learner's line about a
+// step in flight and a checkpoint, which it has neither of).
+func TestInterruptNotice(t *testing.T) {
+	for _, tc := range []struct {
+		role    string
+		learner bool
+	}{{"all", true}, {"learner", true}, {"learner,generator", true}, {"generator", false}, {"reward,reference", false}} {
+		got := interruptNotice(config.Cluster{Role: tc.role})
+		if learner := strings.Contains(got, "step in flight"); learner != tc.learner || (!tc.learner && !strings.Contains(got, tc.role+" node")) {
+			t.Errorf("role %s: %q", tc.role, got)
+		}
+	}
+}
+
+// TestLongWorkerInterruptLeaves: a generator node whose learner was
+// killed, interrupted while it asks the learner if it is still there,
+// prints the worker's line, not the learner's, and exits 0. How long it
+// took is logged: it waited for its heartbeat's timeout (1–3 s, the
+// probe's finding), and leaves at once now.
+func TestLongWorkerInterruptLeaves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a learner and a generator; run without -short")
+	}
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port := strconv.Itoa(freeTCPPort(t))
+	learner := startProcess(t, ctx, bin, "--role", "learner,reward,reference", "--cluster.port", port, "--cluster.insecure",
+		"--model.preset", "tiny", "--train.warm_start_steps", "0", "--train.steps", "100000", "--train.guard", "off",
+		"--output.dir", t.TempDir(), "--output.name", "l")
+	if !learner.waitLine("learner node:") {
+		t.Fatalf("learner: exit %d, stderr %q", learner.exit(t), learner.stderr)
+	}
+	gen := startProcess(t, ctx, bin, "--role", "generator", "--cluster.insecure", "--cluster.seeds", "127.0.0.1:"+port)
+	if !gen.waitLine("node ") || !gen.waitLine("node ") { // looking for the learner; joined its run
+		t.Fatalf("generator: exit %d, stderr %q", gen.exit(t), gen.stderr)
+	}
+	if err := learner.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	learner.exit(t)
+	start := time.Now()
+	if err := gen.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	code := gen.exit(t)
+	t.Logf("the generator exited %v after SIGINT", time.Since(start))
+	if code != exitOK || !strings.Contains(gen.stderr.String(), "mgrpo-node: interrupted: stopping this generator node now") ||
+		strings.Contains(gen.stderr.String(), "step in flight") {
+		t.Errorf("exit %d, stderr %q; want 0 and the worker's line", code, gen.stderr)
+	}
+}
+
+// freeTCPPort is a port free on 127.0.0.1 a moment ago.
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	return lis.Addr().(*net.TCPAddr).Port
 }

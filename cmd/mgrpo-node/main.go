@@ -97,18 +97,29 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, errorLine(err))
 		return exitUsage
 	}
-	ctx, stop := interruptible(stderr, os.Exit)
+	ctx, stop := interruptible(stderr, os.Exit, interruptNotice(cfg.Cluster))
 	defer stop()
 	return runRole(ctx, cfg, stdout, stderr)
 }
 
+// interruptNotice is what a node says when it is first interrupted: a
+// trainer (role all, or any list with the learner) finishes the step in
+// flight and checkpoints it; a worker node leaves at once, and the learner
+// sends its parts in flight to the other nodes.
+func interruptNotice(cl config.Cluster) string {
+	if cl.HasRole(config.RoleAll) || cl.HasRole(config.RoleLearner) {
+		return "stopping after the step in flight (interrupt again to exit at once, without a checkpoint)"
+	}
+	return fmt.Sprintf("stopping this %s node now; the learner sends its work in flight to other nodes", cl.Role)
+}
+
 // interruptible returns a context that the first SIGINT, SIGTERM or
-// SIGHUP (a closed terminal) cancels: the run finishes the step in
-// flight, writes a checkpoint and exits with exitStopped. The next one,
-// for a run stuck in a long step or allocation, prints one line and calls
-// exit(exitInterrupted) at once, without a checkpoint. stop releases the
-// signals.
-func interruptible(stderr io.Writer, exit func(code int)) (ctx context.Context, stop func()) {
+// SIGHUP (a closed terminal) cancels, printing "interrupted: " and notice:
+// a run finishes the step in flight, writes a checkpoint and exits with
+// exitStopped; a worker node leaves. The next one, for a run stuck in a
+// long step or allocation, prints one line and calls exit(exitInterrupted)
+// at once, without a checkpoint. stop releases the signals.
+func interruptible(stderr io.Writer, exit func(code int), notice string) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -116,7 +127,7 @@ func interruptible(stderr io.Writer, exit func(code int)) (ctx context.Context, 
 	go func() {
 		select {
 		case <-sigs:
-			fmt.Fprintln(stderr, "mgrpo-node: interrupted: stopping after the step in flight (interrupt again to exit at once, without a checkpoint)")
+			fmt.Fprintln(stderr, "mgrpo-node: interrupted: "+notice)
 			cancel()
 		case <-done:
 			return

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu"
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 // scoreCheckpoint writes a tiny checkpoint and returns its directory and

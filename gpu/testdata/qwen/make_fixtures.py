@@ -6,6 +6,9 @@ For each fixture, OUT_DIR/NAME/ gets the peer's checkpoint (config.json,
 model.safetensors: `llama_ref.py init` with --std 0.2 --norm-jitter 0.1)
 and scores.json: the peer's per-token log-probs and entropies of a few
 fixed sequences at temperatures 1 and 0.7 (see README.md for the format).
+The mgrpo-* fixtures go the other way: their checkpoints are mgrpo's
+(make-fixtures.sh has the Go test TestWriteMgrpoFixtures write them
+first), and this script only loads them into the peer and scores them.
 
 The peer does not implement llama3 RoPE scaling: for the llama3-rope
 fixture this script sets the peer's inverse frequencies to the llama3
@@ -37,6 +40,8 @@ FIXTURES = [
     ("llama3-rope", 4, dict(model_type="llama", num_attention_heads=2, num_key_value_heads=2,
                             tie_word_embeddings=False, rope_theta=100.0, rope_scaling=LLAMA3), "rope"),
 ]
+# the checkpoints mgrpo writes (gpu/archfixture_test.go mgrpoFixtures): name, seed of the sequences, ablation
+MGRPO_FIXTURES = [("mgrpo-qwen2", 11, "bias"), ("mgrpo-qwen3", 12, "qk_norm"), ("mgrpo-llama3-rope", 13, "rope")]
 SEQUENCES = [(6, 10), (3, 25), (10, 50)]  # (prompt, completion) lengths; the longest reaches position 59
 TEMPERATURES = [1.0, 0.7]
 
@@ -93,14 +98,22 @@ def max_diff(a, b):
                for x, y in zip(sa["logprobs"], sb["logprobs"]))
 
 
-def make(ref, out_dir, name, seed, overrides, ablation):
-    d = os.path.join(out_dir, name)
-    model = ref.init_checkpoint(d, "tiny", seed=seed, std=0.2, norm_jitter=0.1, **SIZES, **overrides)
+def set_rope(model):
+    """The peer's RoPE frequencies, set to the llama3 rule when config.json has rope_scaling (the peer
+    itself ignores it); returns them in float64."""
     c = model.cfg
     inv_freq = [c.theta ** (-i / c.hd) for i in range(0, c.hd, 2)]
-    if "rope_scaling" in overrides:
-        inv_freq = llama3_inv_freq(c.hd, c.theta, overrides["rope_scaling"])
+    if c.raw.get("rope_scaling"):
+        inv_freq = llama3_inv_freq(c.hd, c.theta, c.raw["rope_scaling"])
         model.inv_freq = torch.tensor(inv_freq, dtype=torch.float64).float()
+    return inv_freq
+
+
+def write_scores(ref, d, name, model, seed, ablation, checkpoint):
+    """Scores fixed sequences with the peer and writes d/scores.json; refuses a fixture whose feature
+    moves no log-prob by more than 1e-3."""
+    c = model.cfg
+    inv_freq = set_rope(model)
     g = torch.Generator().manual_seed(100 + seed)
     seqs = [(torch.randint(0, c.V, (p,), generator=g).tolist(), torch.randint(0, c.V, (n,), generator=g).tolist())
             for p, n in SEQUENCES]
@@ -108,12 +121,23 @@ def make(ref, out_dir, name, seed, overrides, ablation):
     diff = max_diff(runs, score(ref, ablate(model, ablation), seqs))
     if diff <= 1e-3:
         sys.exit(f"{name}: without {ablation} the log-probs move by only {diff:.2g}: the fixture cannot fail")
-    doc = {"peer": "llama_ref.py", "std": 0.2, "norm_jitter": 0.1, "seed": seed, "inv_freq": inv_freq,
-           "ablation": {"without": ablation, "max_logprob_diff": diff}, "runs": runs}
+    doc = {"peer": "llama_ref.py", "checkpoint": checkpoint, "std": 0.2, "norm_jitter": 0.1, "seed": seed,
+           "inv_freq": inv_freq, "ablation": {"without": ablation, "max_logprob_diff": diff}, "runs": runs}
     with open(os.path.join(d, "scores.json"), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
     print(f"{name}: {c.arch}, head_dim {c.hd}; without {ablation} log-probs move by up to {diff:.3g}")
+
+
+def make(ref, out_dir, name, seed, overrides, ablation):
+    d = os.path.join(out_dir, name)
+    model = ref.init_checkpoint(d, "tiny", seed=seed, std=0.2, norm_jitter=0.1, **SIZES, **overrides)
+    write_scores(ref, d, name, model, seed, ablation, "llama_ref.py init")
+
+
+def score_mgrpo(ref, out_dir, name, seed, ablation):
+    d = os.path.join(out_dir, name)
+    write_scores(ref, d, name, ref.load_checkpoint(d), seed, ablation, "mgrpo SaveCheckpoint (TestWriteMgrpoFixtures)")
 
 
 def main():
@@ -124,6 +148,8 @@ def main():
     torch.manual_seed(0)
     for name, seed, overrides, ablation in FIXTURES:
         make(ref, sys.argv[2], name, seed, overrides, ablation)
+    for name, seed, ablation in MGRPO_FIXTURES:
+        score_mgrpo(ref, sys.argv[2], name, seed, ablation)
 
 
 if __name__ == "__main__":

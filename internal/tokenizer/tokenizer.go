@@ -43,11 +43,14 @@ const (
 	EosID = 2
 )
 
-// Special token strings as saved in tokenizer.json.
+// Special token strings as saved in tokenizer.json. Each holds U+FF5C
+// (FULLWIDTH VERTICAL LINE), outside printable ASCII, so that no text Char
+// encodes contains one: Hugging Face's tokenizers would read it as the
+// special token (charHFFile).
 const (
-	PadToken = "<pad>"
-	BosToken = "<bos>"
-	EosToken = "<eos>"
+	PadToken = "<｜pad｜>"
+	BosToken = "<｜bos｜>"
+	EosToken = "<｜eos｜>"
 )
 
 // First and last printable ASCII characters of the built-in table.
@@ -163,7 +166,7 @@ func (t *Char) Name() string { return CharName }
 func (t *Char) Vocab() []string { return append([]string(nil), t.vocab...) }
 
 // Token returns the text of one id ("" when out of range); specials give
-// their "<pad>"-style names.
+// their names (PadToken, BosToken, EosToken).
 func (t *Char) Token(id int) string {
 	if id < 0 || id >= len(t.vocab) {
 		return ""

@@ -27,16 +27,12 @@ const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]
 // newPreTokenizer builds the "pre_tokenizer" of a tokenizer.json (nil for
 // null).
 func newPreTokenizer(raw json.RawMessage, where string) (preTokenizer, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	c, err := decodeComponent(raw, where)
-	if err != nil {
-		return nil, err
-	}
+	return newComponent(raw, where, func(c componentJSON) ([]json.RawMessage, string) { return c.PreTokenizers, "pretokenizers" }, buildPreTokenizer)
+}
+
+// buildPreTokenizer builds one pre-tokenizer other than a Sequence.
+func buildPreTokenizer(c componentJSON, where string) (preTokenizer, error) {
 	switch c.Type {
-	case "Sequence":
-		return chain(c.PreTokenizers, where+".pretokenizers", newPreTokenizer)
 	case "Split":
 		pat, err := newPattern(c.Pattern, where)
 		if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 func TestPrompterChar(t *testing.T) {

@@ -10,14 +10,17 @@
 // One token per printable ASCII character, plus PAD, BOS and EOS.
 // Built-in id table (stable; checkpoints depend on it):
 //
-//	0        PAD  "<pad>"
-//	1        BOS  "<bos>"
-//	2        EOS  "<eos>"
+//	0        PAD  "<｜pad｜>"
+//	1        BOS  "<｜bos｜>"
+//	2        EOS  "<｜eos｜>"
 //	3 + (c - 0x20)  printable ASCII c in 0x20 (space) .. 0x7E (~)
 //	                e.g. ' ' = 3, '0' = 19, '9' = 28, '+' = 14, '=' = 32, 'a' = 68
 //
 // so the vocabulary has 98 entries. Encode never emits PAD, BOS or EOS
 // (callers add them); Decode(Encode(s)) == s for every printable-ASCII s.
+// Save writes a Hugging Face tokenizer.json (a BPE model without merges)
+// that the library loads and encodes, with and without BOS, and decodes
+// exactly as Char does (TestLongCharReference), and tokenizer_config.json.
 //
 // # HF
 //
@@ -27,7 +30,9 @@
 // binding, for the Llama 2, Llama 3, Qwen3, DeepSeek-V3 and GPT-4o files
 // and variants of them). Implemented: a BPE model (merges as "a b" or
 // pairs, byte_fallback, fuse_unk, unk_token, ignore_merges); normalizers
-// Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD, Lowercase;
+// Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD (plain UAX #15, as the
+// library: no U+034F after 30 combining marks, which golang.org/x/text's
+// Stream-Safe format inserts), Lowercase;
 // pre-tokenizers Sequence, Split (String or Regex patterns, every
 // behaviour, invert), ByteLevel, Digits, Metaspace; decoders Sequence,
 // ByteLevel, ByteFallback, Fuse, Replace, Strip, Metaspace; post-processors

@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mgrpo/mgrpo/gpu/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
 // Template is a parsed chat template; it is immutable and safe for

@@ -77,8 +77,12 @@ func chain[F ~func(T) T, T any](members []json.RawMessage, where string, build f
 	}, nil
 }
 
-// newNormalizer builds the "normalizer" of a tokenizer.json (nil for null).
-func newNormalizer(raw json.RawMessage, where string) (normalizer, error) {
+// newComponent builds the component of a tokenizer.json at where: nil for
+// null, the chain of its members for a Sequence (members returns them and
+// the key that holds them), and build's function for any other type. The
+// normalizer, pre-tokenizer and decoder are each one of these.
+func newComponent[F ~func(T) T, T any](raw json.RawMessage, where string,
+	members func(componentJSON) ([]json.RawMessage, string), build func(componentJSON, string) (F, error)) (F, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -86,9 +90,23 @@ func newNormalizer(raw json.RawMessage, where string) (normalizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Type != "Sequence" {
+		return build(c, where)
+	}
+	list, key := members(c)
+	return chain(list, where+"."+key, func(r json.RawMessage, w string) (F, error) { return newComponent(r, w, members, build) })
+}
+
+// newNormalizer builds the "normalizer" of a tokenizer.json (nil for null).
+func newNormalizer(raw json.RawMessage, where string) (normalizer, error) {
+	return newComponent(raw, where, func(c componentJSON) ([]json.RawMessage, string) { return c.Normalizers, "normalizers" }, buildNormalizer)
+}
+
+// buildNormalizer builds one normalizer other than a Sequence. The
+// Unicode forms follow the plain UAX #15 algorithm, as the library does
+// (normalize).
+func buildNormalizer(c componentJSON, where string) (normalizer, error) {
 	switch c.Type {
-	case "Sequence":
-		return chain(c.Normalizers, where+".normalizers", newNormalizer)
 	case "Prepend":
 		p := c.Prepend
 		return func(s string) string {
@@ -105,13 +123,13 @@ func newNormalizer(raw json.RawMessage, where string) (normalizer, error) {
 		with := c.Content
 		return func(s string) string { return pat.replaceAll(s, with) }, nil
 	case "NFC":
-		return norm.NFC.String, nil
+		return normalize(norm.NFC), nil
 	case "NFD":
-		return norm.NFD.String, nil
+		return normalize(norm.NFD), nil
 	case "NFKC":
-		return norm.NFKC.String, nil
+		return normalize(norm.NFKC), nil
 	case "NFKD":
-		return norm.NFKD.String, nil
+		return normalize(norm.NFKD), nil
 	case "Lowercase":
 		return strings.ToLower, nil
 	}

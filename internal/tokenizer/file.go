@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/mgrpo/mgrpo/internal/atomicfile"
 )
 
 // FileName is the tokenizer file inside a checkpoint directory.
@@ -21,11 +19,16 @@ const FileName = "tokenizer.json"
 // tokenizers.
 var ErrNotSupported = errors.New("not supported")
 
-// charFile is the JSON form of a Char: {"type":"mgrpo-char","vocab":[...]}.
-type charFile struct {
+// legacyCharFile is the tokenizer.json a Char was saved as before it
+// wrote a Hugging Face one: {"type":"mgrpo-char","vocab":[...]}, with the
+// specials named legacySpecials. Load still reads it.
+type legacyCharFile struct {
 	Type  string   `json:"type"`
 	Vocab []string `json:"vocab"`
 }
+
+// legacySpecials are the names of PAD, BOS and EOS in a legacyCharFile.
+var legacySpecials = []string{"<pad>", "<bos>", "<eos>"}
 
 // probe holds the keys that tell the tokenizer.json kinds apart.
 type probe struct {
@@ -35,22 +38,11 @@ type probe struct {
 	} `json:"model"`
 }
 
-// Save writes t as dir/tokenizer.json atomically (temp file, fsync, rename).
-func (t *Char) Save(dir string) error {
-	data, err := json.MarshalIndent(charFile{Type: CharName, Vocab: t.vocab}, "", " ")
-	if err != nil {
-		return fmt.Errorf("save tokenizer %s: %w", dir, err)
-	}
-	if err := atomicfile.WriteBytes(filepath.Join(dir, FileName), append(data, '\n')); err != nil {
-		return fmt.Errorf("save tokenizer %s: %w", dir, err)
-	}
-	return nil
-}
-
 // Load reads dir/tokenizer.json. A missing file gives the built-in
-// character tokenizer (NewChar); an mgrpo-char file gives a Char with its
-// saved table; a Hugging Face tokenizer.json (a "model" object) gives an
-// HF with its special tokens from the files beside it (loadHF). What it
+// character tokenizer (NewChar); a file that Char.Save wrote, or an older
+// mgrpo-char file, gives a Char with its saved table; any other Hugging
+// Face tokenizer.json (a "model" object) gives an HF with its special
+// tokens from the files beside it (loadHF). What it
 // cannot tokenise exactly is refused with an error naming the key.
 func Load(dir string) (Tokenizer, error) {
 	path := filepath.Join(dir, FileName)
@@ -76,12 +68,20 @@ func parse(dir string, data []byte) (Tokenizer, error) {
 	}
 	switch {
 	case p.Type == CharName:
-		var f charFile
+		var f legacyCharFile
 		if err := json.Unmarshal(data, &f); err != nil {
 			return nil, err
 		}
+		for i, name := range legacySpecials {
+			if i < len(f.Vocab) && f.Vocab[i] == name {
+				f.Vocab[i] = []string{PadToken, BosToken, EosToken}[i]
+			}
+		}
 		return newCharFromVocab(f.Vocab)
 	case p.Model != nil:
+		if c, ok := charFromHF(data); ok {
+			return c, nil
+		}
 		return loadHF(dir, data)
 	default:
 		return nil, fmt.Errorf("unknown tokenizer type %q (want %q or a Hugging Face tokenizer.json)", p.Type, CharName)

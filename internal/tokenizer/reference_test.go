@@ -53,7 +53,7 @@ func TestLongReferenceTokenizers(t *testing.T) {
 	}
 	modules := referenceModules(t)
 	dir := t.TempDir()
-	corpus := referenceCorpus(corpusLines)
+	corpus := append(referenceCorpus(corpusLines), longMarkRuns...)
 	corpusPath := filepath.Join(dir, "corpus.bin")
 	writeCorpus(t, corpusPath, corpus)
 	cases := map[string]string{}
@@ -76,6 +76,44 @@ func TestLongReferenceTokenizers(t *testing.T) {
 			compareWithReference(t, modules, cases[name], corpusPath, corpus)
 		})
 	}
+}
+
+// TestLongCharReference: the tokenizer.json that Char.Save writes loads in
+// Hugging Face's tokenizers, which encodes (with and without BOS) and
+// decodes a corpus of printable ASCII texts as Char does: the arithmetic
+// of the built-in tasks, random characters, and the special tokens' names
+// (the old ones, which are plain text now) written into the text.
+func TestLongCharReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long test: needs npm packages; skipped under -short")
+	}
+	modules := referenceModules(t)
+	dir := t.TempDir()
+	if err := NewChar().Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := Load(dir); err != nil || tok.Name() != CharName {
+		t.Fatalf("Load(saved Char) = %v, %v", tok, err)
+	}
+	rng := rand.New(rand.NewPCG(15, 2026))
+	var corpus []string
+	for i := range 2000 {
+		var b strings.Builder
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&b, "%d+%d=%d", rng.IntN(1000), rng.IntN(1000), rng.IntN(2000))
+		case 1:
+			for range rng.IntN(40) {
+				b.WriteByte(byte(firstChar + rng.IntN(lastChar-firstChar+1)))
+			}
+		default:
+			fmt.Fprintf(&b, "%s%d %s", legacySpecials[rng.IntN(3)], rng.IntN(100), []string{"<s>", "</s>", "  ", "<|eos|>"}[rng.IntN(4)])
+		}
+		corpus = append(corpus, b.String())
+	}
+	path := filepath.Join(dir, "corpus.bin")
+	writeCorpus(t, path, corpus)
+	compareWithReference(t, modules, dir, path, corpus)
 }
 
 // referenceModules installs the npm packages (once) and returns their
@@ -138,11 +176,10 @@ type referenceOutput struct {
 
 // compareWithReference runs the reference on the corpus and compares.
 func compareWithReference(t *testing.T, modules, tokDir, corpusPath string, corpus []string) {
-	tok, err := Load(tokDir)
+	hf, err := Load(tokDir)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	hf := tok.(*HF)
 	outPath := filepath.Join(t.TempDir(), "ref.jsonl")
 	cmd := exec.Command("node", filepath.Join("testdata", "reference.js"), filepath.Join(tokDir, FileName), corpusPath, outPath)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
@@ -298,6 +335,15 @@ var corpusParts = []func(*rand.Rand, *strings.Builder){
 	},
 }
 
+// longMarkRuns are texts with runs of more than 30 combining marks, where
+// a normalizer following the Stream-Safe Text Format would insert U+034F
+// and the library does not (TestNormalizeLongMarkRuns).
+var longMarkRuns = []string{
+	"a" + strings.Repeat("\u0301", 31), "x a" + strings.Repeat("\u0301", 40) + " y", "a" + strings.Repeat("\u0316\u0301", 16),
+	"\u00e1" + strings.Repeat("\u0301", 31), "\ufb01" + strings.Repeat("\u0323\u0307", 20) + "x",
+	"\u1100\u1161" + strings.Repeat("\u0301", 35), strings.Repeat("\u0301", 33) + "e", "caf\u00e9" + strings.Repeat("\u0308", 64),
+}
+
 // variant is a tokenizer.json built from a real one by edit.
 type variant struct {
 	base string
@@ -308,7 +354,8 @@ type variant struct {
 // pre-tokenizer and decoder (newer Llama/Mistral conversions), GPT-2's
 // ByteLevel split with a prefix space and a Digits split (SmolLM2),
 // TemplateProcessing around a byte-level model (Llama 3 with BOS), and
-// added tokens with lstrip, rstrip, single_word and normalized.
+// added tokens with lstrip, rstrip, single_word and normalized, and the
+// NFD and NFKD normalizers (Qwen3 has NFC; NFKC is in llama3-bytelevel-prefix).
 var referenceVariants = map[string]variant{
 	"llama2-metaspace-first": {base: "llama2", edit: func(m map[string]any) {
 		m["normalizer"] = nil
@@ -348,6 +395,8 @@ var referenceVariants = map[string]variant{
 		m["pre_tokenizer"] = map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}
 		m["normalizer"] = map[string]any{"type": "NFKC"}
 	}},
+	"qwen3-nfd":  {base: "qwen3", edit: func(m map[string]any) { m["normalizer"] = map[string]any{"type": "NFD"} }},
+	"qwen3-nfkd": {base: "qwen3", edit: func(m map[string]any) { m["normalizer"] = map[string]any{"type": "NFKD"} }},
 	"qwen3-contiguous": {base: "qwen3", edit: func(m map[string]any) {
 		m["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{
 			map[string]any{"type": "Split", "pattern": map[string]any{"String": " "}, "behavior": "MergedWithNext", "invert": false},

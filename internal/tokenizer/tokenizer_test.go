@@ -1,10 +1,12 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -97,8 +99,52 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatalf("Load = %#v", tok)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("dir holds %d entries after Save, want 1 (no temp files)", len(entries))
+	if len(entries) != 2 {
+		t.Errorf("dir holds %d entries after Save, want tokenizer.json and tokenizer_config.json (no temp files)", len(entries))
+	}
+}
+
+// TestLoadLegacyChar: a checkpoint written before Char saved a Hugging
+// Face tokenizer.json still loads, as the same table.
+func TestLoadLegacyChar(t *testing.T) {
+	dir := t.TempDir()
+	vocab := append([]string{"<pad>", "<bos>", "<eos>"}, NewChar().Vocab()[numSpecial:]...)
+	data, _ := json.Marshal(map[string]any{"type": CharName, "vocab": vocab})
+	if err := os.WriteFile(filepath.Join(dir, FileName), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := Load(dir)
+	if c, ok := tok.(*Char); err != nil || !ok || !slices.Equal(c.Vocab(), NewChar().Vocab()) {
+		t.Fatalf("Load(legacy) = %v, %v", tok, err)
+	}
+}
+
+// TestCharFileEditedLoadsAsHF: a tokenizer.json that differs from what
+// Char.Save writes (here by a normalizer) is read as the Hugging Face file
+// it is, never as a Char that would ignore the difference.
+func TestCharFileEditedLoadsAsHF(t *testing.T) {
+	dir := t.TempDir()
+	if err := NewChar().Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	data, _ := os.ReadFile(path)
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["normalizer"] = map[string]any{"type": "Lowercase"}
+	data, _ = json.Marshal(m)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := tok.Encode("AB")
+	if _, ok := tok.(*HF); !ok || !slices.Equal(ids, []int{68, 69}) {
+		t.Fatalf("Load(edited) = %T, Encode(\"AB\") = %v; want an HF encoding [68 69] (\"ab\")", tok, ids)
 	}
 }
 

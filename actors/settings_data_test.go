@@ -11,9 +11,9 @@ import (
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
 
-// TestDepsHeldOutRows: with task.eval_fraction the evaluations draw from
-// rows that training never sees; without it from the training rows.
-func TestDepsHeldOutRows(t *testing.T) {
+// TestSettingsHeldOutRows: with task.eval_fraction the evaluations draw
+// from rows that training never sees; without it from the training rows.
+func TestSettingsHeldOutRows(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sums.jsonl")
 	var b strings.Builder
 	for i := range 40 {
@@ -27,12 +27,8 @@ func TestDepsHeldOutRows(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDeps(cfg, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Device.Close()
-	train, eval := d.Task.(*tasks.Dataset), d.EvalTask.(*tasks.Dataset)
+	s := testSettings(t, cfg)
+	train, eval := s.step.task.(*tasks.Dataset), s.eval.task.(*tasks.Dataset)
 	if train.Len() != 30 || eval.Len() != 10 {
 		t.Fatalf("train %d rows, eval %d, want 30 and 10", train.Len(), eval.Len())
 	}
@@ -46,12 +42,7 @@ func TestDepsHeldOutRows(t *testing.T) {
 		}
 	}
 	cfg.Task.EvalFraction = 0
-	d2, err := NewDeps(cfg, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Device.Close()
-	if d2.EvalTask != d2.Task {
+	if s2 := testSettings(t, cfg); s2.eval.task != s2.step.task {
 		t.Error("without a held-out split eval should draw from the training rows")
 	}
 }

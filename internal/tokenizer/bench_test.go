@@ -101,7 +101,7 @@ func cachedTokenizer(b *testing.B, name string) *HF {
 	wd, _ := os.Getwd()
 	dir := filepath.Join(wd, "..", "..", ".tools", "npm-tokenizers", "node_modules", referenceFiles[name])
 	if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
-		b.Skipf("%s: run the long reference test first (go test -run TestLongReferenceTokenizers ./gpu/tokenizer)", name)
+		b.Skipf("%s: run the long reference test first (go test -run TestLongReferenceTokenizers ./internal/tokenizer)", name)
 	}
 	tok, err := Load(dir)
 	if err != nil {

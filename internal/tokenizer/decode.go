@@ -15,16 +15,12 @@ type decoder func([]string) []string
 // newDecoder builds the "decoder" of a tokenizer.json (nil for null: the
 // tokens are joined with spaces).
 func newDecoder(raw json.RawMessage, where string) (decoder, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	c, err := decodeComponent(raw, where)
-	if err != nil {
-		return nil, err
-	}
+	return newComponent(raw, where, func(c componentJSON) ([]json.RawMessage, string) { return c.Decoders, "decoders" }, buildDecoder)
+}
+
+// buildDecoder builds one decoder other than a Sequence.
+func buildDecoder(c componentJSON, where string) (decoder, error) {
 	switch c.Type {
-	case "Sequence":
-		return chain(c.Decoders, where+".decoders", newDecoder)
 	case "ByteLevel":
 		return decodeByteLevel, nil
 	case "ByteFallback":

@@ -1,0 +1,148 @@
+package actors
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mgrpo/mgrpo/messages"
+)
+
+// ClusterOptions are what the coordinator of a learner node needs to
+// admit worker nodes.
+type ClusterOptions struct {
+	// Join is the reply an admitted node gets: the run id, configuration,
+	// tokenizer and model dimensions (Accepted is set by the coordinator).
+	Join *messages.JoinReply
+	// Build and Protocol must match a node's for it to join.
+	Build    string
+	Protocol int32
+	// Seed is the address worker nodes give as --cluster.seeds.
+	Seed string
+	// Notice receives one-line notices: nodes joining and leaving, roles
+	// missing while work waits.
+	Notice io.Writer
+	// Refused, if set, says that a node was refused, instead of Notice:
+	// node.Node.Refused, one line a minute per peer and kind.
+	Refused func(kind, who, peer, reason string)
+	// NoticeEvery is how often a missing role is reported (default 5 s).
+	NoticeEvery time.Duration
+}
+
+// membership is the coordinator's record of the worker nodes of a run:
+// it answers their JoinRequest and Heartbeat, keeps the actors each
+// registered, forgets a node that left, and says which roles no node
+// serves while their work waits. The coordinator puts a node's actors in
+// and out of the pools (coordinator.register, dropNode).
+type membership struct {
+	opt   *ClusterOptions // nil: the run takes no worker nodes
+	nodes map[string]*workerNode
+	timer *scheduler.TimerScheduler
+}
+
+// workerNode is a registered worker node.
+type workerNode struct {
+	id, address string
+	actors      []*actor.PID
+}
+
+// tick is the coordinator's timer: report roles missing while work waits.
+type tick struct{}
+
+// start arms the timer of the missing-role notices.
+func (m *membership) start(c actor.Context) {
+	m.nodes = map[string]*workerNode{}
+	if m.opt == nil {
+		return
+	}
+	m.timer = scheduler.NewTimerScheduler(c)
+	every := m.opt.NoticeEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	m.timer.SendRepeatedly(every, every, c.Self(), tick{})
+}
+
+// join answers a node's JoinRequest: the same build and protocol are
+// admitted, and a reference scorer only when the learner has reference
+// weights to send it.
+func (m *membership) join(req *messages.JoinRequest, hasReference bool) *messages.JoinReply {
+	cl := m.opt
+	refuse := func(format string, args ...any) *messages.JoinReply {
+		reason := fmt.Sprintf(format, args...)
+		cl.refused(format, req, reason)
+		return &messages.JoinReply{Reason: reason}
+	}
+	switch {
+	case cl == nil:
+		return &messages.JoinReply{Reason: "this run takes no worker nodes"}
+	case req.GetProtocol() != cl.Protocol:
+		return refuse("protocol version %d, the learner speaks %d", req.GetProtocol(), cl.Protocol)
+	case req.GetBuild() != cl.Build:
+		return refuse("build %s, the learner runs %s: run the same mgrpo-node build on every node", req.GetBuild(), cl.Build)
+	case !hasReference && slices.Contains(req.GetRoles(), "reference"):
+		return refuse("the learner has no reference weights to send")
+	}
+	reply := proto.CloneOf(cl.Join)
+	reply.Accepted = true
+	return reply
+}
+
+// heartbeat tells a node whether it is still known (not dropped).
+func (m *membership) heartbeat(req *messages.Heartbeat) *messages.HeartbeatAck {
+	return &messages.HeartbeatAck{Known: m.known(req.GetNodeId())}
+}
+
+// known reports whether node id is registered.
+func (m *membership) known(id string) bool {
+	_, ok := m.nodes[id]
+	return ok
+}
+
+// admitted records node n, whose actors joined the pools of roles.
+func (m *membership) admitted(n *workerNode, roles []string) {
+	m.nodes[n.id] = n
+	m.notice("node %s at %s joined: %s", n.id, n.address, strings.Join(roles, ", "))
+}
+
+// drop forgets node id and returns its actors (none for a node it does
+// not know).
+func (m *membership) drop(id, why string) []*actor.PID {
+	n, ok := m.nodes[id]
+	if !ok {
+		return nil
+	}
+	delete(m.nodes, id)
+	m.notice("node %s at %s left (%s)", id, n.address, why)
+	return n.actors
+}
+
+// reportMissing writes one line naming the roles no node serves while
+// their pool is empty.
+func (m *membership) reportMissing(pools map[messages.Stage]*pool) {
+	var missing []string
+	for _, s := range []messages.Stage{messages.Stage_GENERATE, messages.Stage_REWARD, messages.Stage_REFERENCE} {
+		switch p := pools[s]; {
+		case len(p.members) == 0:
+			missing = append(missing, p.name)
+		case len(p.members) < p.need:
+			missing = append(missing, fmt.Sprintf("%s (%d of the %d actors to start with)", p.name, len(p.members), p.need))
+		}
+	}
+	if len(missing) > 0 {
+		m.notice("waiting for a node of role %s; start one with --cluster.seeds %s", strings.Join(missing, ", "), m.opt.Seed)
+	}
+}
+
+// notice writes one line to the cluster's notice writer.
+func (m *membership) notice(format string, args ...any) {
+	if m.opt != nil && m.opt.Notice != nil {
+		fmt.Fprintf(m.opt.Notice, format+"\n", args...)
+	}
+}

@@ -1,0 +1,229 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/messages"
+)
+
+// publisher hands weights to the stage actors that run a model: the
+// newest policy to every generator, the frozen reference to a remote
+// reference scorer. A local generator gets the immutable in-memory model
+// (or chunks with PipelineOptions.ChunkWeights), a remote one PolicyWeights
+// chunks, cut once per version. Both are sent by the coordinator before any
+// later PromptBatch, so a generator always samples with the weights
+// published before it was asked. A publication does not wait for the
+// remote generators' acknowledgements (WeightsApplied), which only time it
+// (lastSync): a generator that froze holds its next part, which is sent
+// again when it is dropped, not the step.
+type publisher struct {
+	runID     string
+	start     Sampler // the policy the generators start with
+	reference Scorer  // the frozen reference (a *gpu.Model to send)
+	chunked   bool    // local generators get chunks too
+	chunkSize int     // bytes of tensor data per chunk
+	timeout   time.Duration
+	tel       telemetry
+
+	latest   *gpu.Model                          // the newest weights published (nil: none yet)
+	chunks   map[int64][]*messages.PolicyWeights // by version: the newest policy, and the reference as referenceVersion
+	syncs    []*weightSync                       // publications waiting for their acknowledgements
+	lastSync SyncMeasure                         // the newest acknowledged one
+}
+
+// SyncMeasure is one weight publication to remote generators: the bytes
+// sent and the time until the last of them had the weights in use.
+type SyncMeasure struct {
+	Version int64
+	Bytes   int64
+	Seconds float64
+}
+
+// weightSync is one publication of new weights waiting for the remote
+// generators to have them in use.
+type weightSync struct {
+	version int64
+	start   time.Time
+	bytes   int64
+	span    oteltrace.Span
+	waiting map[*actor.PID]oteltrace.Span // generators whose WeightsApplied has not come, with their spans
+}
+
+// referenceVersion keys the reference weights' chunks.
+const referenceVersion = -1
+
+// publish hands req's weights to every generator of members.
+func (w *publisher) publish(c actor.Context, req *publishRequest, members []*member) {
+	policy := req.policy
+	w.latest = policy
+	ctx, span := w.tel.tracer.Start(req.ctx, spanPublish, oteltrace.WithAttributes(attrVersion.Int64(policy.Version())))
+	s := &weightSync{version: policy.Version(), start: time.Now(), span: span, waiting: map[*actor.PID]oteltrace.Span{}}
+	w.syncs = append(w.syncs, s)
+	for _, m := range members {
+		if m.node == "" && !w.chunked {
+			c.Send(m.pid, &policySnapshot{model: policy})
+			continue
+		}
+		chunks := w.chunksOf(policy, policy.Version())
+		bytes := chunkBytes(chunks)
+		s.bytes += bytes
+		if f := w.send(c, m.pid, chunks); f != nil {
+			pid, version := m.pid, policy.Version()
+			_, s.waiting[pid] = w.tel.tracer.Start(ctx, spanPublish+".generator", oteltrace.WithAttributes(attrActor.String(pid.GetId()),
+				attrNode.String(nodeName(m)), attrBytes.Int64(bytes), attrChunks.Int(len(chunks))))
+			c.ReenterAfter(f, func(res any, err error) { w.acked(pid, ackError(res, err, version)) })
+		}
+	}
+	w.acked(nil, nil)
+}
+
+// admit sends a newly registered remote actor of stage the weights it
+// needs ahead of any work: the newest policy to a generator, the
+// reference to a reference scorer.
+func (w *publisher) admit(c actor.Context, pid *actor.PID, stage messages.Stage) {
+	switch stage {
+	case messages.Stage_GENERATE:
+		w.send(c, pid, w.latestChunks())
+	case messages.Stage_REFERENCE:
+		w.send(c, pid, w.referenceChunks())
+	}
+}
+
+// sendLatest hands a local generator that replaced a stopped one the
+// newest weights (none before the first publication: it starts with
+// the first policy).
+func (w *publisher) sendLatest(c actor.Context, pid *actor.PID) {
+	if w.latest != nil {
+		c.Send(pid, &policySnapshot{model: w.latest})
+	}
+}
+
+// hasReference reports whether there are reference weights to send.
+func (w *publisher) hasReference() bool {
+	_, ok := w.reference.(*gpu.Model)
+	return ok
+}
+
+// left notes that pid will not acknowledge weights any more (why: it left
+// the pool).
+func (w *publisher) left(pid *actor.PID, why string) { w.acked(pid, errors.New(why)) }
+
+// acked notes that pid has the newest weights in use, failed to take
+// them (err), or left the pool (nil: nothing but a check), and records
+// every publication that waits for no one any more.
+func (w *publisher) acked(pid *actor.PID, err error) {
+	w.syncs = slices.DeleteFunc(w.syncs, func(s *weightSync) bool {
+		for g, span := range s.waiting {
+			if pid != nil && g.Equal(pid) {
+				endSpan(span, err)
+				delete(s.waiting, g)
+			}
+		}
+		if len(s.waiting) > 0 {
+			return false
+		}
+		s.span.SetAttributes(attrBytes.Int64(s.bytes))
+		endSpan(s.span, nil)
+		if s.bytes > 0 && s.version >= w.lastSync.Version {
+			w.lastSync = SyncMeasure{Version: s.version, Bytes: s.bytes, Seconds: time.Since(s.start).Seconds()}
+		}
+		return true
+	})
+}
+
+// latestChunks are the chunks of the newest published policy (the
+// starting one before any).
+func (w *publisher) latestChunks() []*messages.PolicyWeights {
+	m := w.latest
+	if m == nil {
+		m, _ = w.start.(*gpu.Model)
+	}
+	if m == nil {
+		return nil
+	}
+	return w.chunksOf(m, m.Version())
+}
+
+// referenceChunks are the chunks of the frozen reference.
+func (w *publisher) referenceChunks() []*messages.PolicyWeights {
+	m, _ := w.reference.(*gpu.Model)
+	if m == nil {
+		return nil
+	}
+	return w.chunksOf(m, referenceVersion)
+}
+
+// chunksOf cuts m into PolicyWeights chunks once per key (a version, or
+// referenceVersion) and keeps only the newest policy's and the reference's.
+func (w *publisher) chunksOf(m *gpu.Model, key int64) []*messages.PolicyWeights {
+	if ch, ok := w.chunks[key]; ok {
+		return ch
+	}
+	meta := messages.NewMeta(w.runID, m.Version(), fmt.Sprintf("weights/%d", key), m.Version())
+	ch, err := chunkModel(meta, m, max(w.chunkSize, 4))
+	if err != nil {
+		panic(fmt.Sprintf("actors: chunk weights: %v", err)) // the model's own tensors always chunk
+	}
+	for k := range w.chunks {
+		if k != referenceVersion {
+			delete(w.chunks, k)
+		}
+	}
+	if w.chunks == nil {
+		w.chunks = map[int64][]*messages.PolicyWeights{}
+	}
+	w.chunks[key] = ch
+	return ch
+}
+
+// send sends chunks to pid: all but the last as plain messages, the last
+// as a request whose answer (WeightsApplied) says the weights are in use.
+// The future is returned (nil for no chunks).
+func (w *publisher) send(c actor.Context, pid *actor.PID, chunks []*messages.PolicyWeights) *actor.Future {
+	if len(chunks) == 0 {
+		return nil
+	}
+	if pid.GetAddress() != c.Self().GetAddress() { // to another node
+		w.tel.meter.WeightsSent(chunkBytes(chunks))
+	}
+	for _, m := range chunks[:len(chunks)-1] {
+		c.Send(pid, m)
+	}
+	return c.RequestFuture(pid, chunks[len(chunks)-1], w.timeout)
+}
+
+// ackError is what an answer to the last chunk of version says: nil for
+// a WeightsApplied of that version, else why the weights are not in use.
+func ackError(res any, err error, version int64) error {
+	if err != nil {
+		return err
+	}
+	switch m := res.(type) {
+	case *messages.WeightsApplied:
+		if m.GetVersion() != version {
+			return fmt.Errorf("%s applied weights version %d, want %d", m.GetActor(), m.GetVersion(), version)
+		}
+		return nil
+	case *messages.SkipNotice:
+		return fromNotice(m)
+	}
+	return fmt.Errorf("answer %T to weights", res)
+}
+
+// chunkBytes is the tensor bytes of a weight snapshot.
+func chunkBytes(chunks []*messages.PolicyWeights) int64 {
+	var n int64
+	for _, w := range chunks {
+		for _, t := range w.GetTensors() {
+			n += int64(len(t.GetData()))
+		}
+	}
+	return n
+}

@@ -1,0 +1,89 @@
+package actors
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
+)
+
+// TestModelConfig: presets resolve to gpu's table with every explicit
+// dimension applied; a preset gpu does not know and dimensions no model can
+// have are configuration errors naming the key.
+func TestModelConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    config.Model
+		want gpu.Config
+	}{
+		{name: "small preset", m: config.Model{Preset: "small"}, want: gpu.Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 4, MLP: 192, Context: 64, RopeTheta: 10000, NormEps: 1e-6}},
+		{name: "preset with context override", m: config.Model{Preset: "base", Context: 128}, want: gpu.Config{Vocab: 98, Hidden: 128, Layers: 4, Heads: 4, KVHeads: 4, MLP: 384, Context: 128, RopeTheta: 10000, NormEps: 1e-6}},
+		{name: "explicit heads resets kv heads", m: config.Model{Preset: "tiny", Heads: 4}, want: gpu.Config{Vocab: 98, Hidden: 32, Layers: 2, Heads: 4, KVHeads: 4, MLP: 64, Context: 64, RopeTheta: 10000, NormEps: 1e-6}},
+		{name: "explicit GQA", m: config.Model{Hidden: 48, Layers: 1, Heads: 4, KVHeads: 2, MLP: 96, Context: 16}, want: gpu.Config{Vocab: 98, Hidden: 48, Layers: 1, Heads: 4, KVHeads: 2, MLP: 96, Context: 16, RopeTheta: 10000, NormEps: 1e-6}},
+	} {
+		tc.m.RopeTheta = 10000
+		if got, err := modelConfig(tc.m, 8); err != nil || got != tc.want {
+			t.Errorf("%s: modelConfig = %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		modify     func(m *config.Model)
+		completion int
+		key        string
+		want       error
+	}{
+		{"unknown preset", func(m *config.Model) { m.Preset = "huge" }, 8, "model.preset", config.ErrRange},
+		{"hidden not multiple of heads", func(m *config.Model) { m.Hidden = 66 }, 8, "model.hidden", config.ErrConflict},
+		{"kv heads do not divide heads", func(m *config.Model) { m.KVHeads = 3 }, 8, "model.kv_heads", config.ErrConflict},
+		{"odd head size", func(m *config.Model) { m.Hidden = 36 }, 8, "model.hidden", config.ErrConflict},
+		{"completion longer than context", func(*config.Model) {}, 64, "generation.max_completion_len", config.ErrConflict},
+	} {
+		m := config.Default().Model
+		tc.modify(&m)
+		_, err := modelConfig(m, tc.completion)
+		var ce *config.Error
+		if !errors.As(err, &ce) || ce.Key != tc.key || !errors.Is(err, tc.want) {
+			t.Errorf("%s: error %v, want a %v naming %s", tc.name, err, tc.want, tc.key)
+		}
+	}
+}
+
+// TestRecipesResolve: every embedded recipe names a preset and dimensions
+// a model can have.
+func TestRecipesResolve(t *testing.T) {
+	for _, name := range config.Recipes() {
+		cfg, err := config.Load(config.Sources{File: "recipe:" + name})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := modelConfig(cfg.Model, cfg.Generation.MaxCompletionLen); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestPipelineOptionsByRole: role all has every pool local; a learner
+// node only those of the other roles it has, and holds the first
+// generation for cluster.min_generators.
+func TestPipelineOptionsByRole(t *testing.T) {
+	for _, tc := range []struct {
+		role                      string
+		generators, rewards, refs int
+		min                       int
+	}{
+		{"all", 2, 1, 1, 0},
+		{"learner", 0, 0, 0, 3},
+		{"learner,reward,reference", 0, 3, 1, 3},
+		{"learner,generator", 2, 0, 0, 3},
+	} {
+		c := config.Default().Cluster
+		c.Role, c.Generators, c.RewardEvaluators, c.MinGenerators = tc.role, 2, 3, 3
+		o := pipelineOptionsOf(c)
+		if o.Generators != tc.generators || o.RewardEvaluators != tc.rewards || o.ReferenceScorers != tc.refs || o.MinGenerators != tc.min {
+			t.Errorf("role %s: pools %d/%d/%d, min generators %d; want %d/%d/%d, %d", tc.role,
+				o.Generators, o.RewardEvaluators, o.ReferenceScorers, o.MinGenerators, tc.generators, tc.rewards, tc.refs, tc.min)
+		}
+	}
+}
