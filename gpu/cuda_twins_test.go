@@ -30,7 +30,7 @@ func twinRMSNormBackward[F Float](dx, dw, dy, x, inv, w []F, d int) {
 }
 
 func twinRopeTable[F Float](context, e int, theta float64) (cos, sin []F) {
-	return ropeTable[F](context, e, theta)
+	return ropeTable[F](context, e, theta, RopeScaling{})
 }
 
 func twinRoPE[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, sign F) {
@@ -107,9 +107,9 @@ func to64(x []float32) []float64 {
 	return out
 }
 
-// closeTo fails the test at the first element where |got − want| >
+// closeAll fails the test at the first element where |got − want| >
 // atol + rtol·|want| (NaN anywhere fails).
-func closeTo(t *testing.T, what string, got []float32, want []float64, atol, rtol float64) {
+func closeAll(t *testing.T, what string, got []float32, want []float64, atol, rtol float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
