@@ -59,6 +59,13 @@ var archFixtures = []struct {
 		RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true, Arch: ArchQwen3, HeadWidth: 12}},
 	{"llama3-rope", Config{Vocab: 32, Hidden: 16, Layers: 2, Heads: 2, KVHeads: 2, MLP: 32, Context: 64,
 		RopeTheta: 100, NormEps: 1e-6, RopeScaling: RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 32}}},
+	// head widths the CUDA engine's attention takes (TestCUDAArchFixtureParity)
+	{"qwen2-e16", Config{Vocab: 32, Hidden: 32, Layers: 2, Heads: 2, KVHeads: 1, MLP: 32, Context: 64,
+		RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true, Arch: ArchQwen2}},
+	{"qwen3-e32", Config{Vocab: 32, Hidden: 16, Layers: 2, Heads: 2, KVHeads: 1, MLP: 32, Context: 64,
+		RopeTheta: 1e6, NormEps: 1e-6, Arch: ArchQwen3, HeadWidth: 32}},
+	{"llama3-rope-e16", Config{Vocab: 32, Hidden: 32, Layers: 2, Heads: 2, KVHeads: 1, MLP: 32, Context: 64,
+		RopeTheta: 100, NormEps: 1e-6, RopeScaling: RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 32}}},
 }
 
 // TestArchFixtures reads each fixture's config.json through hfconfig into

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu/cuda"
@@ -106,5 +107,39 @@ func TestCUDAQKNorm(t *testing.T) {
 			closeAll(t, "qk_norm dx", gotDX[:tc.n*qs], wantDX, 2e-6, 1e-5)
 			closeAll(t, "qk_norm dw", gotDX[tc.n*qs:], dw, 1e-5*math.Sqrt(float64(tc.n*tc.h)), 1e-5)
 		})
+	}
+}
+
+// TestCUDAArchFixtureParity: the peer's Qwen2, Qwen3 and llama3-RoPE
+// checkpoints (testdata/qwen) whose head width the CUDA engine's attention
+// takes, loaded into a model and a learner on the device (fp32 products),
+// score the peer's sequences within 1e-4 per token, as on the CPU
+// (TestArchFixtureParity).
+func TestCUDAArchFixtureParity(t *testing.T) {
+	dev := testCUDADevice(t, cuda.MathFP32)
+	ran := 0
+	for _, tc := range archFixtures {
+		if checkCUDAConfig(tc.want) != nil {
+			continue
+		}
+		cpu, err := LoadModel(filepath.Join(archFixtureDir, tc.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, m := cudaTestModelOf(t, cpu, cuda.MathFP32)
+		lc := DefaultLearnerConfig()
+		lc.Device = dev
+		l, err := NewLearner(cpu, lc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx := readArchFixture(t, tc.name)
+		worst := compareFixtureScores(t, tc.name+" model", fx, m.Score)
+		worst = max(worst, compareFixtureScores(t, tc.name+" learner", fx, l.Score))
+		t.Logf("%s on the device: worst difference from the peer %.3g", tc.name, worst)
+		ran++
+	}
+	if ran < 3 {
+		t.Errorf("%d fixtures have a head width the CUDA engine takes, want the three -e16/-e32 ones", ran)
 	}
 }

@@ -50,13 +50,23 @@ type engineContract struct {
 const reducedAdamFrac = 0.02
 
 // weights are the weights of the oracle checks and learners of c: testNet's
-// (oracleWeights), or Hugging Face's initialisation for reduced precision.
+// (oracleWeights), or Hugging Face's initialisation for reduced precision,
+// with Qwen's biases and q/k norm weights drawn (std 0.1 about 0 and 1)
+// instead of zeros and ones, under which a missing bias or a norm weight
+// read from the wrong place would hide.
 func (c engineContract) weights(cfg Config, seed uint64) ([]float64, []float32) {
 	if !c.reduced {
 		return oracleWeights(cfg, seed)
 	}
 	w32 := make([]float32, cfg.NumParams())
 	initWeights(w32, cfg, seed)
+	rng := rand.New(rand.NewPCG(seed, 28))
+	for _, s := range newLayout(cfg).specs {
+		qk := strings.HasSuffix(s.Name, "q_norm.weight") || strings.HasSuffix(s.Name, "k_norm.weight")
+		for i := s.Offset; i < s.Offset+s.Size() && (s.Bias || qk); i++ {
+			w32[i] += float32(0.1 * rng.NormFloat64())
+		}
+	}
 	w64 := make([]float64, len(w32))
 	for i, v := range w32 {
 		w64[i] = float64(v)
