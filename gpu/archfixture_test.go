@@ -169,11 +169,18 @@ func TestArchFixtureParity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fx := readArchFixture(t, tc.name)
-		worst := compareFixtureScores(t, tc.name+" model", fx, m.Score)
-		worst = max(worst, compareFixtureScores(t, tc.name+" learner", fx, l.Score))
-		t.Logf("%s: worst difference from the peer %.3g", tc.name, worst)
+		t.Logf("%s: worst difference from the peer %.3g", tc.name, fixtureParity(t, tc.name, m, l))
 	}
+}
+
+// fixtureParity compares model m's and learner l's scores of fixture
+// name's sequences with the peer's (compareFixtureScores) and returns the
+// largest difference.
+func fixtureParity(t *testing.T, name string, m *Model, l *Learner) float64 {
+	t.Helper()
+	fx := readArchFixture(t, name)
+	worst := compareFixtureScores(t, name+" model", fx, m.Score)
+	return max(worst, compareFixtureScores(t, name+" learner", fx, l.Score))
 }
 
 // compareFixtureScores scores every run of fx with score and fails the
