@@ -46,8 +46,7 @@ func TestCUDAEngineContract(t *testing.T) {
 		{cuda.MathFP32, 1e-4}, {cuda.MathTF32, 5e-3}, {cuda.MathBF16, 3e-2},
 	} {
 		t.Run(tc.math.String(), func(t *testing.T) {
-			runEngineContract(t, engineContract{dev: testCUDADevice(t, tc.math), tol: tc.tol, reduced: tc.math != cuda.MathFP32,
-				supports: checkCUDAConfig})
+			runEngineContract(t, engineContract{dev: testCUDADevice(t, tc.math), tol: tc.tol, reduced: tc.math != cuda.MathFP32})
 		})
 	}
 }
@@ -296,8 +295,8 @@ func TestCUDAEngineRefusesMemory(t *testing.T) {
 // smollm2-135m preset (head width 64, 3 query heads per key/value head, a
 // tied 49152-token head) on the CUDA engine against the float32 CPU
 // engine, fp32 products (a 135M-parameter model: skipped with -short;
-// qwen2.5-0.5b-shape needs more host memory than the emulator's machines
-// have, and runs in the GPU benchmark).
+// qwen2.5-0.5b needs more host memory than the emulator's machines have,
+// and runs in the GPU benchmark).
 func TestCUDAEngineSmolLM2Shape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 135M-parameter model on the emulator: minutes")
