@@ -24,9 +24,13 @@ type BenchOptions struct {
 	MinTime   time.Duration // measure each figure for at least this long
 	Reps      int           // and at least this many runs (after one warm-up run)
 	Seed      uint64
-	// Device makes the learner's engine (nil: the CPU); sampling and
-	// scoring run on the CPU's, as in training.
+	// Device makes the learner's engine (nil: the CPU). On another device
+	// than the CPU, sampling and scoring run on the learner's snapshot (on
+	// that device) instead of a CPU model.
 	Device Device
+	// SkipSample leaves sampling out (SampleTokPerS 0): long completions
+	// of the large presets take long.
+	SkipSample bool
 }
 
 // BenchResult holds the measured figures (JSON for `mgrpo-node bench`).
@@ -100,7 +104,7 @@ func newConfigWorkload(cfg Config, o BenchOptions) (*benchWorkload, error) {
 	if o.PromptLen < 1 || o.NewTokens < 1 || o.Batch < 1 || o.PromptLen+o.NewTokens > cfg.Context {
 		return nil, fmt.Errorf("%w: bench batch %d, prompt %d + new %d tokens (context %d)", ErrBadInput, o.Batch, o.PromptLen, o.NewTokens, cfg.Context)
 	}
-	if err := CheckMemory(fmt.Sprintf("the benchmark (batch %d)", o.Batch), benchBytes(cfg, o)); err != nil {
+	if err := CheckMemory(fmt.Sprintf("the benchmark (batch %d)", o.Batch), benchBytes(cfg, o, onCPU(o.Device))); err != nil {
 		return nil, err
 	}
 	m, err := NewModel(cfg, o.Seed)
@@ -112,6 +116,9 @@ func newConfigWorkload(cfg Config, o BenchOptions) (*benchWorkload, error) {
 	l, err := NewLearner(m, lc)
 	if err != nil {
 		return nil, err
+	}
+	if !onCPU(o.Device) {
+		m = l.Snapshot() // sampling and scoring on the device too
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 1))
 	w := &benchWorkload{model: m, learner: l,
@@ -155,16 +162,25 @@ func (w *benchWorkload) setLoss(rng *rand.Rand) error {
 	return nil
 }
 
-// benchBytes estimates the memory of a benchmark: the model, the learner
-// with its batch workspace, the sampler, the scoring workspace, the
-// batch's token slices and the sgemm operands (per thread).
-func benchBytes(cfg Config, o BenchOptions) int64 {
+// onCPU reports whether d is the CPU (nil is).
+func onCPU(d Device) bool {
+	_, cpu := d.(CPU)
+	return d == nil || cpu
+}
+
+// benchBytes estimates the host memory of a benchmark: the model, the
+// learner with its batch workspace, the sampler, the scoring workspace
+// (the last three only on the CPU: a device sizes its own), the batch's
+// token slices and the sgemm operands (per thread).
+func benchBytes(cfg Config, o BenchOptions, cpu bool) int64 {
 	seqLen := o.PromptLen + o.NewTokens
 	t := min((seqLen+7)/8*8, cfg.Context)
 	tokens := 16 * float64(o.Batch) * float64(seqLen)
 	sgemm := 3 * 4 * 1024 * 1024 * float64(runtime.GOMAXPROCS(0))
-	sum := float64(cfg.ModelBytes()) + float64(cfg.LearnerBytes(o.Batch, t)) + float64(cfg.ScoreBytes(o.Batch, t)) +
-		float64(cfg.SampleBytes(o.Batch, 1, o.PromptLen, o.NewTokens)) + tokens + sgemm
+	sum := float64(cfg.ModelBytes()) + tokens + sgemm
+	if cpu {
+		sum += float64(cfg.LearnerBytes(o.Batch, t)) + float64(cfg.ScoreBytes(o.Batch, t)) + float64(cfg.SampleBytes(o.Batch, 1, o.PromptLen, o.NewTokens))
+	}
 	return toBytes(sum)
 }
 
@@ -248,12 +264,15 @@ func Bench(preset string, opt BenchOptions) (BenchResult, error) {
 		return r, fmt.Errorf("bench %s: learner: %w", preset, err)
 	}
 	r.LearnerGFLOPS = 3 * flops / r.LearnerStepSec / 1e9
-	sec, best, err := timeIt(o.MinTime, o.Reps, w.sampleBatch)
-	if err != nil {
-		return r, fmt.Errorf("bench %s: sample: %w", preset, err)
+	if !o.SkipSample {
+		sec, best, err := timeIt(o.MinTime, o.Reps, w.sampleBatch)
+		if err != nil {
+			return r, fmt.Errorf("bench %s: sample: %w", preset, err)
+		}
+		r.SampleTokPerS, r.SampleTokPerSMax = float64(o.Batch*o.NewTokens)/sec, float64(o.Batch*o.NewTokens)/best
 	}
-	r.SampleTokPerS, r.SampleTokPerSMax = float64(o.Batch*o.NewTokens)/sec, float64(o.Batch*o.NewTokens)/best
-	if sec, best, err = timeIt(o.MinTime, o.Reps, w.score); err != nil {
+	sec, best, err := timeIt(o.MinTime, o.Reps, w.score)
+	if err != nil {
 		return r, fmt.Errorf("bench %s: score: %w", preset, err)
 	}
 	r.ScoreTokPerS, r.ScoreGFLOPS, r.ScoreTokPerSMax = float64(r.SeqTokens)/sec, flops/sec/1e9, float64(r.SeqTokens)/best

@@ -75,8 +75,8 @@ func TestCUDARMSNorm(t *testing.T) {
 				cudatest.Must(t, kernels.RMSNorm(rt, out, dInv, dX, dW, tc.n, tc.d, eps))
 				return devGet(t, rt, out, tc.n*tc.d)
 			})
-			closeTo(t, "rmsnorm y", gotY, y, 1e-6, 2e-6)
-			closeTo(t, "rmsnorm inv", devGet(t, rt, dInv, tc.n), inv, 0, 2e-6)
+			closeAll(t, "rmsnorm y", gotY, y, 1e-6, 2e-6)
+			closeAll(t, "rmsnorm inv", devGet(t, rt, dInv, tc.n), inv, 0, 2e-6)
 			part := devOut(t, rt, kernels.NormPartRows(tc.n)*tc.d)
 			var gotDW []float32
 			gotDX := deterministic(t, "rmsnorm_backward", func() []float32 {
@@ -85,8 +85,8 @@ func TestCUDARMSNorm(t *testing.T) {
 				gotDW = devGet(t, rt, ddw, tc.d)
 				return append(devGet(t, rt, ddx, tc.n*tc.d), gotDW...)
 			})
-			closeTo(t, "rmsnorm dx", gotDX[:tc.n*tc.d], dx, 2e-6, 1e-5)
-			closeTo(t, "rmsnorm dw", gotDW, dw, 1e-5*math.Sqrt(float64(tc.n)), 1e-5)
+			closeAll(t, "rmsnorm dx", gotDX[:tc.n*tc.d], dx, 2e-6, 1e-5)
+			closeAll(t, "rmsnorm dw", gotDW, dw, 1e-5*math.Sqrt(float64(tc.n)), 1e-5)
 		})
 	}
 }
@@ -114,7 +114,7 @@ func TestCUDARoPE(t *testing.T) {
 					cudatest.Must(t, kernels.RoPE(rt, dx, dPos, dCos, dSin, tc.n, stride, tc.heads, tc.e, sign))
 					return devGet(t, rt, dx, tc.n*stride)
 				})
-				closeTo(t, fmt.Sprintf("rope sign %v", sign), got, want, 1e-6, 1e-6)
+				closeAll(t, fmt.Sprintf("rope sign %v", sign), got, want, 1e-6, 1e-6)
 			}
 		})
 	}
@@ -136,17 +136,17 @@ func TestCUDASwiGLU(t *testing.T) {
 				cudatest.Must(t, kernels.SwiGLU(rt, out, dSig, dGu, tc.n, tc.m))
 				return devGet(t, rt, out, tc.n*tc.m)
 			})
-			closeTo(t, "swiglu act", got, act, 1e-6, 1e-5)
-			closeTo(t, "swiglu sig", devGet(t, rt, dSig, tc.n*tc.m), sig, 1e-7, 1e-5)
+			closeAll(t, "swiglu act", got, act, 1e-6, 1e-5)
+			closeAll(t, "swiglu sig", devGet(t, rt, dSig, tc.n*tc.m), sig, 1e-7, 1e-5)
 			gotD := deterministic(t, "swiglu_backward", func() []float32 {
 				out := devOut(t, rt, tc.n*2*tc.m)
 				cudatest.Must(t, kernels.SwiGLUBackward(rt, out, dDact, dGu, dSig, tc.n, tc.m))
 				return devGet(t, rt, out, tc.n*2*tc.m)
 			})
-			closeTo(t, "swiglu dgu", gotD, dgu, 1e-6, 1e-5)
+			closeAll(t, "swiglu dgu", gotD, dgu, 1e-6, 1e-5)
 			noSig := devOut(t, rt, tc.n*tc.m) // scoring keeps no sigmoid
 			cudatest.Must(t, kernels.SwiGLU(rt, noSig, 0, dGu, tc.n, tc.m))
-			closeTo(t, "swiglu act without sig", devGet(t, rt, noSig, tc.n*tc.m), act, 1e-6, 1e-5)
+			closeAll(t, "swiglu act without sig", devGet(t, rt, noSig, tc.n*tc.m), act, 1e-6, 1e-5)
 		})
 	}
 }
@@ -228,13 +228,13 @@ func runLogSoftmaxEntropy(t *testing.T, rt cuda.Runtime, rng *rand.Rand, v int, 
 		return append(devGet(t, rt, dLogp, k), devGet(t, rt, dEnt, k)...)
 	})
 	atol := 2e-6 * math.Log(float64(v)) / temp
-	closeTo(t, "target log-prob", got[:k], wantLogp, atol, 2e-6)
-	closeTo(t, "entropy", got[k:], wantEnt, atol, 2e-6)
+	closeAll(t, "target log-prob", got[:k], wantLogp, atol, 2e-6)
+	closeAll(t, "entropy", got[k:], wantEnt, atol, 2e-6)
 	dDlp, dDH := cudatest.Upload(t, rt, dlpK), cudatest.Upload(t, rt, dHK)
 	gotD := deterministic(t, "logsoftmax_entropy_backward", func() []float32 {
 		over := cudatest.Upload(t, rt, logits) // the gradient overwrites the logits
 		cudatest.Must(t, kernels.LogSoftmaxEntropyBackward(rt, over, over, dMax, dLse, dEnt, dTargets, dDlp, dDH, k, v, inv))
 		return devGet(t, rt, over, k*v)
 	})
-	closeTo(t, "dlogits", gotD, dlogits, 2e-6/temp, 1e-4)
+	closeAll(t, "dlogits", gotD, dlogits, 2e-6/temp, 1e-4)
 }

@@ -31,8 +31,9 @@ func (e *noDevice) Unwrap() error        { return e.cause }
 // weights and run its passes (engine.go). A Learner trains on the
 // Engine of LearnerConfig.Device; Models made by NewModel, LoadModel and
 // NewModelFromWeights run on the CPU's ModelEngine, a Learner's snapshots
-// on its device's. On "cuda" today the Engine is the CPU engine with its
-// weight products on cuBLAS, and snapshots run on the CPU.
+// on its device's. On "cuda" the Engine keeps weights, gradients, AdamW
+// moments and activations on the GPU (docs/ENGINE.md), and snapshots are
+// copies on the GPU.
 type Device interface {
 	// Name is "cpu" or "cuda".
 	Name() string
@@ -76,15 +77,51 @@ func (CPU) newModelEngine(cfg Config, w []float32) (ModelEngine, error) {
 	return newCPUModel(cfg, w, nil), nil
 }
 
+// The precisions of a device's matrix products (DeviceOptions.DType).
+const (
+	// DTypeFloat32 is the default: fp32 weights, activations and
+	// products. On cuda the products run on the tensor cores in TF32
+	// (fp32 inputs rounded to a 10-bit mantissa, fp32 sums), as PyTorch
+	// with allow_tf32.
+	DTypeFloat32 = "float32"
+	// DTypeBF16 is mixed precision, as PyTorch's bf16 autocast: the
+	// products take bf16 inputs (the weights' bf16 copy, refreshed after
+	// every update, and the activations rounded) and sum in fp32; master
+	// weights, gradients, the optimiser and everything else stay fp32.
+	// cuda only.
+	DTypeBF16 = "bf16"
+)
+
+// DeviceOptions configure OpenDeviceWith.
+type DeviceOptions struct {
+	// DType is the precision of the products: "" (DTypeFloat32),
+	// DTypeFloat32 or DTypeBF16 (cuda only).
+	DType string
+}
+
 // OpenDevice returns the named device: "cpu", or "cuda" (GPU 0, or the
-// first of CUDA_VISIBLE_DEVICES) in a binary built with -tags cuda. Close
-// it when done.
-func OpenDevice(name string) (Device, error) {
+// first of CUDA_VISIBLE_DEVICES) in a binary built with -tags cuda, with
+// the default precision. Close it when done.
+func OpenDevice(name string) (Device, error) { return OpenDeviceWith(name, DeviceOptions{}) }
+
+// OpenDeviceWith is OpenDevice with options: the precision of the
+// products (DeviceOptions.DType).
+func OpenDeviceWith(name string, o DeviceOptions) (Device, error) {
+	switch o.DType {
+	case "", DTypeFloat32:
+		o.DType = DTypeFloat32
+	case DTypeBF16:
+		if name != "cuda" {
+			return nil, &noDevice{name: name, why: "dtype bf16 needs the cuda device (the CPU computes in float32)"}
+		}
+	default:
+		return nil, &noDevice{name: name, why: fmt.Sprintf("unknown dtype %q: want %s or %s", o.DType, DTypeFloat32, DTypeBF16)}
+	}
 	switch name {
 	case "cpu", "":
 		return CPU{}, nil
 	case "cuda":
-		return openCUDA()
+		return openCUDA(o)
 	}
 	return nil, &noDevice{name: name, why: "unknown device: want cpu or cuda"}
 }

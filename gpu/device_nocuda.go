@@ -2,6 +2,6 @@
 
 package gpu
 
-func openCUDA() (Device, error) {
+func openCUDA(DeviceOptions) (Device, error) {
 	return nil, &noDevice{name: "cuda", why: "this binary was built without CUDA support (build one with make build-cuda, i.e. -tags cuda)"}
 }

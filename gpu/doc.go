@@ -48,12 +48,18 @@
 // per-token arrays and scalars cross the seam; the weights cross only on
 // request, as one flat float32 buffer. Every engine passes one contract
 // suite (engine_test.go: runEngineContract). On "cuda" (OpenDevice in a
-// -tags cuda build) the Engine is, until the CUDA engine lands, the CPU
-// engine with its weight products (linear.go) on cuBLAS.
+// -tags cuda build) the CUDA engine (cuda_engine.go, cuda_model.go,
+// cuda_pass.go) keeps the weights, gradients, AdamW moments and
+// activations on the GPU: the kernels of cuda/kernels and cuBLAS products
+// (TF32, or bf16 with DeviceOptions.DType), only the row plan, per-token
+// arrays and scalars crossing per step; its models score and sample there
+// too (a key/value cache, cuda_sample.go). It runs Llama, Qwen2 and Qwen3
+// layers with head widths 16, 32, 64 or 128. A -tags cudaemu build runs the
+// same engine on the CPU emulator of the GPU (cuda/emu) in the tests.
 //
 // # What it provides
 //
-//	NewModel(cfg, seed), Preset("tiny"|"small"|"base")     a model and its dimensions (Preset("qwen3-base"): that shape as a Qwen3)
+//	NewModel(cfg, seed), Preset("tiny"|...), PresetNames()  a model and its dimensions (Preset("qwen3-base"): that shape as a Qwen3)
 //	(*Model).Sample(prompts, n, SampleOptions)              completions + behaviour log-probs
 //	(*Model).Score(seqs, temperature)                       per-token log-probs and entropies
 //	NewLearner(model, LearnerConfig)                        training state (AdamW, schedule, clip)
@@ -61,13 +67,14 @@
 //	(*Learner).SupervisedStep(seqs)                         warm start on gold completions
 //	(*Learner).Snapshot()                                   immutable *Model with the policy version
 //	SaveCheckpoint(dir, model, tok) / LoadCheckpoint(dir)   config.json + model.safetensors + tokenizer.json
-//	OpenDevice("cpu"|"cuda")                               the learner's device (LearnerConfig.Device): it makes the engines
+//	OpenDevice("cpu"|"cuda"), OpenDeviceWith(name, opts)    the learner's device (LearnerConfig.Device) and its precision: it makes the engines
 //	Bench(preset, opts)                                     `mgrpo-node bench` figures
 //
 // Sub-packages: safetensors, hfconfig, optim (AdamW, schedules),
 // loss (the GRPO-family and MaxEnt objectives as pure slice functions),
-// cuda (device discovery and cuBLAS behind the cuda build tag). The tokenizer
-// and chat templates it saves with a checkpoint live in internal/tokenizer.
+// cuda (the device runtime behind the cuda build tag, its kernels and their
+// CPU emulator: docs/CUDA.md). The tokenizer and chat templates it saves
+// with a checkpoint live in internal/tokenizer.
 //
 // It never imports actors, rewards, messages or config: callers hand it
 // token ids and loss closures, and get slices back.
@@ -109,7 +116,9 @@
 // MaxParams weights). Models, learners, samplers and scoring workspaces
 // estimate their memory (WeightBytes, LearnerBytes, SampleBytes,
 // ScoreBytes) and refuse with ErrMemory, before allocating, what exceeds
-// MemAvailable of /proc/meminfo. LoadModel also refuses a weights file
+// MemAvailable of /proc/meminfo; the CUDA engine sizes its device buffers
+// and refuses likewise what exceeds the GPU's free memory. LoadModel also
+// refuses a weights file
 // holding tensors config.json does not describe.
 //
 // Example:

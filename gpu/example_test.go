@@ -8,7 +8,8 @@ import (
 	"github.com/mgrpo/mgrpo/internal/tokenizer"
 )
 
-// Parameter counts (DESIGN §4 quotes about 25k, 0.1M and 0.85M).
+// Parameter counts (DESIGN §4 quotes about 25k, 0.1M and 0.85M; SmolLM2-135M
+// has 134.5M; Qwen2.5-0.5B 494.0M, 27648 of them its q/k/v biases).
 func ExamplePreset() {
 	for _, name := range gpu.PresetNames() {
 		c, _ := gpu.Preset(name)
@@ -18,6 +19,8 @@ func ExamplePreset() {
 	// tiny: 26912 params
 	// small: 119360 params
 	// base: 878208 params
+	// smollm2-135m: 134515008 params
+	// qwen2.5-0.5b: 494032768 params
 }
 
 // A warm-start step, a GRPO step with gpu/loss, and sampling from the

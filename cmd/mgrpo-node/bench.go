@@ -19,7 +19,7 @@ import (
 // and prints the medians and ratios (comparePeer).
 func runBench(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("mgrpo-node bench", pflag.ContinueOnError)
-	preset := fs.String("preset", "base", "model preset: tiny, small or base (with --peer, a comma-separated list)")
+	preset := fs.String("preset", "base", "model preset: "+strings.Join(gpu.PresetNames(), ", ")+" (with --peer, a comma-separated list)")
 	var o gpu.BenchOptions
 	fs.IntVar(&o.Batch, "batch", 128, "sequences per batch")
 	fs.IntVar(&o.PromptLen, "prompt_len", 16, "prompt tokens per sequence (BOS included)")
@@ -27,7 +27,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.MinTime, "min_time", 0, "measure each figure for at least this long (0: 1s)")
 	fs.IntVar(&o.Reps, "reps", 10, "and at least this many timed runs; each figure is their median")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
-	device := fs.String("device", "cpu", "device of the learner step: cpu, or cuda in a binary built with -tags cuda")
+	device := fs.String("device", "cpu", "device of the learner step: cpu, or cuda in a binary built with -tags cuda (then scoring and sampling too)")
+	dtype := fs.String("dtype", gpu.DTypeFloat32, "precision of the products: float32 (TF32 on cuda) or bf16 (cuda: bf16 products, fp32 weights and optimiser)")
+	fs.BoolVar(&o.SkipSample, "skip_sample", false, "leave sampling out (long completions of the large presets take long)")
 	peer := fs.String("peer", "", "directory of the PyTorch peer (its bench.py): compare side by side")
 	python := fs.String("peer_python", "/usr/bin/python3", "Python with torch for --peer")
 	rounds := fs.Int("rounds", 3, "interleaved rounds (peer, mgrpo) per preset with --peer")
@@ -35,28 +37,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	presets := strings.Split(*preset, ",")
-	if len(presets) > 1 && *peer == "" {
-		fmt.Fprintf(stderr, "mgrpo-node bench: --preset %q: one preset (a list only with --peer)\n", *preset)
+	if err := checkBenchFlags(presets, o, *peer, *rounds); err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node bench: %v\n", err)
 		return exitUsage
 	}
-	for _, p := range presets {
-		if _, err := gpu.Preset(p); err != nil {
-			fmt.Fprintf(stderr, "mgrpo-node bench: --preset: %v\n", err)
-			return exitUsage
-		}
-	}
-	if o.Batch < 1 || o.PromptLen < 1 || o.NewTokens < 1 || o.MinTime < 0 || o.Reps < 1 || *rounds < 1 {
-		fmt.Fprintf(stderr, "mgrpo-node bench: --batch %d, --prompt_len %d, --new_tokens %d, --reps %d and --rounds %d must be ≥ 1, --min_time %v ≥ 0\n",
-			o.Batch, o.PromptLen, o.NewTokens, o.Reps, *rounds, o.MinTime)
-		return exitUsage
-	}
-	if *peer != "" && (o.Batch != 128 || o.PromptLen != 16 || o.NewTokens != 16) {
-		fmt.Fprintln(stderr, "mgrpo-node bench: --peer compares the peer's fixed workload: leave --batch 128, --prompt_len 16, --new_tokens 16")
-		return exitUsage
-	}
-	dev, err := gpu.OpenDevice(*device)
+	dev, err := gpu.OpenDeviceWith(*device, gpu.DeviceOptions{DType: *dtype})
 	if err != nil {
-		fmt.Fprintf(stderr, "mgrpo-node bench: --device: %v\n", err)
+		fmt.Fprintf(stderr, "mgrpo-node bench: %v\n", err)
 		return exitUsage
 	}
 	defer dev.Close()
@@ -84,4 +71,26 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// checkBenchFlags reports the first flag of `mgrpo-node bench` that cannot
+// run: an unknown preset, a list of them without --peer, a size below 1,
+// or --peer with another workload than the peer's.
+func checkBenchFlags(presets []string, o gpu.BenchOptions, peer string, rounds int) error {
+	if len(presets) > 1 && peer == "" {
+		return fmt.Errorf("--preset %q: one preset (a list only with --peer)", strings.Join(presets, ","))
+	}
+	for _, p := range presets {
+		if _, err := gpu.Preset(p); err != nil {
+			return fmt.Errorf("--preset: %w", err)
+		}
+	}
+	if o.Batch < 1 || o.PromptLen < 1 || o.NewTokens < 1 || o.MinTime < 0 || o.Reps < 1 || rounds < 1 {
+		return fmt.Errorf("--batch %d, --prompt_len %d, --new_tokens %d, --reps %d and --rounds %d must be ≥ 1, --min_time %v ≥ 0",
+			o.Batch, o.PromptLen, o.NewTokens, o.Reps, rounds, o.MinTime)
+	}
+	if peer != "" && (o.Batch != 128 || o.PromptLen != 16 || o.NewTokens != 16) {
+		return fmt.Errorf("--peer compares the peer's fixed workload: leave --batch 128, --prompt_len 16, --new_tokens 16")
+	}
+	return nil
 }

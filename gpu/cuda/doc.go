@@ -9,9 +9,10 @@
 // (cublas_cuda.go); package emu (build tag cudaemu) is a CPU emulator of
 // it that runs the same kernel sources. docs/CUDA.md describes all three.
 //
-// The older path, still the learner's today: device discovery and a
-// cuBLAS Sgemm with host operands (BLAS), which gpu.OpenDevice("cuda")
-// uses for a Learner's weight products.
+// The CUDA engine (package gpu's cuda_*.go files) runs over a Runtime;
+// gpu.OpenDevice("cuda") opens one on GPU 0. The older path, device
+// discovery and a cuBLAS Sgemm with host operands (BLAS), is no longer the
+// learner's.
 //
 // The cuda-tagged files import gorgonia.org/cu and gorgonia.org/cu/blas
 // (cgo, CUDA headers and libcuda/libcublas/libnvrtc needed). Note that cu's

@@ -163,14 +163,22 @@ func (o *AdamW) Preview(params []Param, lr float64) (Update, error) {
 func (o *AdamW) badElement(p Param, i, j int, k coeffs) error {
 	st := o.state[i]
 	w, m, v := vec.AdamWElement(p.W[j], p.G[j], st.m[j], st.v[j], forParam(k, p))
+	return ElementError(p.Name, j, w, m, v)
+}
+
+// ElementError is Preview's error for element j of parameter name when a
+// step would leave it with weight w, exp_avg m and exp_avg_sq v, one of
+// them not finite (or v negative): it names the first such value. An
+// optimiser kept elsewhere (a GPU engine's) reports its refusals with it.
+func ElementError(name string, j int, w, m, v float32) error {
 	finite := func(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }
 	switch {
 	case !finite(m):
-		return fmt.Errorf("%w: %s%s[%d] would be %v", ErrNonFinite, p.Name, suffixExpAvg, j, m)
+		return fmt.Errorf("%w: %s%s[%d] would be %v", ErrNonFinite, name, suffixExpAvg, j, m)
 	case !finite(v) || v < 0:
-		return fmt.Errorf("%w: %s%s[%d] would be %v", ErrNonFinite, p.Name, suffixExpAvgSq, j, v)
+		return fmt.Errorf("%w: %s%s[%d] would be %v", ErrNonFinite, name, suffixExpAvgSq, j, v)
 	}
-	return fmt.Errorf("%w: weight %s[%d] would be %v", ErrNonFinite, p.Name, j, w)
+	return fmt.Errorf("%w: weight %s[%d] would be %v", ErrNonFinite, name, j, w)
 }
 
 // ErrNonFinite is wrapped by Preview's error: the step would leave a weight
@@ -208,6 +216,12 @@ func firstNonFinite(x []float32) (int, bool) {
 
 // coeffs are the float32 constants of step t.
 type coeffs = vec.AdamWCoeffs
+
+// Coeffs returns the float32 constants of step t (1, 2, ...) at learning
+// rate lr exactly as Step computes them (weight decay included; a
+// no-decay parameter's Decay is 1): what gpu/cuda/kernels' AdamW takes to
+// give Step's bits on a device.
+func (o *AdamW) Coeffs(t int, lr float64) vec.AdamWCoeffs { return o.coeffs(t, lr) }
 
 // coeffs returns the constants of step t (1, 2, ...) at learning rate lr.
 func (o *AdamW) coeffs(t int, lr float64) coeffs {

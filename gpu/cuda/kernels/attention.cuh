@@ -27,6 +27,15 @@
 #define ATT_WARPS 4
 #define ATT_PER_WARP (ATT_TILE / ATT_WARPS)  // rows a warp owns
 
+// att_cols is how many of a head's E columns a lane owns: E/32, or one
+// for E = 16 (lanes 16..31 then own none).
+template <int E>
+__host__ __device__ constexpr int att_cols() { return (E + 31) / 32; }
+
+// att_col reports whether lane owns column lane + 32·c of a head of width E.
+template <int E>
+__device__ __forceinline__ bool att_col(int lane, int c) { return E % 32 == 0 || lane + 32 * c < E; }
+
 // AttSeq is where sequence b's rows and keys are.
 struct AttSeq {
   int first, n, pre, from;
@@ -56,7 +65,7 @@ __device__ __forceinline__ void load_tile(float* tile, int sld, const float* src
 template <int E>
 __device__ __forceinline__ void attention_forward(float* att, float* lse, const float* qkv, const int* start,
                                                   const int* pre_, const int* from_, int H, int G, float scale) {
-  constexpr int C = E / 32;
+  constexpr int C = att_cols<E>();
   const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * ATT_TILE;
   const AttSeq s(start, pre_, from_, b);
   if (i0 >= s.n) return;  // the whole block
@@ -104,7 +113,8 @@ __device__ __forceinline__ void attention_forward(float* att, float* lse, const 
       for (int jj = 0; jj < ATT_TILE; jj++) {
         const float pj = __shfl_sync(FULL_MASK, p, jj);
 #pragma unroll
-        for (int c = 0; c < C; c++) o[r][c] += pj * vt[jj * E + lane + 32 * c];
+        for (int c = 0; c < C; c++)
+          if (att_col<E>(lane, c)) o[r][c] += pj * vt[jj * E + lane + 32 * c];
       }
     }
   }
@@ -114,7 +124,8 @@ __device__ __forceinline__ void attention_forward(float* att, float* lse, const 
     if (i >= rows) continue;
     const size_t row = (size_t)(s.first + i0 + i);
 #pragma unroll
-    for (int c = 0; c < C; c++) att[row * he + h * E + lane + 32 * c] = o[r][c] / l[r];
+    for (int c = 0; c < C; c++)
+      if (att_col<E>(lane, c)) att[row * he + h * E + lane + 32 * c] = o[r][c] / l[r];
     if (lane == 0) lse[row * H + h] = m[r] + logf(l[r]);
   }
 }
@@ -144,7 +155,7 @@ template <int E>
 __device__ __forceinline__ void attention_backward_dq(float* dqkv, const float* datt, const float* qkv,
                                                       const float* lse, const float* delta, const int* start,
                                                       const int* pre_, const int* from_, int H, int G, float scale) {
-  constexpr int C = E / 32;
+  constexpr int C = att_cols<E>();
   const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * ATT_TILE;
   const AttSeq s(start, pre_, from_, b);
   if (i0 >= s.n) return;
@@ -191,7 +202,8 @@ __device__ __forceinline__ void attention_backward_dq(float* dqkv, const float* 
       for (int jj = 0; jj < ATT_TILE; jj++) {
         const float dsj = __shfl_sync(FULL_MASK, ds, jj);
 #pragma unroll
-        for (int c = 0; c < C; c++) dq[r][c] += dsj * kt[jj * (E + 1) + lane + 32 * c];
+        for (int c = 0; c < C; c++)
+          if (att_col<E>(lane, c)) dq[r][c] += dsj * kt[jj * (E + 1) + lane + 32 * c];
       }
     }
   }
@@ -200,23 +212,24 @@ __device__ __forceinline__ void attention_backward_dq(float* dqkv, const float* 
     const int i = warp * ATT_PER_WARP + r;
     if (i >= rows) continue;
 #pragma unroll
-    for (int c = 0; c < C; c++) dqkv[(size_t)(s.first + i0 + i) * qs + h * E + lane + 32 * c] = dq[r][c] * scale;
+    for (int c = 0; c < C; c++)
+      if (att_col<E>(lane, c)) dqkv[(size_t)(s.first + i0 + i) * qs + h * E + lane + 32 * c] = dq[r][c] * scale;
   }
 }
 
-// dkv_tile adds to dk and dv (the warp's 8 keys of the block, E/32 columns a
-// lane) what one tile of up to 32 query rows of head h contributes:
+// dkv_tile adds to dk and dv (the warp's 8 keys of the block, att_cols
+// columns a lane) what one tile of up to 32 query rows of head h contributes:
 //   dv_k += Σ_q p_qk·datt_q,   dk_k += Σ_q ds_qk·q_q
 // for the pairs where query q reads key k: k < klimit, and k ≤ q when
 // causal (own indices). The tile's rows are rowbase..rowbase+count−1 and
 // its first own index q0; the block's keys start at own index k0.
 template <int E>
-__device__ __forceinline__ void dkv_tile(float (&dk)[ATT_PER_WARP][E / 32], float (&dv)[ATT_PER_WARP][E / 32],
+__device__ __forceinline__ void dkv_tile(float (&dk)[ATT_PER_WARP][att_cols<E>()], float (&dv)[ATT_PER_WARP][att_cols<E>()],
                                          const float* kt, const float* vt, float* qt, float* ot, float* ls, float* dl,
                                          const float* qkv, const float* datt, const float* lse, const float* delta,
                                          int H, int G, int h, int rowbase, int count, int q0, int k0, int keys,
                                          int klimit, bool causal, float scale) {
-  constexpr int C = E / 32;
+  constexpr int C = att_cols<E>();
   const int qs = (H + 2 * G) * E, he = H * E, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   __syncthreads();  // the previous tile is used up
   load_tile<E>(qt, E + 1, qkv, qs, h * E, count, [&](int i) { return rowbase + i; });
@@ -246,6 +259,7 @@ __device__ __forceinline__ void dkv_tile(float (&dk)[ATT_PER_WARP][E / 32], floa
       const float pj = __shfl_sync(FULL_MASK, p, jj), dsj = __shfl_sync(FULL_MASK, ds, jj);
 #pragma unroll
       for (int c = 0; c < C; c++) {
+        if (!att_col<E>(lane, c)) continue;
         dv[r][c] += pj * ot[jj * (E + 1) + lane + 32 * c];
         dk[r][c] += dsj * qt[jj * (E + 1) + lane + 32 * c];
       }
@@ -264,7 +278,7 @@ template <int E>
 __device__ __forceinline__ void attention_backward_dkv(float* dqkv, const float* datt, const float* qkv,
                                                        const float* lse, const float* delta, const int* start,
                                                        const int* pre_, const int* from_, int H, int G, float scale) {
-  constexpr int C = E / 32;
+  constexpr int C = att_cols<E>();
   const int b = blockIdx.z, g = blockIdx.y, k0 = blockIdx.x * ATT_TILE;
   const AttSeq s(start, pre_, from_, b);
   if (k0 >= s.n) return;
@@ -304,15 +318,19 @@ __device__ __forceinline__ void attention_backward_dkv(float* dqkv, const float*
     const size_t row = (size_t)(s.first + k0 + kk) * qs;
 #pragma unroll
     for (int c = 0; c < C; c++) {
+      if (!att_col<E>(lane, c)) continue;
       dqkv[row + (H + g) * E + lane + 32 * c] = dk[r][c] * scale;
       dqkv[row + (H + G + g) * E + lane + 32 * c] = dv[r][c];
     }
   }
 }
 
-// The kernels, one per head width E (32, 64 or 128).
+// The kernels, one per head width E (16, 32, 64 or 128).
 #define ATTENTION_ARGS const int *start, const int *pre, const int *from, int H, int G, float scale
 
+extern "C" __global__ void attention_forward_e16(float* att, float* lse, const float* qkv, ATTENTION_ARGS) {
+  attention_forward<16>(att, lse, qkv, start, pre, from, H, G, scale);
+}
 extern "C" __global__ void attention_forward_e32(float* att, float* lse, const float* qkv, ATTENTION_ARGS) {
   attention_forward<32>(att, lse, qkv, start, pre, from, H, G, scale);
 }
@@ -322,6 +340,7 @@ extern "C" __global__ void attention_forward_e64(float* att, float* lse, const f
 extern "C" __global__ void attention_forward_e128(float* att, float* lse, const float* qkv, ATTENTION_ARGS) {
   attention_forward<128>(att, lse, qkv, start, pre, from, H, G, scale);
 }
+EMU_REGISTER(attention_forward_e16)
 EMU_REGISTER(attention_forward_e32)
 EMU_REGISTER(attention_forward_e64)
 EMU_REGISTER(attention_forward_e128)
@@ -329,6 +348,9 @@ EMU_REGISTER(attention_forward_e128)
 #define ATTENTION_BACKWARD_ARGS \
   float *dqkv, const float *datt, const float *qkv, const float *lse, const float *delta, ATTENTION_ARGS
 
+extern "C" __global__ void attention_backward_dq_e16(ATTENTION_BACKWARD_ARGS) {
+  attention_backward_dq<16>(dqkv, datt, qkv, lse, delta, start, pre, from, H, G, scale);
+}
 extern "C" __global__ void attention_backward_dq_e32(ATTENTION_BACKWARD_ARGS) {
   attention_backward_dq<32>(dqkv, datt, qkv, lse, delta, start, pre, from, H, G, scale);
 }
@@ -337,6 +359,9 @@ extern "C" __global__ void attention_backward_dq_e64(ATTENTION_BACKWARD_ARGS) {
 }
 extern "C" __global__ void attention_backward_dq_e128(ATTENTION_BACKWARD_ARGS) {
   attention_backward_dq<128>(dqkv, datt, qkv, lse, delta, start, pre, from, H, G, scale);
+}
+extern "C" __global__ void attention_backward_dkv_e16(ATTENTION_BACKWARD_ARGS) {
+  attention_backward_dkv<16>(dqkv, datt, qkv, lse, delta, start, pre, from, H, G, scale);
 }
 extern "C" __global__ void attention_backward_dkv_e32(ATTENTION_BACKWARD_ARGS) {
   attention_backward_dkv<32>(dqkv, datt, qkv, lse, delta, start, pre, from, H, G, scale);
@@ -347,9 +372,11 @@ extern "C" __global__ void attention_backward_dkv_e64(ATTENTION_BACKWARD_ARGS) {
 extern "C" __global__ void attention_backward_dkv_e128(ATTENTION_BACKWARD_ARGS) {
   attention_backward_dkv<128>(dqkv, datt, qkv, lse, delta, start, pre, from, H, G, scale);
 }
+EMU_REGISTER(attention_backward_dq_e16)
 EMU_REGISTER(attention_backward_dq_e32)
 EMU_REGISTER(attention_backward_dq_e64)
 EMU_REGISTER(attention_backward_dq_e128)
+EMU_REGISTER(attention_backward_dkv_e16)
 EMU_REGISTER(attention_backward_dkv_e32)
 EMU_REGISTER(attention_backward_dkv_e64)
 EMU_REGISTER(attention_backward_dkv_e128)

@@ -8,7 +8,7 @@ import (
 )
 
 // AttnShape is the shape of a batch's attention: B sequences of at most T
-// rows, H query heads and G key/value heads of width E (32, 64 or 128).
+// rows, H query heads and G key/value heads of width E (16, 32, 64 or 128).
 type AttnShape struct{ B, T, H, G, E int }
 
 // attTile is the rows of an attention block and of its shared-memory
@@ -19,8 +19,8 @@ const (
 )
 
 func (s AttnShape) check() error {
-	if s.E != 32 && s.E != 64 && s.E != 128 || s.G < 1 || s.H%s.G != 0 || s.B < 1 || s.T < 1 {
-		return fmt.Errorf("%w: attention B=%d T=%d H=%d G=%d E=%d: want E in {32, 64, 128} and G dividing H", cuda.ErrLaunch, s.B, s.T, s.H, s.G, s.E)
+	if s.E != 16 && s.E != 32 && s.E != 64 && s.E != 128 || s.G < 1 || s.H%s.G != 0 || s.B < 1 || s.T < 1 {
+		return fmt.Errorf("%w: attention B=%d T=%d H=%d G=%d E=%d: want E in {16, 32, 64, 128} and G dividing H", cuda.ErrLaunch, s.B, s.T, s.H, s.G, s.E)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ template <int E>
 __device__ __forceinline__ void decode_attention(float* att, const float* qkv, const float* kc, const float* vc,
                                                  const int* slot, const int* pos, const int* rows, int r, int H, int G,
                                                  int tmax, float scale) {
-  constexpr int C = E / 32, WARPS = 4;
+  constexpr int C = att_cols<E>(), WARPS = 4;
   const int k = blockIdx.x, h = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (k >= r) return;
   const int i = rows ? rows[k] : k, g = h / (H / G), n = pos[i] + 1;
@@ -68,12 +68,14 @@ __device__ __forceinline__ void decode_attention(float* att, const float* qkv, c
       const float pj = __shfl_sync(FULL_MASK, p, jj);
       const float* vj = vc + base + (size_t)(j0 + jj) * E;
 #pragma unroll
-      for (int c = 0; c < C; c++) o[c] += pj * vj[lane + 32 * c];
+      for (int c = 0; c < C; c++)
+        if (att_col<E>(lane, c)) o[c] += pj * vj[lane + 32 * c];
     }
   }
   float* mine = part + warp * (E + 2);
 #pragma unroll
-  for (int c = 0; c < C; c++) mine[lane + 32 * c] = o[c];
+  for (int c = 0; c < C; c++)
+    if (att_col<E>(lane, c)) mine[lane + 32 * c] = o[c];
   if (lane == 0) {
     mine[E] = m;   // −∞ and 0 for a warp with no keys
     mine[E + 1] = l;
@@ -94,6 +96,9 @@ __device__ __forceinline__ void decode_attention(float* att, const float* qkv, c
   float *att, const float *qkv, const float *kc, const float *vc, const int *slot, const int *pos, const int *rows, \
       int r, int H, int G, int tmax, float scale
 
+extern "C" __global__ void decode_attention_e16(DECODE_ARGS) {
+  decode_attention<16>(att, qkv, kc, vc, slot, pos, rows, r, H, G, tmax, scale);
+}
 extern "C" __global__ void decode_attention_e32(DECODE_ARGS) {
   decode_attention<32>(att, qkv, kc, vc, slot, pos, rows, r, H, G, tmax, scale);
 }
@@ -103,6 +108,7 @@ extern "C" __global__ void decode_attention_e64(DECODE_ARGS) {
 extern "C" __global__ void decode_attention_e128(DECODE_ARGS) {
   decode_attention<128>(att, qkv, kc, vc, slot, pos, rows, r, H, G, tmax, scale);
 }
+EMU_REGISTER(decode_attention_e16)
 EMU_REGISTER(decode_attention_e32)
 EMU_REGISTER(decode_attention_e64)
 EMU_REGISTER(decode_attention_e128)

@@ -7,7 +7,7 @@ import (
 )
 
 // DecodeShape is the shape of one layer's key/value cache and its rows: H
-// query heads, G key/value heads of width E (32, 64 or 128), Tmax
+// query heads, G key/value heads of width E (16, 32, 64 or 128), Tmax
 // positions a slot.
 type DecodeShape struct{ H, G, E, Tmax int }
 

@@ -1,0 +1,254 @@
+//go:build cuda || cudaemu
+
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/mgrpo/mgrpo/gpu/cuda"
+	"github.com/mgrpo/mgrpo/gpu/cuda/kernels"
+)
+
+// cudaPass queues one forward or backward pass of a net over a loaded
+// workspace: the kernels of gpu/cuda/kernels and cuBLAS products, in the
+// order of model.go's forward and backward. It keeps the first error
+// (later launches still queue: harmless, and errors are device failures
+// or programming errors).
+type cudaPass struct {
+	n     *cudaNet
+	a     *cudaActs
+	rt    cuda.Runtime
+	s16   [2]cuda.Ptr // bf16 scratch for the products' operands (bf16 products)
+	cap16 int         // elements of each
+	err   error
+}
+
+func newCUDAPass(n *cudaNet, a *cudaActs) *cudaPass {
+	return &cudaPass{n: n, a: a, rt: n.rt, s16: a.s16, cap16: a.cap16}
+}
+
+func (p *cudaPass) do(err error) {
+	if p.err == nil && err != nil {
+		p.err = err
+	}
+}
+
+// dims are the model's widths: hidden, MLP, vocabulary, head, query and
+// key/value heads, the qkv row and the attention row.
+func (p *cudaPass) dims() (D, M, V, E, H, G, qs, he int) {
+	c := p.n.cfg
+	D, M, V, E, H, G = c.Hidden, c.MLP, c.Vocab, c.HeadDim(), c.Heads, c.KVHeads
+	return D, M, V, E, H, G, (H + 2*G) * E, H * E
+}
+
+// mm queues C = op(A)·op(B) + beta·C (C row-major, ldc its columns) in the
+// net's precision: bf16 inputs from the operands' bf16 copies (converted
+// into the workspace's scratch when they have none) or fp32/TF32.
+func (p *cudaPass) mm(transA, transB bool, a, b mat, beta float32, c cuda.Ptr) {
+	m, k := a.rows, a.cols
+	if transA {
+		m, k = k, m
+	}
+	n := b.cols
+	if transB {
+		n = b.rows
+	}
+	if m == 0 || n == 0 || (k == 0 && beta == 1) || p.err != nil {
+		return
+	}
+	g := cuda.Gemm{TransA: transA, TransB: transB, M: m, N: n, K: k, Alpha: 1, Beta: beta, A: a.p, B: b.p, C: c,
+		LDA: a.cols, LDB: b.cols, LDC: n, Math: p.n.dev.math}
+	if g.Math == cuda.MathBF16 {
+		g.A, g.B = p.half(a, 0).h, p.half(b, 1).h
+	}
+	p.do(p.rt.Gemm(g))
+}
+
+// half returns x with a bf16 copy: its own, or one converted into bf16
+// scratch slot (0 or 1; a later conversion into the slot overwrites it).
+// With fp32 products it returns x.
+func (p *cudaPass) half(x mat, slot int) mat {
+	if x.h != 0 || p.n.dev.math != cuda.MathBF16 {
+		return x
+	}
+	n := x.rows * x.cols
+	if n > p.cap16 {
+		p.do(fmt.Errorf("gpu: cuda: a %d×%d operand exceeds the bf16 scratch of %d", x.rows, x.cols, p.cap16))
+		return x
+	}
+	p.do(kernels.F32ToBF16(p.rt, p.s16[slot], x.p, n))
+	x.h = p.s16[slot]
+	return x
+}
+
+func (p *cudaPass) attnShape() kernels.AttnShape {
+	_, _, _, E, H, G, _, _ := p.dims()
+	return kernels.AttnShape{B: p.a.B, T: p.a.T, H: H, G: G, E: E}
+}
+
+func (p *cudaPass) eps() float32 { return float32(p.n.cfg.NormEps) }
+
+// forward loads plan p into workspace ws (train: with what the backward
+// pass needs), runs the forward pass at temperature temp and writes the
+// outputs to their slots of lp and ent.
+func (n *cudaNet) forward(ws *cudaActs, p *rowPlan, train bool, temp float64, lp, ent []float64) error {
+	if err := ws.load(n.rt, p, train); err != nil {
+		return err
+	}
+	pass := newCUDAPass(n, ws)
+	if pass.forward(temp); pass.err != nil {
+		return fmt.Errorf("forward: %w", pass.err)
+	}
+	return ws.outputs(n.rt, p.slots, lp, ent)
+}
+
+// forward runs the decoder over the loaded rows and leaves each need
+// row's target log-prob and entropy at temperature temp in the stats
+// (model.go's forward).
+func (p *cudaPass) forward(temp float64) {
+	a, n := p.a, p.n
+	if a.N == 0 {
+		return
+	}
+	D, _, _, _, _, _, _, _ := p.dims()
+	p.do(kernels.Embed(p.rt, a.resid[0], f32At(n.w, n.lay.embed), a.tokens, a.N, D))
+	for l := range n.cfg.Layers {
+		p.layerForward(l)
+	}
+	p.headForward(temp)
+}
+
+// layerForward is block l: the last one, after attention, on the need
+// rows only.
+func (p *cudaPass) layerForward(l int) {
+	a, n, rt := p.a, p.n, p.rt
+	D, M, _, E, H, G, qs, he := p.dims()
+	lw, N := n.lay.layers[l], a.N
+	p.do(kernels.RMSNorm(rt, a.xn1[l], a.inv1[l], a.resid[l], f32At(n.w, lw.attnNorm), N, D, p.eps()))
+	p.projectQKV(lw, a.qkv[l], a.xn1[l], a.qkRaw[l], a.qkInv[l], N) // + Qwen2's bias, Qwen3's q/k norms
+	p.do(kernels.RoPE(rt, a.qkv[l], a.pos, n.cos, n.sin, N, qs, H+G, E, 1))
+	p.do(kernels.AttentionForward(rt, a.att[l], a.lse[l], a.qkv[l], a.start, a.pre, a.from, p.attnShape()))
+	R, att := N, a.att[l]
+	if l == n.cfg.Layers-1 {
+		R, att = a.K, a.attRows
+		p.do(kernels.GatherRows(rt, a.attRows, a.att[l], a.rows, R, he))
+		p.do(kernels.GatherRows(rt, a.mid[l], a.resid[l], a.rows, R, D))
+	} else {
+		p.do(rt.Copy(a.mid[l], a.resid[l], 4*int64(N*D)))
+	}
+	p.mm(false, true, act(att, R, he), n.weight(lw.o, D, he), 1, a.mid[l]) // mid = x + o_proj(att)
+	p.do(kernels.RMSNorm(rt, a.xn2[l], a.inv2[l], a.mid[l], f32At(n.w, lw.mlpNorm), R, D, p.eps()))
+	p.mm(false, true, act(a.xn2[l], R, D), n.weight(lw.gateUp, 2*M, D), 0, a.gu[l])
+	p.do(kernels.SwiGLU(rt, a.act[l], a.sig[l], a.gu[l], R, M))
+	p.do(rt.Copy(a.resid[l+1], a.mid[l], 4*int64(R*D)))
+	p.mm(false, true, act(a.act[l], R, M), n.weight(lw.down, D, M), 1, a.resid[l+1]) // x' = mid + down_proj(act)
+}
+
+// headForward is the final norm and the lm_head tail on the need rows, in
+// blocks of headRows rows.
+func (p *cudaPass) headForward(temp float64) {
+	a, n := p.a, p.n
+	D, _, V, _, _, _, _, _ := p.dims()
+	p.do(kernels.RMSNorm(p.rt, a.xf, a.invf, a.resid[n.cfg.Layers], f32At(n.w, n.lay.norm), a.K, D, p.eps()))
+	inv := float32(1 / temp)
+	for lo := 0; lo < a.K; lo += a.headRows {
+		r := min(a.headRows, a.K-lo)
+		p.mm(false, true, act(f32At(a.xf, lo*D), r, D), n.weight(n.lay.head, V, D), 0, a.logits)
+		p.do(kernels.LogSoftmaxEntropy(p.rt, a.stat(statLogp, lo), a.stat(statEnt, lo), a.stat(statMax, lo), a.stat(statLse, lo),
+			a.logits, f32At(a.targets, lo), r, V, inv))
+	}
+}
+
+// backward adds to g (the gradients, flat) those of the upstream
+// gradients in the stats' dlp and dH rows, after forward on the same
+// workspace at temperature temp (model.go's backward).
+func (p *cudaPass) backward(g cuda.Ptr, temp float64) {
+	a, n := p.a, p.n
+	if a.N == 0 {
+		return
+	}
+	D, _, _, _, _, _, _, _ := p.dims()
+	p.headBackward(g, temp)
+	for l := n.cfg.Layers - 1; l >= 0; l-- { // a.dx holds dLoss/d resid[l+1] (the need rows for the last block)
+		p.layerBackward(g, l)
+	}
+	p.do(kernels.EmbedBackward(p.rt, f32At(g, n.lay.embed), a.dx, a.tokRows, a.tokOff, a.tokUniq, a.U, D))
+}
+
+// headBackward is the lm_head tail's backward in blocks (recomputing a
+// block's logits when there are several), then the final norm's: it
+// leaves dLoss/d resid[L] on the need rows in dx.
+func (p *cudaPass) headBackward(g cuda.Ptr, temp float64) {
+	a, n := p.a, p.n
+	D, _, V, _, _, _, _, _ := p.dims()
+	head, inv := n.weight(n.lay.head, V, D), float32(1/temp)
+	for lo := 0; lo < a.K; lo += a.headRows {
+		r := min(a.headRows, a.K-lo)
+		xf := act(f32At(a.xf, lo*D), r, D)
+		if a.K > a.headRows {
+			p.mm(false, true, xf, head, 0, a.logits)
+		}
+		p.do(kernels.LogSoftmaxEntropyBackward(p.rt, a.logits, a.logits, a.stat(statMax, lo), a.stat(statLse, lo), a.stat(statEnt, lo),
+			f32At(a.targets, lo), a.stat(statDlp, lo), a.stat(statDH, lo), r, V, inv))
+		dl := p.half(act(a.logits, r, V), 0)
+		p.mm(true, false, dl, xf, 1, f32At(g, n.lay.head)) // dHead += dlogitsᵀ·xf
+		p.mm(false, false, dl, head, 0, f32At(a.dxn, lo*D))
+	}
+	p.do(p.rt.Memset(a.dx, 0, 4*int64(a.K*D)))
+	p.do(kernels.RMSNormBackward(p.rt, a.dx, f32At(g, n.lay.norm), a.dxn, a.resid[n.cfg.Layers], a.invf,
+		f32At(n.w, n.lay.norm), a.part, a.K, D))
+}
+
+// layerBackward is block l's backward: dx holds dLoss/d resid[l+1] and
+// then dLoss/d resid[l].
+func (p *cudaPass) layerBackward(g cuda.Ptr, l int) {
+	a, n, rt := p.a, p.n, p.rt
+	D, M, _, _, _, _, _, he := p.dims()
+	lw, N := n.lay.layers[l], a.N
+	R, att, datt := N, a.att[l], a.datt
+	if l == n.cfg.Layers-1 {
+		R, att = a.K, a.attRows
+	}
+	if R < N { // datt's compact rows, spread below
+		datt = a.dattK
+	}
+	dx := p.half(act(a.dx, R, D), 0)
+	p.mm(true, false, dx, act(a.act[l], R, M), 1, f32At(g, lw.down))
+	p.mm(false, false, dx, n.weight(lw.down, D, M), 0, a.dact)
+	p.do(kernels.SwiGLUBackward(rt, a.dgu, a.dact, a.gu[l], a.sig[l], R, M))
+	dgu := p.half(act(a.dgu, R, 2*M), 0)
+	p.mm(true, false, dgu, act(a.xn2[l], R, D), 1, f32At(g, lw.gateUp))
+	p.mm(false, false, dgu, n.weight(lw.gateUp, 2*M, D), 0, a.dxn)
+	p.do(kernels.RMSNormBackward(rt, a.dx, f32At(g, lw.mlpNorm), a.dxn, a.mid[l], a.inv2[l], f32At(n.w, lw.mlpNorm), a.part, R, D)) // now dLoss/d mid
+	dx = p.half(act(a.dx, R, D), 0)
+	p.mm(true, false, dx, act(att, R, he), 1, f32At(g, lw.o))
+	p.mm(false, false, dx, n.weight(lw.o, D, he), 0, datt)
+	if R < N { // back to every row: the others get gradients through attention only
+		p.spread(a.datt, a.dattK, he)
+		p.spread(a.dx2, a.dx, D)
+		a.dx, a.dx2 = a.dx2, a.dx
+	}
+	p.attentionBackward(g, l)
+}
+
+// spread writes the K compact rows of src to their rows of dst ([N, d]),
+// zeros elsewhere.
+func (p *cudaPass) spread(dst, src cuda.Ptr, d int) {
+	p.do(p.rt.Memset(dst, 0, 4*int64(p.a.N*d)))
+	p.do(kernels.ScatterRows(p.rt, dst, src, p.a.rows, p.a.K, d))
+}
+
+// attentionBackward is block l's attention and qkv product backward, from
+// datt and dx (dLoss/d mid) on every row to dx = dLoss/d resid[l].
+func (p *cudaPass) attentionBackward(g cuda.Ptr, l int) {
+	a, n, rt := p.a, p.n, p.rt
+	D, _, _, E, H, G, qs, _ := p.dims()
+	lw, N := n.lay.layers[l], a.N
+	p.do(kernels.AttentionBackward(rt, a.dqkv, a.delta, a.datt, a.att[l], a.qkv[l], a.lse[l], a.start, a.pre, a.from, N, p.attnShape()))
+	p.do(kernels.RoPE(rt, a.dqkv, a.pos, n.cos, n.sin, N, qs, H+G, E, -1)) // dq, dk wrt the unrotated q, k
+	p.qkvBackward(g, l)                                                    // Qwen3's q/k norms, Qwen2's bias
+	dqkv := p.half(act(a.dqkv, N, qs), 0)
+	p.mm(true, false, dqkv, act(a.xn1[l], N, D), 1, f32At(g, lw.qkv))
+	p.mm(false, false, dqkv, n.weight(lw.qkv, qs, D), 0, a.dxn)
+	p.do(kernels.RMSNormBackward(rt, a.dx, f32At(g, lw.attnNorm), a.dxn, a.resid[l], a.inv1[l], f32At(n.w, lw.attnNorm), a.part, N, D))
+}
