@@ -42,7 +42,7 @@
 // (model.device); the trainer gets stepSettings, the runner its record
 // cadence. Settings are complete when built and never change; only the
 // wiring (settings.go, run.go, worker.go, rundir.go, preflight.go,
-// cluster.go) reads the configuration.
+// memory.go, cluster.go) reads the configuration.
 //
 // # Who owns what
 //
@@ -167,10 +167,13 @@
 //
 // Run checks what it can before creating the run directory (a
 // model.checkpoint's config.json, dataset prompts against the context,
-// the memory the run needs: gpu.Config.LearnerBytes and SampleBytes
-// against MemAvailable), and removes a directory it created when the run
-// ends before its first metrics line or checkpoint; a resumed run's
-// directory is never removed.
+// the memory the run needs: gpu.Config.LearnerBytes, SampleBytes and
+// ScoreBytes against the memory available, refused with the
+// train.micro_batch, train.prompts_per_step or
+// generation.max_completion_len that would fit: memory.go), sets the Go
+// memory limit from that plan unless GOMEMLIMIT is set, and removes a
+// directory it created when the run ends before its first metrics line or
+// checkpoint; a resumed run's directory is never removed.
 //
 // It imports gpu, rewards, messages, config (in the wiring only) and
 // internal/tokenizer, and its own sub-packages (node, trace, meter,

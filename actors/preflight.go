@@ -16,44 +16,46 @@ import (
 // and a weights file, that every dataset prompt fits the model's context,
 // that the run fits in the memory available, and that a learner node's
 // largest message fits cluster.max_message_bytes. It is part of the
-// wiring: it reads cfg for what the run's settings do not keep.
-func preflight(cfg *config.Config, s *settings) error {
+// wiring: it reads cfg for what the run's settings do not keep. It
+// returns the run's memory estimate (runBytes).
+func preflight(cfg *config.Config, s *settings) (int64, error) {
 	model := s.model
 	if ckpt := cfg.Model.Checkpoint; ckpt != "" {
 		c, err := gpu.ReadCheckpointConfig(ckpt)
 		if err != nil {
-			return fmt.Errorf("model.checkpoint: %w", err)
+			return 0, fmt.Errorf("model.checkpoint: %w", err)
 		}
 		if _, err := os.Stat(filepath.Join(ckpt, gpu.WeightsFileName)); err != nil {
-			return fmt.Errorf("model.checkpoint: %w", err)
+			return 0, fmt.Errorf("model.checkpoint: %w", err)
 		}
 		model = c
 		if n := cfg.Generation.MaxCompletionLen; n >= model.Context {
-			return fmt.Errorf("generation.max_completion_len = %d: must be below the context of model.checkpoint (%d) to leave room for the prompt", n, model.Context)
+			return 0, fmt.Errorf("generation.max_completion_len = %d: must be below the context of model.checkpoint (%d) to leave room for the prompt", n, model.Context)
 		}
 	}
 	prompt, problem, err := longestPrompt(s.step)
 	if err != nil && cfg.Task.Dataset != "" {
-		return fmt.Errorf("task.dataset %s: %w", cfg.Task.Dataset, err)
+		return 0, fmt.Errorf("task.dataset %s: %w", cfg.Task.Dataset, err)
 	}
 	if err != nil {
-		return fmt.Errorf("task %s: %w", cfg.Task.Name, err)
+		return 0, fmt.Errorf("task %s: %w", cfg.Task.Name, err)
 	}
 	if problem > 0 && prompt >= model.Context {
-		return fmt.Errorf("task.dataset %s: problem %d: prompt of %d tokens (BOS included) leaves no room for a completion in the model's context of %d",
+		return 0, fmt.Errorf("task.dataset %s: problem %d: prompt of %d tokens (BOS included) leaves no room for a completion in the model's context of %d",
 			cfg.Task.Dataset, problem, prompt, model.Context)
 	}
-	if err := gpu.CheckMemory(runMemoryWhat(cfg), runBytes(cfg, model, prompt)); err != nil {
-		return err
+	plan, err := checkRunMemory(cfg, model, prompt)
+	if err != nil {
+		return 0, err
 	}
 	if cl := cfg.Cluster; cl.HasRole(config.RoleLearner) && !cl.HasRole(config.RoleAll) {
 		join, err := joinReply(s, runName(cfg))
 		if err != nil {
-			return err
+			return 0, err
 		}
-		return checkMessageBound(cl.MaxMessageBytes, messageBound(s, join))
+		return plan, checkMessageBound(cl.MaxMessageBytes, messageBound(s, join))
 	}
-	return nil
+	return plan, nil
 }
 
 // promptSamples is how many problems of a generated task longestPrompt
@@ -91,35 +93,4 @@ func longestPrompt(s stepSettings) (tokens, problem int, err error) {
 		tokens = max(tokens, n)
 	}
 	return tokens + 8, 0, nil
-}
-
-// runMemoryWhat names what runBytes estimates, for the error line.
-func runMemoryWhat(c *config.Config) string {
-	return fmt.Sprintf("training (weights, AdamW state, %d generators and learner batches of %d prompts × %d generations)",
-		max(c.Cluster.Generators, 1), c.Train.PromptsPerStep, c.Generation.NumGenerations)
-}
-
-// runBytes estimates the memory of a run of model whose longest prompt has
-// promptLen tokens: the learner training prompts_per_step ×
-// num_generations sequences padded to the longest prompt plus
-// max_completion_len (at most the context, as the learner pads), the
-// policy, reference and a snapshot of the weights, each generator's
-// sampler, the reference scoring workspace and the warm start's learner
-// batch.
-func runBytes(c *config.Config, model gpu.Config, promptLen int) int64 {
-	b := int64(c.Train.PromptsPerStep) * int64(c.Generation.NumGenerations)
-	bi := int(min(b, int64(1)<<40))
-	promptLen = min(promptLen, model.Context)
-	seq := min(promptLen+c.Generation.MaxCompletionLen, model.Context)
-	sum := float64(model.LearnerBytes(bi, seq)) + 3*float64(model.ModelBytes()) +
-		float64(max(c.Cluster.Generators, 1))*float64(model.SampleBytes(c.Train.PromptsPerStep, c.Generation.NumGenerations, promptLen, c.Generation.MaxCompletionLen)) +
-		float64(model.ScoreBytes(bi, seq))
-	if (c.Model.Checkpoint == "" || c.Train.WarmStartFromCheckpoint) && c.Train.Resume == "" && c.Train.WarmStartSteps > 0 {
-		warm := float64(model.LearnerBytes(c.Train.WarmStartBatch, seq)) - float64(model.LearnerBytes(0, seq))
-		sum += max(warm, 0)
-	}
-	if sum >= float64(1<<62) {
-		return 1 << 62
-	}
-	return int64(sum)
 }

@@ -110,8 +110,9 @@ func (r *runner) stepRecord(res stepResult, skipped *SkipError) map[string]float
 	m := map[string]float64{runlog.KeyStepTime: res.took.Seconds()}
 	if skipped != nil {
 		r.skipped++
+		r.skips.add(skipped)
 		m[keySkipped], m[keySkipStage], m[keySkipReason] = 1, float64(skipped.Stage), float64(skipped.Reason)
-		r.progress.Note(fmt.Sprintf("step %d skipped: %s", res.n+1, clip(skipped.Error())))
+		r.progress.Note(fmt.Sprintf("step %d skipped: %s%s", res.n+1, clip(skipped.Error()), r.skipHint(skipped)))
 		return m
 	}
 	r.skipped = 0
@@ -119,6 +120,19 @@ func (r *runner) stepRecord(res stepResult, skipped *SkipError) map[string]float
 	r.tokens += batchTokens(res.out.Scored)
 	maps.Copy(m, stepMetrics(r.settings.record.metrics, res.n, res.out, r.tokens))
 	return m
+}
+
+// skipHint is what a skip's line adds: for a stage that timed out, the
+// setting that bounds it; for one refused memory (gpu.ErrMemory, whose
+// text a notice from an actor keeps), the settings that lower it.
+func (r *runner) skipHint(s *SkipError) string {
+	switch {
+	case s.Reason == messages.SkipReason_TIMEOUT:
+		return fmt.Sprintf(" (a part took longer than cluster.request_timeout, %s: raise it where a part takes longer, as a CPU's generation from a large vocabulary)", r.settings.record.requestTimeout)
+	case s.Err != nil && strings.Contains(s.Err.Error(), gpu.ErrMemory.Error()):
+		return " (train.micro_batch, train.prompts_per_step or generation.max_completion_len lowers the memory a step needs)"
+	}
+	return ""
 }
 
 // writeSamples writes step's sample table: its first output.sample_rows
@@ -370,11 +384,14 @@ func saveBehaviour(dir string, behaviour map[int64]*gpu.Model) error {
 const maxLineDetail = 300
 
 // clip returns s cut to maxLineDetail bytes (whole runes), marked "…".
-func clip(s string) string {
-	if len(s) <= maxLineDetail {
+func clip(s string) string { return clipTo(s, maxLineDetail) }
+
+// clipTo returns s cut to n bytes (whole runes), marked "…".
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxLineDetail
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

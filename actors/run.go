@@ -93,9 +93,12 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := preflight(cfg, s); err != nil {
+	plan, err := preflight(cfg, s)
+	if err != nil {
 		return err
 	}
+	memoryLine, restoreLimit := setMemoryLimit(plan, os.Getenv(goMemoryLimitEnv))
+	defer restoreLimit()
 	dev, err := gpu.OpenDevice(cfg.Model.Device)
 	if err != nil {
 		return err
@@ -119,21 +122,20 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	if ln != nil {
 		defer ln.Stop()
 	}
-	dir, resume, discard, err := openRun(cfg, runName(cfg), out)
+	dir, resume, discard, err := openRun(cfg, runName(cfg), s.record.config, out)
 	if err != nil {
 		return err
 	}
 	defer func() { closeRun(dir, discard, err, out) }()
+	fmt.Fprintf(out, "run %s\n%s\n", dir.Path(), memoryLine)
 	env := runEnv{id: dir.Name(), tel: telemetry{tracer: tp.Tracer(), node: tp.node, meter: mp.Instruments()},
 		device: dev, metrics: mp.MeterProvider()}
 	return runIn(ctx, cfg, s, env, dir, ln, resume, out)
 }
 
 // runIn runs the steps of a run whose directory, node and telemetry Run
-// opened: it says where the run writes, serves its page, loads or makes
-// the models and trains.
+// opened: it serves the run's page, loads or makes the models and trains.
 func runIn(ctx context.Context, cfg *config.Config, s *settings, env runEnv, dir *runlog.Dir, ln *node.Node, resume string, out io.Writer) error {
-	fmt.Fprintf(out, "run %s\n", dir.Path())
 	stopPage, err := servePage(cfg.Output.Serve, dir, out)
 	if err != nil {
 		return err
@@ -194,9 +196,10 @@ type runner struct {
 
 	trainer   *Trainer
 	firstStep int64
-	resumed   bool    // the run continues from a checkpoint
-	tokens    float64 // cumulative prompt + completion tokens (train/num_tokens)
-	skipped   int     // consecutive skipped steps (train.max_skipped_steps)
+	resumed   bool      // the run continues from a checkpoint
+	tokens    float64   // cumulative prompt + completion tokens (train/num_tokens)
+	skipped   int       // consecutive skipped steps (train.max_skipped_steps)
+	skips     skipTally // every skipped step of this process, for the final line
 
 	evalStep     int64   // the last step evaluated (-1: none) and its greedy accuracy,
 	evalAccuracy float64 // recorded in that step's checkpoint
@@ -232,7 +235,8 @@ func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards
 	st := r.settings.start
 	control := rewards.NewControllerState(st.tau, st.beta, st.meta)
 	if st.guards {
-		r.guard = guard.New(guard.Settings{Vocab: r.settings.model.Vocab, Group: r.settings.step.group, Objective: r.settings.step.prepare.Objective})
+		r.guard = guard.New(guard.Settings{Vocab: r.settings.model.Vocab, Group: r.settings.step.group, Objective: r.settings.step.prepare.Objective,
+			NoWarmStart: st.checkpoint != "" && (!st.warmCheckpoint || r.settings.warm.steps == 0)})
 	}
 	policy, ref, err := r.startModels(ctx, resume)
 	if err != nil {
@@ -467,21 +471,49 @@ func (r *runner) stopped(ctx context.Context, stop *stopError) error {
 }
 
 // done writes the last lines of a run that took its last step: the
-// policy's greedy accuracy (beside the one it started from) and where the
+// policy's greedy accuracy (beside the one it started from), or why it
+// could not be measured; the steps, those skipped and why; and where the
 // outputs are.
 func (r *runner) done(ctx context.Context, last int64) {
-	if acc, err := r.evaluate(ctx, r.trainer.Policy()); err == nil {
+	res, err := r.evaluation(ctx, r.trainer.Policy())
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		fmt.Fprintf(r.out, "greedy accuracy not measured: %s\n", clip(err.Error()))
+	default:
 		from := ""
 		if !math.IsNaN(r.warmAccuracy) {
 			from = fmt.Sprintf(" (%s %.1f%%)", r.startName, 100*r.warmAccuracy)
 		}
-		fmt.Fprintf(r.out, "greedy accuracy %.1f%%%s on %d held-out problems\n", 100*acc, from, r.settings.eval.prompts)
+		fmt.Fprintf(r.out, "greedy accuracy %.1f%%%s on %s\n", 100*res.GreedyAccuracy, from, heldOut(res.N, r.settings.eval.prompts))
 	}
 	missed := ""
 	if r.startName == "warm start" && r.warmAccuracy < warmStartTarget {
 		missed = fmt.Sprintf(" (the warm start missed its %.0f%% target: %.1f%% greedy accuracy)", 100*warmStartTarget, 100*r.warmAccuracy)
 	}
-	fmt.Fprintf(r.out, "done: %d steps, outputs in %s%s\n", last, r.dir.Path(), missed)
+	fmt.Fprintf(r.out, "done: %d steps, %soutputs in %s%s\n", last, r.skipLine(), r.dir.Path(), missed)
+}
+
+// skipLine is the skipped steps' part of the final line ("" for none):
+// those of this process, since the resume for a resumed run.
+func (r *runner) skipLine() string {
+	s := r.skips.String()
+	switch {
+	case s == "":
+		return ""
+	case r.resumed:
+		return fmt.Sprintf("%s since the resume at step %d, ", s, r.firstStep)
+	}
+	return s + ", "
+}
+
+// heldOut names the problems an evaluation measured: n distinct ones,
+// all there are when fewer than the want asked for.
+func heldOut(n, want int) string {
+	if n < want {
+		return fmt.Sprintf("all %d held-out problems", n)
+	}
+	return fmt.Sprintf("%d held-out problems", n)
 }
 
 // startPipeline starts the actors: all in this process (role all), or on
@@ -531,9 +563,15 @@ func (r *runner) recordStart(ctx context.Context) error {
 // evaluate is the greedy accuracy on train.eval_prompts held-out problems
 // (from the data set's held-out rows when it has them).
 func (r *runner) evaluate(ctx context.Context, m *gpu.Model) (float64, error) {
+	res, err := r.evaluation(ctx, m)
+	return res.GreedyAccuracy, err
+}
+
+// evaluation is evaluate's whole result (its N: how many distinct
+// problems it measured).
+func (r *runner) evaluation(ctx context.Context, m *gpu.Model) (evaluate.Result, error) {
 	e := r.settings.eval
 	s := evaluate.ModelSampler{Model: m, Tokenizer: e.tokenizer, Prompter: e.prompter, MaxNewTokens: e.maxNewTokens}
-	res, err := evaluate.Run(ctx, s, e.task, evaluate.Options{N: e.prompts, K: 1, GreedyOnly: true,
+	return evaluate.Run(ctx, s, e.task, evaluate.Options{N: e.prompts, K: 1, GreedyOnly: true,
 		Temperature: e.temperature, Seed: uint64(e.seed)})
-	return res.GreedyAccuracy, err
 }

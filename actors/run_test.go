@@ -245,15 +245,23 @@ func TestResumeIsExact(t *testing.T) {
 // TestRunRecordsSkips: a run whose batches are unusable (dynamic sampling
 // with a reward that never varies: the random policy's completions are
 // never correct) skips every step with its reason in metrics.jsonl and
-// still finishes.
+// still finishes; its last lines give the final greedy accuracy (the last
+// step was skipped) and count the skipped steps with their reason (it
+// said "done: 3 steps").
 func TestRunRecordsSkips(t *testing.T) {
 	cfg := runConfig(t, func(c *config.Config) {
 		c.Rewards.Funcs, c.Rewards.Weights = []string{"correct"}, []float64{1}
 		c.Train.DynamicSampling, c.Train.DynamicSamplingMaxRounds = true, 1
 		c.Train.Steps, c.Train.EvalEvery = 3, 0
 	})
-	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+	var out bytes.Buffer
+	if err := Run(context.Background(), cfg, &out); err != nil {
 		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-2:]
+	if !strings.HasPrefix(last[0], "greedy accuracy ") || !strings.HasPrefix(last[1], "done: 3 steps, 3 skipped (3 at REWARD, ZERO_VARIANCE: ") {
+		t.Errorf("last lines %q; want the greedy accuracy, then the 3 skipped steps and their reason", last)
 	}
 	recs, err := rlRecords(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
 	if err != nil || len(recs) != 3 {
@@ -305,7 +313,7 @@ func TestRunNameTakenGetsSuffix(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(taken, "x"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir, _, _, err := openRun(cfg, name, io.Discard)
+	dir, _, _, err := openRun(cfg, name, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -681,5 +689,25 @@ func checkHighKLTable(t *testing.T, path string, want int) {
 			t.Errorf("high-KL row %v: not sorted, not its own K3 or no token text", row)
 		}
 		prev = kl
+	}
+}
+
+// TestSkipHintNamesTimeout: a step skipped because a stage timed out
+// names the setting that bounds it and its value (a CPU's generation from
+// Qwen's vocabulary took minutes a part, past the default 30 s, and every
+// step of the README's command was skipped), one refused memory the
+// settings that lower it; other skips add nothing.
+func TestSkipHintNamesTimeout(t *testing.T) {
+	r := &runner{settings: &settings{record: recordSettings{requestTimeout: 30 * time.Second}}}
+	if got := r.skipHint(&SkipError{Stage: messages.Stage_GENERATE, Reason: messages.SkipReason_TIMEOUT}); !strings.Contains(got, "cluster.request_timeout, 30s") {
+		t.Errorf("timeout hint %q", got)
+	}
+	memory := &SkipError{Stage: messages.Stage_LEARN, Reason: messages.SkipReason_INTERNAL,
+		Err: fmt.Errorf("learner-1: learner step: %v: a learner batch of 32 sequences × 80 tokens needs 3.2 GB", gpu.ErrMemory)}
+	if got := r.skipHint(memory); !strings.Contains(got, "train.micro_batch") {
+		t.Errorf("memory hint %q", got)
+	}
+	if got := r.skipHint(&SkipError{Stage: messages.Stage_REWARD, Reason: messages.SkipReason_ZERO_VARIANCE, Err: ErrZeroVariance}); got != "" {
+		t.Errorf("zero-variance hint %q, want none", got)
 	}
 }

@@ -29,8 +29,9 @@ func runName(cfg *config.Config) string {
 // generated name already taken or in use (two runs started in one second)
 // gets a -2, -3, … suffix; a name the user chose is never reused. For a
 // directory it created, discard undoes the creation (see createRun); it is
-// nil for a resumed run. What a resume does to the metrics goes to out.
-func openRun(cfg *config.Config, name string, out io.Writer) (dir *runlog.Dir, ckpt string, discard func() error, err error) {
+// nil for a resumed run. A new run's config.yaml is text (the recorded
+// configuration). What a resume does to the metrics goes to out.
+func openRun(cfg *config.Config, name string, text []byte, out io.Writer) (dir *runlog.Dir, ckpt string, discard func() error, err error) {
 	if cfg.Train.Resume != "" {
 		dir, ckpt, err := resumeRun(cfg.Train.Resume, out)
 		if err == nil && cfg.Output.TensorBoard {
@@ -46,12 +47,10 @@ func openRun(cfg *config.Config, name string, out io.Writer) (dir *runlog.Dir, c
 	if err != nil {
 		return nil, "", nil, err
 	}
-	if text, err := cfg.YAML(); err == nil {
-		if err := dir.WriteConfig(text); err != nil {
-			dir.Close()
-			discard()
-			return nil, "", nil, err
-		}
+	if err := dir.WriteConfig(text); err != nil {
+		dir.Close()
+		discard()
+		return nil, "", nil, err
 	}
 	if cfg.Output.TensorBoard {
 		dir.WriteTensorBoard()

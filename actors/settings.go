@@ -3,6 +3,8 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -68,8 +70,8 @@ type stepSettings struct {
 }
 
 // optimSettings are the learners' AdamW (optim section, on the run's
-// device when built: learnerConfig) and the schedules of RL and of the
-// warm start.
+// device when built: learnerConfig), their micro-batches
+// (train.micro_batch) and the schedules of RL and of the warm start.
 type optimSettings struct {
 	adam   gpu.LearnerConfig // LR, Schedule and Device are set per learner
 	rl     optim.Schedule
@@ -122,6 +124,9 @@ type recordSettings struct {
 	slowFixed  time.Duration // trace.slow_step: a fixed threshold,
 	slowAuto   bool          // or relative to the recent steps
 	showsTau   bool          // tau shapes the weights (maxent_listwise): the progress line shows it
+	// requestTimeout is cluster.request_timeout, which a skip for a
+	// timeout names.
+	requestTimeout time.Duration
 }
 
 // metricSettings are the settings a step's metrics report beside its
@@ -151,7 +156,7 @@ func newSettings(cfg *config.Config) (*settings, error) {
 	if err != nil {
 		return nil, fmt.Errorf("maxent.objective: %w", err)
 	}
-	model, tok, err := policyConfig(cfg.Model, cfg.Generation.MaxCompletionLen)
+	model, tok, err := policyConfig(cfg.Model, cfg.Train.Resume, cfg.Generation.MaxCompletionLen)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +175,7 @@ func newSettings(cfg *config.Config) (*settings, error) {
 		eval:     evalSettings{task: evalTask, tokenizer: tok, prompter: prompter, maxNewTokens: cfg.Generation.MaxCompletionLen, temperature: cfg.Generation.Temperature, prompts: max(cfg.Train.EvalPrompts, 1), seed: cfg.Train.Seed},
 		pipeline: pipelineOptionsOf(cfg.Cluster),
 	}
-	if s.record, err = recordSettingsOf(cfg, metricSettings{objective: objective, clip: cfg.MaxEnt.ClipObjective, control: control, prepare: prepare}); err != nil {
+	if s.record, err = recordSettingsOf(cfg, model, metricSettings{objective: objective, clip: cfg.MaxEnt.ClipObjective, control: control, prepare: prepare}); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -224,13 +229,13 @@ func learnSettingsOf(cfg *config.Config, o rewards.Objective, model gpu.Config, 
 		temperature: cfg.Generation.Temperature, topKKL: cfg.Metrics.TopKKL, vocab: model.Vocab, tokenizer: tok}
 }
 
-// optimSettingsOf resolves the optim section: AdamW, the RL schedule and
-// the warm start's rate.
+// optimSettingsOf resolves the optim section (AdamW, the RL schedule and
+// the warm start's rate) and train.micro_batch, the learners' passes.
 func optimSettingsOf(cfg *config.Config) optimSettings {
 	o := cfg.Optim
 	return optimSettings{warmLR: o.WarmStartLR, rl: rlSchedule(cfg),
 		adam: gpu.LearnerConfig{Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
-			MaxGradNorm: o.GradClip, MaxUpdateRatio: o.MaxUpdateRatio}}
+			MaxGradNorm: o.GradClip, MaxUpdateRatio: o.MaxUpdateRatio, MicroBatch: cfg.Train.MicroBatch}}
 }
 
 // startSettingsOf resolves where RL starts.
@@ -239,10 +244,10 @@ func startSettingsOf(cfg *config.Config, meta rewards.MetaController) startSetti
 		modelSeed: uint64(cfg.Model.Seed), tau: cfg.MaxEnt.Tau, beta: cfg.MaxEnt.Beta, meta: meta, guards: cfg.Train.Guard != config.GuardOff}
 }
 
-// recordSettingsOf resolves what the runner records and when.
-func recordSettingsOf(cfg *config.Config, m metricSettings) (recordSettings, error) {
-	saved := *cfg
-	saved.Train.Resume = "" // a resume takes the configuration from a checkpoint, not the path it came from
+// recordSettingsOf resolves what the runner records and when; model is
+// the policy's configuration (recordedConfig).
+func recordSettingsOf(cfg *config.Config, model gpu.Config, m metricSettings) (recordSettings, error) {
+	saved := recordedConfig(cfg, model)
 	text, err := saved.YAML()
 	if err != nil {
 		return recordSettings{}, err
@@ -256,7 +261,30 @@ func recordSettingsOf(cfg *config.Config, m metricSettings) (recordSettings, err
 		cadence:    cadence{log: max(o.LogEvery, 1), samples: o.SampleEvery, eval: t.EvalEvery, checkpoint: t.CheckpointEvery, steps: t.Steps},
 		sampleRows: o.SampleRows, maxSkipped: t.MaxSkippedSteps, guardStops: t.Guard == config.GuardStop, keep: o.KeepCheckpoints, seed: t.Seed,
 		config: text, metrics: m, slowFixed: fixed, slowAuto: auto, showsTau: m.objective == rewards.ObjectiveMaxEntListwise,
+		requestTimeout: cfg.Cluster.RequestTimeout,
 	}, nil
+}
+
+// recordedConfig is the configuration a run records (config.yaml): the
+// values that run, readable from any directory. A model.checkpoint's
+// dimensions replace the preset's and the model section's (they are what
+// runs: its context, not the recipe's), and the paths of the checkpoint
+// and data sets are absolute, so that `mgrpo-node eval` finds the data
+// from elsewhere. train.resume is cleared: a resume takes the
+// configuration from a checkpoint, not the path it came from.
+func recordedConfig(cfg *config.Config, model gpu.Config) config.Config {
+	saved := *cfg
+	saved.Train.Resume = ""
+	if m := &saved.Model; m.Checkpoint != "" {
+		m.Preset, m.Hidden, m.Layers, m.Heads, m.KVHeads, m.MLP, m.Context = "", model.Hidden, model.Layers, model.Heads, model.KVHeads, model.MLP, model.Context
+		m.RopeTheta, m.TieEmbeddings = model.RopeTheta, model.TieEmbeddings
+	}
+	for _, p := range []*string{&saved.Model.Checkpoint, &saved.Task.Dataset, &saved.Task.EvalDataset} {
+		if abs, err := filepath.Abs(*p); *p != "" && err == nil {
+			*p = abs
+		}
+	}
+	return saved
 }
 
 // pipelineOptionsOf are the options of a run's pipeline: every pool local
@@ -314,27 +342,41 @@ func taskOptions(c config.Task) tasks.Options {
 var errEOSZero = errors.New("the tokenizer's end-of-sequence id is 0, which generation cannot stop at yet (gpu.SampleOptions reads EOS 0 as none); use a checkpoint whose eos_token has another id (an instruct model's, say)")
 
 // policyConfig is the policy's configuration and tokenizer: those of
-// model.checkpoint, or the preset's with the built-in tokenizer.
-func policyConfig(m config.Model, completionLen int) (gpu.Config, tokenizer.Tokenizer, error) {
-	if m.Checkpoint == "" {
+// model.checkpoint; of a resumed run's reference/ (the model the run
+// started from, saved with its tokenizer: a run from a Hugging Face
+// checkpoint resumes with that checkpoint's shape, family and tokenizer,
+// which the model section does not hold); or the preset's with the
+// built-in tokenizer.
+func policyConfig(m config.Model, resume string, completionLen int) (gpu.Config, tokenizer.Tokenizer, error) {
+	dir, key := m.Checkpoint, "model.checkpoint"
+	if ref := filepath.Join(resume, ReferenceDir); resume != "" && hasFile(ref, tokenizer.FileName) {
+		dir, key = ref, "train.resume"
+	}
+	if dir == "" {
 		c, err := modelConfig(m, completionLen)
 		return c, tokenizer.NewChar(), err
 	}
-	c, err := gpu.ReadCheckpointConfig(m.Checkpoint)
+	c, err := gpu.ReadCheckpointConfig(dir)
 	if err != nil {
-		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint: %w", err)
+		return gpu.Config{}, nil, fmt.Errorf("%s: %w", key, err)
 	}
-	tok, err := tokenizer.Load(m.Checkpoint)
+	tok, err := tokenizer.Load(dir)
 	if err != nil {
-		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint: %w", err)
+		return gpu.Config{}, nil, fmt.Errorf("%s: %w", key, err)
 	}
 	if tok.EOS() == 0 {
-		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint %s: %w", m.Checkpoint, errEOSZero)
+		return gpu.Config{}, nil, fmt.Errorf("%s %s: %w", key, dir, errEOSZero)
 	}
 	if tok.VocabSize() > c.Vocab {
-		return gpu.Config{}, nil, fmt.Errorf("model.checkpoint %s: tokenizer has %d ids, the model's vocabulary %d", m.Checkpoint, tok.VocabSize(), c.Vocab)
+		return gpu.Config{}, nil, fmt.Errorf("%s %s: tokenizer has %d ids, the model's vocabulary %d", key, dir, tok.VocabSize(), c.Vocab)
 	}
 	return c, tok, nil
+}
+
+// hasFile reports whether dir holds a file name.
+func hasFile(dir, name string) bool {
+	fi, err := os.Stat(filepath.Join(dir, name))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // modelConfig resolves the policy's dimensions for the built-in tokenizer:

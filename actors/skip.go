@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
@@ -95,4 +96,49 @@ func notice(meta *messages.StepMeta, actorID string, s *SkipError) *messages.Ski
 // fromNotice turns a received notice back into a SkipError.
 func fromNotice(n *messages.SkipNotice) *SkipError {
 	return &SkipError{Stage: n.GetStage(), Reason: n.GetReason(), Err: fmt.Errorf("%s: %s", n.GetActor(), n.GetDetail())}
+}
+
+// maxSkipDetail is the longest error detail the final line repeats per
+// kind of skip.
+const maxSkipDetail = 160
+
+// skipTally counts the steps a run skipped, by stage and reason, with the
+// first error of each kind: the final line says what happened.
+type skipTally struct {
+	total int
+	kinds []skipKind // in the order first seen
+}
+
+// skipKind is the skips of one stage and reason.
+type skipKind struct {
+	stage  messages.Stage
+	reason messages.SkipReason
+	n      int
+	first  string // the first one's error
+}
+
+// add counts skip s.
+func (t *skipTally) add(s *SkipError) {
+	t.total++
+	for i := range t.kinds {
+		if k := &t.kinds[i]; k.stage == s.Stage && k.reason == s.Reason {
+			k.n++
+			return
+		}
+	}
+	t.kinds = append(t.kinds, skipKind{stage: s.Stage, reason: s.Reason, n: 1, first: fmt.Sprint(s.Err)})
+}
+
+// String is the tally for the final line: "3 skipped (2 at LEARN,
+// INTERNAL: the first's error; 1 at GENERATE, TIMEOUT: ...)", or "" for
+// none.
+func (t skipTally) String() string {
+	if t.total == 0 {
+		return ""
+	}
+	parts := make([]string, len(t.kinds))
+	for i, k := range t.kinds {
+		parts[i] = fmt.Sprintf("%d at %s, %s: %s", k.n, k.stage, k.reason, clipTo(k.first, maxSkipDetail))
+	}
+	return fmt.Sprintf("%d skipped (%s)", t.total, strings.Join(parts, "; "))
 }

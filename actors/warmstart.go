@@ -166,7 +166,7 @@ func (r *runner) warmDone(acc float64, steps int, took time.Duration) {
 		missed = fmt.Sprintf(", below its %.0f%% target (train.warm_start_steps %d reached)", 100*warmStartTarget, r.settings.warm.steps)
 	}
 	fmt.Fprintf(r.out, "warm start done (%d steps, %.0fs): greedy accuracy %.1f%%%s\n", steps, took.Seconds(), 100*acc, missed)
-	if a := guard.WarmStart(acc, warmStartTarget, steps); a != nil && r.settings.start.guards {
+	if a := guard.WarmStart(acc, warmStartTarget, steps, r.settings.start.checkpoint != ""); a != nil && r.settings.start.guards {
 		r.warmMissed = a
 		fmt.Fprintf(r.out, "warning (%s): %s\n", a.Rule, a.Text)
 	}

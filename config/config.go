@@ -361,6 +361,15 @@ type Train struct {
 	// numbers a run produces depend on it, never on how many actors share
 	// the parts.
 	PromptsPerPart int `koanf:"prompts_per_part" help:"prompt groups per unit of generation and reference-scoring work (results do not depend on how many actors share the parts)"`
+	// MicroBatch is how many sequences the learner runs forward and
+	// backward at once (gradient accumulation): a step of
+	// prompts_per_step × num_generations sequences is cut into parts of
+	// this size, whose gradients add up to the whole batch's before one
+	// update, at the cost of one more forward pass. The step is the same
+	// (to float rounding); the learner's activations shrink with the part.
+	// 0 takes the whole batch in one pass. It applies to the warm start's
+	// batches too.
+	MicroBatch int `koanf:"micro_batch" help:"sequences per learner forward/backward pass, gradients accumulated over the step's batch (0 = the whole batch; lowers the learner's memory, costs one more forward pass)"`
 	// WarmStartSteps caps the supervised steps before RL; the warm start
 	// stops earlier once greedy accuracy holds 40% (DESIGN §4). 0 skips it.
 	// When no layer sets it, it is raised for a harder task to what that

@@ -20,8 +20,9 @@ const RunConfigFile = "config.yaml"
 
 // resumeMayChange reports whether key may differ between a run's saved
 // configuration and the one resuming it: how long the run goes on and how
-// often it checkpoints, evaluates and logs, which checkpoints it keeps,
-// its safety limits (skipped steps, update size), its metrics outputs
+// often it checkpoints, evaluates and logs, how the learner cuts a batch
+// into passes (train.micro_batch: the same step, to float rounding),
+// which checkpoints it keeps, its safety limits (skipped steps, update size), its metrics outputs
 // (output.tensorboard, the metrics endpoints, metrics.top_k_kl), where it runs
 // (model.device, cluster.*) and how it is traced. model.checkpoint is the run's starting
 // point, replaced on resume by its own checkpoint (Validate refuses setting
@@ -30,7 +31,7 @@ const RunConfigFile = "config.yaml"
 // controllers, optimiser, batch shape, seeds, output location).
 func resumeMayChange(key string) bool {
 	switch key {
-	case "train.steps", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
+	case "train.steps", "train.micro_batch", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
 		"train.max_skipped_steps", "optim.max_update_ratio", "output.keep_checkpoints",
 		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint",
 		"output.tensorboard", "output.prometheus_port", "output.otlp_metrics_endpoint", "output.serve", "metrics.top_k_kl":
@@ -45,8 +46,8 @@ func resumeMayChange(key string) bool {
 // the key, its new and its saved value; nil when every difference is
 // allowed. Allowed: train.steps (to extend the run; not with a cosine or
 // linear optim.schedule, whose decay is laid out over train.steps),
-// train.checkpoint_every, train.eval_every, train.eval_prompts,
-// train.max_skipped_steps, optim.max_update_ratio, output.log_every,
+// train.micro_batch, train.checkpoint_every, train.eval_every,
+// train.eval_prompts, train.max_skipped_steps, optim.max_update_ratio, output.log_every,
 // output.sample_every, output.sample_rows, output.keep_checkpoints,
 // output.tensorboard, output.prometheus_port, output.otlp_metrics_endpoint,
 // output.serve, metrics.top_k_kl, model.device, cluster.* and trace.* (and train.resume and

@@ -25,6 +25,7 @@ func TestCheckResume(t *testing.T) {
 		{"train.checkpoint_every", func(c *Config) { c.Train.CheckpointEvery = 5 }, ""},
 		{"train.eval_every", func(c *Config) { c.Train.EvalEvery = 0 }, ""},
 		{"train.eval_prompts", func(c *Config) { c.Train.EvalPrompts = 8 }, ""},
+		{"train.micro_batch", func(c *Config) { c.Train.MicroBatch = 8 }, ""},
 		{"train.resume", func(c *Config) { c.Train.Resume = "runs/x" }, ""},
 		{"output.log_every", func(c *Config) { c.Output.LogEvery = 10 }, ""},
 		{"output.sample_every", func(c *Config) { c.Output.SampleEvery = 0 }, ""},

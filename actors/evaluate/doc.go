@@ -14,7 +14,9 @@
 // from the training prompts (which use S itself), so evaluation problems
 // are not the training batches replayed; in small problem spaces (2-digit
 // addition has 10^4 problems) individual problems can still coincide by
-// chance. The samplers get seeds derived from S and the prompt chunk, so
+// chance. A data set (a Finite task: its held-out rows) gives N distinct
+// rows, or every row when it has fewer than N, never one row twice: the
+// N of a Result counts distinct problems. The samplers get seeds derived from S and the prompt chunk, so
 // Run is deterministic for a given seed, Options and sampler.
 //
 // # Metrics

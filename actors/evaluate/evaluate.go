@@ -103,15 +103,34 @@ type Result struct {
 	MeanLength float64 `json:"mean_length"`
 }
 
+// Finite is a task with a fixed list of problems: a data set
+// (*tasks.Dataset).
+type Finite interface {
+	Len() int
+	At(i int) tasks.Problem
+}
+
 // Problems draws the n evaluation problems of seed from task (see the
-// package documentation for the stream).
+// package documentation for the stream): from a Finite task, n distinct
+// rows in a seeded order, or all its rows when it has fewer; from a
+// generated one, n problems.
 func Problems(task tasks.Task, n int, seed uint64) []tasks.Problem {
 	rng := rand.New(rand.NewPCG(seed+EvalSeedOffset, EvalStream))
-	return tasks.Batch(task, rng, n)
+	d, ok := task.(Finite)
+	if !ok {
+		return tasks.Batch(task, rng, n)
+	}
+	rows := rng.Perm(d.Len())
+	out := make([]tasks.Problem, min(n, len(rows)))
+	for i := range out {
+		out[i] = d.At(rows[i])
+	}
+	return out
 }
 
 // Run evaluates the policy behind s on task: greedy completions and K
-// samples at opts.Temperature for each of opts.N problems.
+// samples at opts.Temperature for each of opts.N problems (Problems: at
+// most the rows of a data set; Result.N says how many).
 func Run(ctx context.Context, s Sampler, task tasks.Task, opts Options) (Result, error) {
 	if err := opts.check(); err != nil {
 		return Result{}, err

@@ -157,6 +157,45 @@ func TestProblemsStream(t *testing.T) {
 	}
 }
 
+// TestProblemsOfDataSetDistinct: a data set of 64 held-out rows gives
+// distinct rows, all 64 when 256 are asked for (it drew 256 with
+// replacement and the run said "on 256 held-out problems"), in an order
+// fixed by the seed; Run's N says how many it measured.
+func TestProblemsOfDataSetDistinct(t *testing.T) {
+	verifier, err := tasks.New("addition", tasks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]tasks.Problem, 64)
+	for i := range rows {
+		rows[i] = tasks.Problem{Prompt: fmt.Sprintf("%d+1=", i), Answer: fmt.Sprint(i + 1)}
+	}
+	ds, err := tasks.NewDataset(rows, verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ n, want int }{{256, 64}, {64, 64}, {10, 10}, {1, 1}} {
+		got := Problems(ds, tc.n, 7)
+		seen := map[string]bool{}
+		for _, p := range got {
+			seen[p.Prompt] = true
+		}
+		if len(got) != tc.want || len(seen) != tc.want {
+			t.Errorf("Problems(64 rows, %d): %d problems, %d distinct; want %d", tc.n, len(got), len(seen), tc.want)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(Problems(ds, tc.n, 7)) {
+			t.Errorf("Problems(64 rows, %d) differs for the same seed", tc.n)
+		}
+	}
+	if fmt.Sprint(Problems(ds, 10, 7)) == fmt.Sprint(Problems(ds, 10, 8)) {
+		t.Error("seeds 7 and 8 give the same rows")
+	}
+	res, err := Run(context.Background(), newScriptSampler(ds, 7, make([]string, 64), nil), ds, Options{N: 256, GreedyOnly: true, Seed: 7})
+	if err != nil || res.N != 64 {
+		t.Errorf("Run on 64 rows with N 256: N = %d, err %v; want 64", res.N, err)
+	}
+}
+
 func TestPassAtK(t *testing.T) {
 	tests := []struct {
 		n, c, k int

@@ -73,6 +73,19 @@ type Settings struct {
 	Vocab     int               // vocabulary size V: uniform policy entropy is ln V
 	Group     int               // completions per prompt K: uniform weight entropy is ln K
 	Objective rewards.Objective // which rules apply and which knob to name
+	// NoWarmStart is a run that starts RL from model.checkpoint as it is
+	// (train.warm_start_from_checkpoint off): the warm start's knob is to
+	// turn it on, as train.warm_start_steps alone changes nothing.
+	NoWarmStart bool
+}
+
+// warmStart is the advice that names the warm start: a longer one, or for
+// a run without one, one from its checkpoint.
+func (s Settings) warmStart() string {
+	if s.NoWarmStart {
+		return "warm-start the checkpoint first (train.warm_start_from_checkpoint)"
+	}
+	return "warm-start longer (train.warm_start_steps)"
 }
 
 // Watch holds the recent metrics of a run and which alerts it has raised.
@@ -184,7 +197,7 @@ func (w *Watch) tiedGroups() (string, Level, string) {
 		return RuleTiedGroups, 0, ""
 	}
 	n := int(math.Round(w.tied.sumLast(window)))
-	text := fmt.Sprintf("%d of the last %d steps had every group's rewards tied (no gradient): raise generation.num_generations or generation.temperature, or start from a policy with mixed outcomes (train.warm_start_steps)", n, window)
+	text := fmt.Sprintf("%d of the last %d steps had every group's rewards tied (no gradient): raise generation.num_generations or generation.temperature, or start from a policy with mixed outcomes: %s", n, window, w.s.warmStart())
 	switch {
 	case n >= tiedStop:
 		return RuleTiedGroups, Stop, text
@@ -200,7 +213,7 @@ func (w *Watch) noReward() (string, Level, string) {
 		return RuleNoReward, 0, ""
 	}
 	if r := w.reward.meanLast(window); r < noReward {
-		return RuleNoReward, Stop, fmt.Sprintf("mean reward %.4f over the last %d steps: no completion earns a reward; check the reward functions (rewards.*) and the task, or warm-start longer (train.warm_start_steps)", r, window)
+		return RuleNoReward, Stop, fmt.Sprintf("mean reward %.4f over the last %d steps: no completion earns a reward; check the reward functions (rewards.*) and the task, or %s", r, window, w.s.warmStart())
 	}
 	return RuleNoReward, 0, ""
 }
@@ -211,7 +224,7 @@ func (w *Watch) noCorrect() (string, Level, string) {
 		return RuleNoCorrect, 0, ""
 	}
 	if w.correct.sumLast(window) == 0 {
-		return RuleNoCorrect, Warn, fmt.Sprintf("no correct completion in the last %d steps: RL learns only from groups with mixed outcomes; warm-start longer (train.warm_start_steps) or raise generation.num_generations", window)
+		return RuleNoCorrect, Warn, fmt.Sprintf("no correct completion in the last %d steps: RL learns only from groups with mixed outcomes; %s or raise generation.num_generations", window, w.s.warmStart())
 	}
 	return RuleNoCorrect, 0, ""
 }
@@ -219,13 +232,20 @@ func (w *Watch) noCorrect() (string, Level, string) {
 // WarmStart judges a warm start's final greedy accuracy against its
 // target: nil when it is at least half the target, otherwise a warning
 // (RL needs groups with mixed outcomes, which a policy that is almost
-// never right rarely samples).
-func WarmStart(accuracy, target float64, steps int) *Alert {
+// never right rarely samples) naming the knobs that apply: a larger
+// model.preset for a warm start from random weights, a stronger
+// model.checkpoint for one from a checkpoint (fromCheckpoint), whose
+// dimensions the preset does not change.
+func WarmStart(accuracy, target float64, steps int, fromCheckpoint bool) *Alert {
 	if accuracy >= warmStartFrac*target || math.IsNaN(accuracy) {
 		return nil
 	}
-	return &Alert{Rule: RuleWarmStart, Level: Warn, Text: fmt.Sprintf("the warm start ended at %.1f%% greedy accuracy after %d steps, under half its %.0f%% target: RL will see few groups with mixed outcomes; raise train.warm_start_steps or use a larger model.preset",
-		100*accuracy, steps, 100*target)}
+	model := "use a larger model.preset"
+	if fromCheckpoint {
+		model = "start from a stronger model.checkpoint"
+	}
+	return &Alert{Rule: RuleWarmStart, Level: Warn, Text: fmt.Sprintf("the warm start ended at %.1f%% greedy accuracy after %d steps, under half its %.0f%% target: RL will see few groups with mixed outcomes; raise train.warm_start_steps or %s",
+		100*accuracy, steps, 100*target, model)}
 }
 
 // StateFile is the file name of a Watch's memory in a checkpoint, so that

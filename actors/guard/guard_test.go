@@ -169,12 +169,54 @@ func TestWarmStart(t *testing.T) {
 		warn bool
 	}{{0.051, true}, {0.199, true}, {0.2, false}, {0.758, false}, {math.NaN(), false}}
 	for _, tc := range cases {
-		a := WarmStart(tc.acc, 0.4, 1000)
+		a := WarmStart(tc.acc, 0.4, 1000, false)
 		if (a != nil) != tc.warn {
 			t.Errorf("WarmStart(%.3f, 0.4): %v, want alert %v", tc.acc, a, tc.warn)
 		}
 		if a != nil && (!strings.Contains(a.Text, "train.warm_start_steps") || a.Key() != "guard/warm_start") {
 			t.Errorf("WarmStart(%.3f): %q (key %s) does not name the knob or its key", tc.acc, a.Text, a.Key())
+		}
+	}
+}
+
+// TestRulesNameWarmStartThatApplies: a run from model.checkpoint without a
+// warm start is told to turn one on, not to lengthen one it does not run
+// (train.warm_start_steps alone does nothing there).
+func TestRulesNameWarmStartThatApplies(t *testing.T) {
+	for _, cold := range []bool{false, true} {
+		w := New(Settings{Vocab: 98, Group: 8, Objective: rewards.ObjectiveGRPO, NoWarmStart: cold})
+		var got []Alert
+		for step := 1; step <= 50; step++ {
+			m := healthy()
+			m[rewards.KeyReward], m[rewards.KeyAccuracy] = 0.001, 0
+			got = append(got, w.Observe(step, m)...)
+		}
+		want, not := "train.warm_start_steps", "train.warm_start_from_checkpoint"
+		if cold {
+			want, not = not, want
+		}
+		if len(got) != 2 {
+			t.Fatalf("no warm start %t: alerts %v, want no_reward and no_correct", cold, got)
+		}
+		for _, a := range got {
+			if !strings.Contains(a.Text, want) || strings.Contains(a.Text, not) {
+				t.Errorf("no warm start %t: %s: %q; want %s named, not %s", cold, a.Rule, a.Text, want, not)
+			}
+		}
+	}
+}
+
+// TestWarmStartKnobsApply: the warning names only knobs that change the
+// run: a larger model.preset for random weights, never for a warm start
+// from model.checkpoint (whose dimensions the preset does not touch).
+func TestWarmStartKnobsApply(t *testing.T) {
+	for _, tc := range []struct {
+		fromCheckpoint bool
+		want, not      string
+	}{{false, "model.preset", "model.checkpoint"}, {true, "model.checkpoint", "model.preset"}} {
+		a := WarmStart(0.05, 0.4, 150, tc.fromCheckpoint)
+		if a == nil || !strings.Contains(a.Text, tc.want) || strings.Contains(a.Text, tc.not) {
+			t.Errorf("from a checkpoint %t: %v; want it to name %s and not %s", tc.fromCheckpoint, a, tc.want, tc.not)
 		}
 	}
 }

@@ -91,6 +91,9 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mgrpo-node eval: %v\n", err)
 		return exitFailed
 	}
+	if res.N < a.opts.N {
+		fmt.Fprintf(stderr, "mgrpo-node eval: the data set has %d problems, fewer than --n %d: each was evaluated once (n: %d)\n", res.N, a.opts.N, res.N)
+	}
 	out, err := json.Marshal(evalOutput{Checkpoint: dir, Step: step, Result: res})
 	if err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node eval: encode result: %v\n", err)
@@ -172,11 +175,10 @@ func checkEvalArgs(a evalArgs) error {
 	return checkTemperature(a.opts.Temperature)
 }
 
-// withRunDefaults fills the task flags not given on the command line from
-// the config.yaml of the run holding checkpoint dir
-// (runs/<name>/checkpoints/step-N, or its reference/); other checkpoints
-// keep the flag defaults.
-func withRunDefaults(a evalArgs, dir string) (evalArgs, error) {
+// runConfigOf is the configuration in the config.yaml of the run holding
+// checkpoint dir (runs/<name>/checkpoints/step-N, or its reference/); nil
+// for a checkpoint outside a run, or a run without one.
+func runConfigOf(dir string) (*config.Config, error) {
 	parent := filepath.Dir(dir)
 	var run string
 	switch {
@@ -185,15 +187,26 @@ func withRunDefaults(a evalArgs, dir string) (evalArgs, error) {
 	case filepath.Base(filepath.Clean(dir)) == runlog.ReferenceDir:
 		run = parent
 	default:
-		return a, nil
+		return nil, nil
 	}
 	file := filepath.Join(run, runlog.ConfigFile)
 	if _, err := os.Stat(file); err != nil {
-		return a, nil
+		return nil, nil
 	}
 	cfg, err := config.Load(config.Sources{File: file})
 	if err != nil {
-		return a, fmt.Errorf("run config: %w", err)
+		return nil, fmt.Errorf("run config: %w", err)
+	}
+	return cfg, nil
+}
+
+// withRunDefaults fills the task flags not given on the command line from
+// the configuration of the run holding checkpoint dir (runConfigOf); other
+// checkpoints keep the flag defaults.
+func withRunDefaults(a evalArgs, dir string) (evalArgs, error) {
+	cfg, err := runConfigOf(dir)
+	if cfg == nil || err != nil {
+		return a, err
 	}
 	set := func(flag string, dst *int, v int) {
 		if !a.changed[flag] {

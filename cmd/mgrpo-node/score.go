@@ -12,6 +12,7 @@ import (
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/internal/tokenizer"
+	"github.com/mgrpo/mgrpo/internal/tokenizer/chat"
 	"github.com/spf13/pflag"
 )
 
@@ -34,49 +35,105 @@ type scoreOutput struct {
 }
 
 // runScore runs `mgrpo-node score --checkpoint DIR --input FILE.jsonl
-// [--temperature T]`. Each input line is {"prompt": "...", "completion":
-// "..."} (text: the prompt gets the tokenizer's special tokens (BOS in
-// front for Llama and the built-in tokenizer), the completion is scored as
-// written, add the EOS token yourself with ids) or {"prompt_ids": [...],
-// "completion_ids": [...]} (used as given); each output line holds the
-// per-token log-probs and entropies of the completion.
+// [--temperature T] [--prompt_template NAME --system_prompt TEXT]`. DIR
+// is a checkpoint, a run directory (its newest complete checkpoint) or a
+// model directory. Each input line is {"prompt": "...", "completion":
+// "..."} (text: the prompt is encoded as the policy reads it, through the
+// prompt template, which for a checkpoint of a run is the run's
+// task.prompt_template and task.system_prompt, so that a run's
+// checkpoint scores the text training saw; without one it gets the
+// tokenizer's special tokens, BOS in front for Llama and the built-in
+// tokenizer; the completion is scored as written, add the EOS token
+// yourself with ids) or {"prompt_ids": [...], "completion_ids": [...]}
+// (used as given); each output line holds the per-token log-probs and
+// entropies of the completion.
 func runScore(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("mgrpo-node score", pflag.ContinueOnError)
-	ckpt := fs.String("checkpoint", "", "checkpoint directory (required)")
-	input := fs.String("input", "", "JSONL file of prompt/completion pairs (required; - for stdin)")
-	temp := fs.Float64("temperature", 1, fmt.Sprintf("divide the logits by this before the softmax (at least %g)", config.MinTemperature))
-	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
+	a, code, ok := parseScoreArgs(args, stdout, stderr)
+	if !ok {
 		return code
 	}
-	switch {
-	case *ckpt == "" || *input == "":
+	m, enc, err := loadScorer(&a)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
+		return exitUsage
+	}
+	seqs, lines, err := readScoreInput(a.input, m.Config(), enc)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
+		return exitUsage
+	}
+	scores, err := m.Score(seqs, a.temperature)
+	if err == nil {
+		err = checkFiniteScores(scores, lines)
+	}
+	if err == nil {
+		err = writeScores(stdout, seqs, lines, scores)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// scoreArgs are the flags of `mgrpo-node score`.
+type scoreArgs struct {
+	checkpoint, input string
+	temperature       float64
+	template, system  string          // task.prompt_template and task.system_prompt
+	changed           map[string]bool // flags given on the command line
+}
+
+// parseScoreArgs reads score's flags; ok is false when score should stop
+// with code (help printed, or a bad flag said on one line).
+func parseScoreArgs(args []string, stdout, stderr io.Writer) (a scoreArgs, code int, ok bool) {
+	fs := pflag.NewFlagSet("mgrpo-node score", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.StringVar(&a.checkpoint, "checkpoint", "", "checkpoint directory, or a run directory (its newest complete checkpoint) (required)")
+	fs.StringVar(&a.input, "input", "", "JSONL file of prompt/completion pairs (required; - for stdin)")
+	fs.Float64Var(&a.temperature, "temperature", 1, fmt.Sprintf("divide the logits by this before the softmax (at least %g)", config.MinTemperature))
+	fs.StringVar(&a.template, "prompt_template", "", "how a text prompt is wrapped: \"\" (raw text), llama3, chatml or tokenizer (the checkpoint's chat_template); a run's checkpoint defaults to the run's task.prompt_template")
+	fs.StringVar(&a.system, "system_prompt", "", "system message of --prompt_template (a run's checkpoint: the run's task.system_prompt)")
+	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
+		return a, code, false
+	}
+	if a.checkpoint == "" || a.input == "" {
 		fmt.Fprintln(stderr, "mgrpo-node score: --checkpoint and --input are required")
-		return exitUsage
+		return a, exitUsage, false
 	}
-	if err := checkTemperature(*temp); err != nil {
+	if err := checkTemperature(a.temperature); err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
-		return exitUsage
+		return a, exitUsage, false
 	}
-	m, err := gpu.LoadModel(*ckpt)
+	a.changed = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { a.changed[f.Name] = true })
+	return a, exitOK, true
+}
+
+// loadScorer resolves --checkpoint, takes the prompt template of its run
+// unless the flags give one, and loads the model and, lazily, the text
+// encoder.
+func loadScorer(a *scoreArgs) (*gpu.Model, textEncoder, error) {
+	dir, _, err := resolveEvalCheckpoint(a.checkpoint)
 	if err != nil {
-		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
-		return exitUsage
+		return nil, nil, fmt.Errorf("--checkpoint: %w", err)
 	}
-	tok := lazyTokenizer(*ckpt, m.Config())
-	seqs, lines, err := readScoreInput(*input, m.Config(), tok)
+	cfg, err := runConfigOf(dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
-		return exitUsage
+		return nil, nil, err
 	}
-	scores, err := m.Score(seqs, *temp)
+	if cfg != nil && !a.changed["prompt_template"] && !a.changed["system_prompt"] {
+		a.template, a.system = cfg.Task.PromptTemplate, cfg.Task.SystemPrompt
+	}
+	m, err := gpu.LoadModel(dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
-		return exitFailed
+		return nil, nil, err
 	}
-	if err := checkFiniteScores(scores, lines); err != nil {
-		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
-		return exitFailed
-	}
+	return m, lazyEncoder(dir, m.Config(), a.template, a.system), nil
+}
+
+// writeScores writes one output line per scored sequence.
+func writeScores(stdout io.Writer, seqs []gpu.Sequence, lines []int, scores []gpu.TokenScores) error {
 	w := bufio.NewWriter(stdout)
 	enc := json.NewEncoder(w)
 	for i, s := range scores {
@@ -85,32 +142,39 @@ func runScore(args []string, stdout, stderr io.Writer) int {
 			o.SumLogProb += lp
 		}
 		if err := enc.Encode(o); err != nil {
-			fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
-			return exitFailed
+			return err
 		}
 	}
-	if err := w.Flush(); err != nil {
-		fmt.Fprintf(stderr, "mgrpo-node score: %v\n", err)
-		return exitFailed
-	}
-	return exitOK
+	return w.Flush()
 }
 
-// lazyTokenizer returns the checkpoint's tokenizer, loaded on the first
-// call: scoring token ids needs none, so a checkpoint whose tokenizer
-// cannot be read still scores them.
-func lazyTokenizer(dir string, cfg gpu.Config) func() (tokenizer.Tokenizer, error) {
+// textEncoder returns what encodes text input: the prompt template over
+// the checkpoint's tokenizer (the prompt), and the tokenizer (the
+// completion).
+type textEncoder func() (*chat.Prompter, tokenizer.Tokenizer, error)
+
+// lazyEncoder returns the text encoder of the checkpoint in dir with the
+// prompt template and system prompt, loaded on the first call: scoring
+// token ids needs none, so a checkpoint whose tokenizer cannot be read
+// still scores them.
+func lazyEncoder(dir string, cfg gpu.Config, template, system string) textEncoder {
 	var (
-		tok  tokenizer.Tokenizer
-		err  error
-		done bool
+		prompter *chat.Prompter
+		tok      tokenizer.Tokenizer
+		err      error
+		done     bool
 	)
-	return func() (tokenizer.Tokenizer, error) {
+	return func() (*chat.Prompter, tokenizer.Tokenizer, error) {
 		if !done {
-			tok, err = gpu.LoadTokenizer(dir, cfg)
 			done = true
+			if tok, err = gpu.LoadTokenizer(dir, cfg); err != nil {
+				return nil, nil, err
+			}
+			if prompter, err = chat.NewPrompter(tok, template, system); err != nil {
+				err = fmt.Errorf("--prompt_template: %w", err)
+			}
 		}
-		return tok, err
+		return prompter, tok, err
 	}
 }
 
@@ -151,7 +215,7 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // readScoreInput parses the JSONL input into sequences, with the 1-based
 // line number of each; the first bad line gives an error "FILE:LINE: ...".
-func readScoreInput(path string, cfg gpu.Config, tok func() (tokenizer.Tokenizer, error)) ([]gpu.Sequence, []int, error) {
+func readScoreInput(path string, cfg gpu.Config, tok textEncoder) ([]gpu.Sequence, []int, error) {
 	var r io.Reader = os.Stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -183,7 +247,7 @@ func readScoreInput(path string, cfg gpu.Config, tok func() (tokenizer.Tokenizer
 }
 
 // parseScoreLine turns one JSON line into a checked sequence.
-func parseScoreLine(text []byte, cfg gpu.Config, tokenizerOf func() (tokenizer.Tokenizer, error)) (gpu.Sequence, error) {
+func parseScoreLine(text []byte, cfg gpu.Config, encoderOf textEncoder) (gpu.Sequence, error) {
 	var in scoreInput
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.DisallowUnknownFields()
@@ -196,11 +260,11 @@ func parseScoreLine(text []byte, cfg gpu.Config, tokenizerOf func() (tokenizer.T
 	var s gpu.Sequence
 	switch {
 	case in.Prompt != nil && in.Completion != nil && in.PromptIDs == nil && in.CompletionIDs == nil:
-		tok, err := tokenizerOf()
+		prompter, tok, err := encoderOf()
 		if err != nil {
 			return s, fmt.Errorf("text needs the checkpoint's tokenizer (or give prompt_ids and completion_ids): %w", err)
 		}
-		p, err := tok.EncodePrompt(*in.Prompt)
+		p, err := prompter.Encode(*in.Prompt)
 		if err != nil {
 			return s, fmt.Errorf("prompt: %w", err)
 		}

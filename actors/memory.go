@@ -1,0 +1,144 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
+)
+
+// runBytes estimates the memory of a run of model whose longest prompt has
+// promptLen tokens: the learner training prompts_per_step ×
+// num_generations sequences (in passes of train.micro_batch) padded to the
+// longest prompt plus max_completion_len (at most the context, as the
+// learner pads), the policy, reference and a snapshot of the weights,
+// each generator's sampler and the reference scoring workspace (both take
+// a part of train.prompts_per_part prompts at a time), and the warm
+// start's learner batch.
+func runBytes(c *config.Config, model gpu.Config, promptLen int) int64 {
+	g := c.Generation.NumGenerations
+	b := int(min(int64(c.Train.PromptsPerStep)*int64(g), int64(1)<<40))
+	part := min(c.Train.PromptsPerPart, c.Train.PromptsPerStep)
+	promptLen = min(promptLen, model.Context)
+	seq := min(promptLen+c.Generation.MaxCompletionLen, model.Context)
+	sum := float64(model.LearnerBytes(passSize(b, c.Train.MicroBatch), seq)) + 3*float64(model.ModelBytes()) +
+		float64(max(c.Cluster.Generators, 1))*float64(model.SampleBytes(part, g, promptLen, c.Generation.MaxCompletionLen)) +
+		float64(model.ScoreBytes(int(min(int64(part)*int64(g), int64(1)<<40)), seq))
+	if (c.Model.Checkpoint == "" || c.Train.WarmStartFromCheckpoint) && c.Train.Resume == "" && c.Train.WarmStartSteps > 0 {
+		warm := float64(model.LearnerBytes(passSize(c.Train.WarmStartBatch, c.Train.MicroBatch), seq)) - float64(model.LearnerBytes(0, seq))
+		sum += max(warm, 0)
+	}
+	if sum >= float64(1<<62) {
+		return 1 << 62
+	}
+	return int64(sum)
+}
+
+// passSize is how many of a batch's b sequences one learner pass takes
+// with train.micro_batch micro (0: all).
+func passSize(b, micro int) int {
+	if micro > 0 {
+		return min(b, micro)
+	}
+	return b
+}
+
+// runMemoryWhat names what runBytes estimates, for the error line.
+func runMemoryWhat(c *config.Config) string {
+	return fmt.Sprintf("training (weights, AdamW state, %d generators and learner batches of %d prompts × %d generations)",
+		max(c.Cluster.Generators, 1), c.Train.PromptsPerStep, c.Generation.NumGenerations)
+}
+
+// checkRunMemory refuses a run whose estimate (runBytes) exceeds the
+// memory available (gpu.CheckMemory), naming the settings that would make
+// it fit; it returns the estimate.
+func checkRunMemory(cfg *config.Config, model gpu.Config, prompt int) (int64, error) {
+	need := runBytes(cfg, model, prompt)
+	err := gpu.CheckMemory(runMemoryWhat(cfg), need)
+	if errors.Is(err, gpu.ErrMemory) {
+		return need, fmt.Errorf("%w; %s", err, fitHint(cfg, model, prompt, gpu.ReadMemory().Available()))
+	}
+	return need, err
+}
+
+// A knob is a setting that lowers a run's memory: its key, its value in a
+// configuration, and that configuration with another value.
+type knob struct {
+	key  string
+	get  func(c *config.Config) int
+	with func(c config.Config, v int) config.Config
+}
+
+// memoryKnobs are the settings fitHint lowers, in the order it names them:
+// the learner's passes first (the same step, in smaller passes), then the
+// batch and the completions.
+func memoryKnobs() []knob {
+	return []knob{
+		{"train.micro_batch", func(c *config.Config) int {
+			return passSize(c.Train.PromptsPerStep*c.Generation.NumGenerations, c.Train.MicroBatch)
+		}, func(c config.Config, v int) config.Config { c.Train.MicroBatch = v; return c }},
+		{"train.prompts_per_step", func(c *config.Config) int { return c.Train.PromptsPerStep },
+			func(c config.Config, v int) config.Config { c.Train.PromptsPerStep = v; return c }},
+		{"generation.max_completion_len", func(c *config.Config) int { return c.Generation.MaxCompletionLen },
+			func(c config.Config, v int) config.Config { c.Generation.MaxCompletionLen = v; return c }},
+	}
+}
+
+// fitHint says which single change of a memoryKnobs setting makes a run
+// that needs more than avail bytes fit, each at the largest value that
+// does (runBytes grows with every knob: a binary search), with its
+// estimate; or that none does.
+func fitHint(cfg *config.Config, model gpu.Config, prompt int, avail int64) string {
+	var fits []string
+	for _, k := range memoryKnobs() {
+		cur := k.get(cfg)
+		need := func(v int) int64 { c := k.with(*cfg, v); return runBytes(&c, model, prompt) }
+		v := sort.Search(cur, func(v int) bool { return v >= 1 && need(v) > avail }) - 1 // the largest v < cur that fits
+		if v >= 1 {
+			fits = append(fits, fmt.Sprintf("%s %d (%s)", k.key, v, formatGB(need(v))))
+		}
+	}
+	if len(fits) == 0 {
+		return "no value of train.micro_batch, train.prompts_per_step or generation.max_completion_len alone fits: a smaller model, or a machine with more memory"
+	}
+	return "it fits with " + strings.Join(fits, ", or ")
+}
+
+// formatGB writes a byte count in GB, one decimal.
+func formatGB(b int64) string { return fmt.Sprintf("%.1f GB", float64(b)/1e9) }
+
+// goMemoryLimitEnv is the environment variable that sets the Go runtime's
+// memory limit; a run leaves a limit set there as it is.
+const goMemoryLimitEnv = "GOMEMLIMIT"
+
+// memoryLimit is the Go memory limit (runtime/debug.SetMemoryLimit) of a
+// run whose estimate is plan bytes, on a machine read as r: the plan, half
+// of it again and 1 GiB (the runtime, the data set, what the estimate does
+// not count), at most the memory the process can have (what it holds and
+// what the machine has available), and never below the plan. Under it,
+// the garbage collector runs before the process takes memory it does not
+// need, and the heap it frees stays the process's (gpu.ReadMemory).
+func memoryLimit(plan int64, r gpu.MemoryReading) int64 {
+	limit := plan + plan/2 + 1<<30
+	if r.Known {
+		limit = min(limit, r.Machine+r.Held)
+	}
+	return max(limit, plan)
+}
+
+// setMemoryLimit sets the Go memory limit of a run whose estimate is plan
+// bytes (memoryLimit), unless the environment set one (userLimit), and
+// returns the line that says so and a function restoring the limit before.
+func setMemoryLimit(plan int64, userLimit string) (line string, restore func()) {
+	if userLimit != "" {
+		return fmt.Sprintf("memory: the run needs about %s; Go memory limit %s=%s", formatGB(plan), goMemoryLimitEnv, userLimit), func() {}
+	}
+	limit := memoryLimit(plan, gpu.ReadMemory())
+	prev := debug.SetMemoryLimit(limit)
+	return fmt.Sprintf("memory: the run needs about %s; Go memory limit %s (%s sets another)", formatGB(plan), formatGB(limit), goMemoryLimitEnv),
+		func() { debug.SetMemoryLimit(prev) }
+}

@@ -1,0 +1,129 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
+)
+
+// TestMemoryLimit: the Go memory limit is the plan with half again and
+// 1 GiB, at most what the process can have, never below the plan.
+func TestMemoryLimit(t *testing.T) {
+	const gib = int64(1 << 30)
+	for _, tc := range []struct {
+		plan int64
+		r    gpu.MemoryReading
+		want int64
+	}{
+		{4 * gib, gpu.MemoryReading{Machine: 20 * gib, Known: true, Held: gib}, 7 * gib},
+		{4 * gib, gpu.MemoryReading{Machine: 5 * gib, Known: true, Held: gib}, 6 * gib},
+		{4 * gib, gpu.MemoryReading{Machine: 2 * gib, Known: true, Held: gib}, 4 * gib},
+		{4 * gib, gpu.MemoryReading{Known: false}, 7 * gib},
+		{0, gpu.MemoryReading{Machine: 20 * gib, Known: true}, gib},
+	} {
+		if got := memoryLimit(tc.plan, tc.r); got != tc.want {
+			t.Errorf("memoryLimit(%d, %+v) = %d, want %d", tc.plan, tc.r, got, tc.want)
+		}
+	}
+}
+
+// TestSetMemoryLimit: a run sets the limit from its plan and restores the
+// one before; a GOMEMLIMIT the user set is left as it is.
+func TestSetMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	line, restore := setMemoryLimit(1<<30, "")
+	if got := debug.SetMemoryLimit(-1); got < 1<<30 || got == before || !strings.Contains(line, "GOMEMLIMIT sets another") {
+		t.Errorf("limit %d (before %d), line %q; want one from the plan", got, before, line)
+	}
+	restore()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("after the run the limit is %d, want %d", got, before)
+	}
+	line, restore = setMemoryLimit(1<<30, "14GiB")
+	defer restore()
+	if got := debug.SetMemoryLimit(-1); got != before || !strings.Contains(line, "GOMEMLIMIT=14GiB") {
+		t.Errorf("with GOMEMLIMIT set: limit %d (want %d), line %q", got, before, line)
+	}
+}
+
+// TestFitHint: a run that does not fit is told the largest value of each
+// memory knob that makes it fit, each computed: it fits, one more does not.
+func TestFitHint(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) {
+		c.Model.Preset = "base"
+		c.Train.PromptsPerStep, c.Generation.NumGenerations, c.Generation.MaxCompletionLen = 64, 16, 40
+	})
+	s := testSettings(t, cfg)
+	prompt, _, err := longestPrompt(s.step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := runBytes(cfg, s.model, prompt)
+	avail := need * 3 / 4
+	hint := fitHint(cfg, s.model, prompt, avail)
+	for _, k := range memoryKnobs() {
+		v := 0
+		for _, part := range strings.Split(strings.TrimPrefix(hint, "it fits with "), ", or ") {
+			if key, rest, ok := strings.Cut(part, " "); ok && key == k.key {
+				if _, err := fmt.Sscan(rest, &v); err != nil {
+					t.Fatalf("%s in %q: %v", k.key, hint, err)
+				}
+			}
+		}
+		if v == 0 {
+			t.Errorf("hint %q does not name %s", hint, k.key)
+			continue
+		}
+		fits, next := k.with(*cfg, v), k.with(*cfg, v+1)
+		if runBytes(&fits, s.model, prompt) > avail || runBytes(&next, s.model, prompt) <= avail {
+			t.Errorf("%s %d: needs %d, %d needs %d; want the largest value under %d", k.key, v,
+				runBytes(&fits, s.model, prompt), v+1, runBytes(&next, s.model, prompt), avail)
+		}
+	}
+	if got := fitHint(cfg, s.model, prompt, 1); !strings.Contains(got, "no value") {
+		t.Errorf("with 1 byte: %q, want it to say nothing fits", got)
+	}
+}
+
+// TestRunMicroBatch: train.micro_batch reaches the learners (the warm
+// start's and RL's) and the plan, and a run in passes of 3 sequences
+// takes the steps a whole-batch run takes, to float rounding.
+func TestRunMicroBatch(t *testing.T) {
+	losses := map[int][]float64{}
+	for _, micro := range []int{0, 3} {
+		cfg := runConfig(t, func(c *config.Config) { c.Train.MicroBatch, c.Train.Steps, c.Train.EvalEvery = micro, 3, 0 })
+		s := testSettings(t, cfg)
+		if got := s.optim.learnerConfig(s.optim.rl, gpu.CPU{}).MicroBatch; got != micro {
+			t.Errorf("micro_batch %d: the learners get %d", micro, got)
+		}
+		if err := Run(context.Background(), cfg, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := rlRecords(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
+		if err != nil || len(recs) != 3 {
+			t.Fatalf("micro_batch %d: %d records, %v", micro, len(recs), err)
+		}
+		for _, r := range recs {
+			losses[micro] = append(losses[micro], r.Values["train/loss"])
+		}
+	}
+	for i, l := range losses[0] {
+		if m := losses[3][i]; math.Abs(m-l) > 1e-4*max(1, math.Abs(l)) {
+			t.Errorf("step %d: loss %g in passes of 3, %g whole", i+1, m, l)
+		}
+	}
+	cfg := testConfig(t, nil)
+	whole := runBytes(cfg, testSettings(t, cfg).model, 10)
+	cfg.Train.MicroBatch = 2
+	if part := runBytes(cfg, testSettings(t, cfg).model, 10); part >= whole {
+		t.Errorf("the plan in passes of 2: %d bytes, whole batches %d; want less", part, whole)
+	}
+}
