@@ -13,6 +13,7 @@
 #include "lmhead.cuh"
 #include "optim.cuh"
 #include "attention.cuh"
+#include "attention_tc.cuh"
 #include "decode.cuh"
 #include "sample.cuh"
 #include "selftest.cuh"
