@@ -255,8 +255,9 @@ func checkConfigErr(t *testing.T, name string, err error, want string) {
 	}
 }
 
-// TestArchPresets: qwen2- and qwen3- before a preset's name give its
-// shape in that family; anything else is refused with the names.
+// TestArchPresets: qwen2- and qwen3- before a Llama preset's name give
+// its shape in that family; anything else is refused with the names, and
+// qwen2.5-0.5b is a Qwen2 that takes no prefix.
 func TestArchPresets(t *testing.T) {
 	base, _ := Preset("base")
 	for _, arch := range []string{ArchQwen2, ArchQwen3} {
@@ -270,6 +271,14 @@ func TestArchPresets(t *testing.T) {
 	for _, name := range []string{"qwen4-base", "qwen2-huge", "qwen2-", "-base"} {
 		if _, err := Preset(name); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "qwen2- or qwen3-") {
 			t.Errorf("Preset(%q) = %v, want ErrBadConfig naming the presets", name, err)
+		}
+	}
+	if c, err := Preset("qwen2.5-0.5b"); err != nil || c.Arch != ArchQwen2 || c.NumParams() != 494032768 {
+		t.Errorf("Preset(qwen2.5-0.5b) = %+v (%d weights), %v; want Qwen2.5-0.5B, a Qwen2 of 494032768", c, c.NumParams(), err)
+	}
+	for _, name := range []string{"qwen2-qwen2.5-0.5b", "qwen3-qwen2.5-0.5b"} { // one name for one model
+		if _, err := Preset(name); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "already") {
+			t.Errorf("Preset(%q) = %v, want ErrBadConfig: a qwen2 model already", name, err)
 		}
 	}
 }

@@ -59,6 +59,13 @@ var archFixtures = []struct {
 		RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true, Arch: ArchQwen3, HeadWidth: 12}},
 	{"llama3-rope", Config{Vocab: 32, Hidden: 16, Layers: 2, Heads: 2, KVHeads: 2, MLP: 32, Context: 64,
 		RopeTheta: 100, NormEps: 1e-6, RopeScaling: RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 32}}},
+	// head widths the CUDA engine's attention takes (TestCUDAArchFixtureParity)
+	{"qwen2-e16", Config{Vocab: 32, Hidden: 32, Layers: 2, Heads: 2, KVHeads: 1, MLP: 32, Context: 64,
+		RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true, Arch: ArchQwen2}},
+	{"qwen3-e32", Config{Vocab: 32, Hidden: 16, Layers: 2, Heads: 2, KVHeads: 1, MLP: 32, Context: 64,
+		RopeTheta: 1e6, NormEps: 1e-6, Arch: ArchQwen3, HeadWidth: 32}},
+	{"llama3-rope-e16", Config{Vocab: 32, Hidden: 32, Layers: 2, Heads: 2, KVHeads: 1, MLP: 32, Context: 64,
+		RopeTheta: 100, NormEps: 1e-6, RopeScaling: RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalContext: 32}}},
 }
 
 // TestArchFixtures reads each fixture's config.json through hfconfig into
@@ -162,11 +169,18 @@ func TestArchFixtureParity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fx := readArchFixture(t, tc.name)
-		worst := compareFixtureScores(t, tc.name+" model", fx, m.Score)
-		worst = max(worst, compareFixtureScores(t, tc.name+" learner", fx, l.Score))
-		t.Logf("%s: worst difference from the peer %.3g", tc.name, worst)
+		t.Logf("%s: worst difference from the peer %.3g", tc.name, fixtureParity(t, tc.name, m, l))
 	}
+}
+
+// fixtureParity compares model m's and learner l's scores of fixture
+// name's sequences with the peer's (compareFixtureScores) and returns the
+// largest difference.
+func fixtureParity(t *testing.T, name string, m *Model, l *Learner) float64 {
+	t.Helper()
+	fx := readArchFixture(t, name)
+	worst := compareFixtureScores(t, name+" model", fx, m.Score)
+	return max(worst, compareFixtureScores(t, name+" learner", fx, l.Score))
 }
 
 // compareFixtureScores scores every run of fx with score and fails the

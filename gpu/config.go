@@ -60,10 +60,10 @@ const (
 )
 
 // Presets lists the preset names in increasing size.
-var presetNames = []string{"tiny", "small", "base", "smollm2-135m", "qwen2.5-0.5b-shape"}
+var presetNames = []string{"tiny", "small", "base", "smollm2-135m", "qwen2.5-0.5b"}
 
-// PresetNames returns the names of the Llama presets, smallest first
-// (Preset also accepts each with an architecture prefix).
+// PresetNames returns the names of the presets, smallest first (Preset
+// also accepts each Llama one with an architecture prefix).
 func PresetNames() []string { return append([]string(nil), presetNames...) }
 
 // Preset returns the configuration of a named preset (DESIGN §4 table):
@@ -73,25 +73,27 @@ func PresetNames() []string { return append([]string(nil), presetNames...) }
 //	base  hidden 128, 4 layers, 4 heads, 4 kv heads, MLP 384
 //
 // all with vocabulary 98, context 64, theta 10000, eps 1e-6 and an untied
-// head. A name prefixed by "qwen2-" or "qwen3-" (qwen3-base) is the same
-// shape as a Qwen2 model (q/k/v biases) or a Qwen3 one (q/k norms): the
-// Qwen-shaped benchmarks (`mgrpo-node bench --preset qwen3-base`). For
-// benchmarks at the sizes people train (random weights), the shapes of two
-// released models, context 2048 and a tied head:
+// head. A Llama preset's name prefixed by "qwen2-" or "qwen3-" (qwen3-base)
+// is the same shape as a Qwen2 model (q/k/v biases) or a Qwen3 one (q/k
+// norms): the Qwen-shaped benchmarks (`mgrpo-node bench --preset
+// qwen3-base`). For benchmarks at the sizes people train (random weights),
+// two released models, context 2048 and a tied head:
 //
-//	smollm2-135m        SmolLM2-135M (a Llama): vocabulary 49152, hidden 576,
-//	                    30 layers, 9 heads, 3 kv heads, MLP 1536, theta 1e5, eps 1e-5
-//	qwen2.5-0.5b-shape  Qwen2.5-0.5B's shape with Llama layers (no q/k/v
-//	                    biases; qwen2-qwen2.5-0.5b-shape has them): vocabulary
-//	                    151936, hidden 896, 24 layers, 14 heads, 2 kv heads,
-//	                    MLP 4864, theta 1e6, eps 1e-6
+//	smollm2-135m  SmolLM2-135M (a Llama): vocabulary 49152, hidden 576,
+//	              30 layers, 9 heads, 3 kv heads, MLP 1536, theta 1e5, eps 1e-5
+//	qwen2.5-0.5b  Qwen2.5-0.5B (a Qwen2: q/k/v biases): vocabulary 151936,
+//	              hidden 896, 24 layers, 14 heads, 2 kv heads, MLP 4864,
+//	              theta 1e6, eps 1e-6
 func Preset(name string) (Config, error) {
 	if arch, size, ok := strings.Cut(name, "-"); ok && (arch == ArchQwen2 || arch == ArchQwen3) {
 		c, err := Preset(size)
-		c.Arch = arch
+		if err == nil && c.Arch != "" {
+			err = fmt.Errorf("%w: preset %q is a %s model already", ErrBadConfig, size, c.Arch)
+		}
 		if err != nil {
 			return Config{}, fmt.Errorf("%w (after the prefix %s-)", err, arch)
 		}
+		c.Arch = arch
 		return c, nil
 	}
 	c := Config{Vocab: PresetVocab, Context: PresetContext, RopeTheta: 10000, NormEps: 1e-6}
@@ -104,10 +106,10 @@ func Preset(name string) (Config, error) {
 		c.Hidden, c.Layers, c.Heads, c.KVHeads, c.MLP = 128, 4, 4, 4, 384
 	case "smollm2-135m":
 		c = Config{Vocab: 49152, Hidden: 576, Layers: 30, Heads: 9, KVHeads: 3, MLP: 1536, Context: 2048, RopeTheta: 1e5, NormEps: 1e-5, TieEmbeddings: true}
-	case "qwen2.5-0.5b-shape":
-		c = Config{Vocab: 151936, Hidden: 896, Layers: 24, Heads: 14, KVHeads: 2, MLP: 4864, Context: 2048, RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true}
+	case "qwen2.5-0.5b":
+		c = Config{Vocab: 151936, Hidden: 896, Layers: 24, Heads: 14, KVHeads: 2, MLP: 4864, Context: 2048, RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true, Arch: ArchQwen2}
 	default:
-		return Config{}, fmt.Errorf("%w: unknown preset %q (want one of %v, or one of them after qwen2- or qwen3-)", ErrBadConfig, name, presetNames)
+		return Config{}, fmt.Errorf("%w: unknown preset %q (want one of %v, or a Llama one after qwen2- or qwen3-)", ErrBadConfig, name, presetNames)
 	}
 	return c, nil
 }

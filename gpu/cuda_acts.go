@@ -50,6 +50,7 @@ type cudaActs struct {
 	tokRows, tokOff, tokUniq                                cuda.Ptr // the embedding gradient's grouping (kernels.TokenRows)
 	resid                                                   []cuda.Ptr
 	xn1, inv1, qkv, att, lse, mid, xn2, inv2, gu, act, sig  []cuda.Ptr // per layer (shared when scoring)
+	qkRaw, qkInv                                            []cuda.Ptr // per layer (Qwen3): q/k heads before the norm (train), 1/rms; else 0
 	attRows, xf, invf, logits, stats                        cuda.Ptr   // stats: [6, cap.K] logp, ent, rowmax, rowlse, dlp, dH
 	dx, dx2, dxn, dqkv, datt, dattK, dgu, dact, delta, part cuda.Ptr   // backward scratch (train)
 	s16                                                     [2]cuda.Ptr
@@ -175,6 +176,13 @@ func (a *cudaActs) layoutLayers(c Config, mem *arena) {
 	if a.train {
 		a.sig = perLayer(N * M)
 	}
+	a.qkRaw, a.qkInv = make([]cuda.Ptr, L), make([]cuda.Ptr, L)
+	if heads := c.Heads + c.KVHeads; c.QKNorm() {
+		a.qkInv = perLayer(N * heads)
+		if a.train { // scoring norms in place and keeps nothing
+			a.qkRaw = perLayer(N * heads * e)
+		}
+	}
 }
 
 func (a *cudaActs) layoutHead(c Config, mem *arena) {
@@ -191,7 +199,7 @@ func (a *cudaActs) layoutScratch(c Config, mem *arena) {
 	a.dx, a.dx2, a.dxn = mem.f32(N*D), mem.f32(N*D), mem.f32(N*D)
 	a.dqkv, a.datt, a.dattK = mem.f32(N*qs), mem.f32(N*he), mem.f32(K*he)
 	a.dgu, a.dact, a.delta = mem.f32(N*2*M), mem.f32(N*M), mem.f32(N*c.Heads)
-	a.part = mem.f32(kernels.NormPartRows(N) * D)
+	a.part = mem.f32(kernels.NormPartRows(N) * partCols(c))
 }
 
 // load stages the plan p of a pass (it must fit the workspace) and

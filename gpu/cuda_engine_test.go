@@ -67,7 +67,7 @@ func TestCUDAEngineContract(t *testing.T) {
 	} {
 		t.Run(tc.math.String()+" attention "+tc.attention, func(t *testing.T) {
 			runEngineContract(t, engineContract{dev: testCUDADeviceAttn(t, tc.math, tc.attention), tol: tc.tol,
-				reduced: tc.math != cuda.MathFP32, supports: checkCUDAConfig})
+				reduced: tc.math != cuda.MathFP32})
 		})
 	}
 }
@@ -342,8 +342,8 @@ func TestCUDAEngineRefusesMemory(t *testing.T) {
 // smollm2-135m preset (head width 64, 3 query heads per key/value head, a
 // tied 49152-token head) on the CUDA engine against the float32 CPU
 // engine, fp32 products (a 135M-parameter model: skipped with -short;
-// qwen2.5-0.5b-shape needs more host memory than the emulator's machines
-// have, and runs in the GPU benchmark).
+// qwen2.5-0.5b needs more host memory than the emulator's machines have,
+// and runs in the GPU benchmark).
 func TestCUDAEngineSmolLM2Shape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 135M-parameter model on the emulator: minutes")

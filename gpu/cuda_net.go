@@ -15,8 +15,10 @@ import (
 // products over a workspace (cuda_acts.go).
 
 // cudaLayer is where one decoder block's tensors start in the flat
-// buffer, in elements (newLayout's offsets).
-type cudaLayer struct{ attnNorm, qkv, o, mlpNorm, gateUp, down int }
+// buffer, in elements (newLayout's offsets); bias (Qwen2's q/k/v biases,
+// one vector) and qkNorm (Qwen3's q_norm, then k_norm) are -1 in a layer
+// without them.
+type cudaLayer struct{ attnNorm, qkv, bias, qkNorm, o, mlpNorm, gateUp, down int }
 
 // cudaLayout is newLayout's offsets as the passes address them, and the
 // no-decay ranges of AdamW ([lo, hi) element pairs: the norm weights).
@@ -37,9 +39,16 @@ func newCUDALayout(c Config) cudaLayout {
 	}
 	for i := 0; i < c.Layers; i++ {
 		p := fmt.Sprintf("model.layers.%d.", i)
-		cl.layers = append(cl.layers, cudaLayer{attnNorm: off(p + "input_layernorm.weight"), qkv: off(p + "self_attn.q_proj.weight"),
+		lay := cudaLayer{attnNorm: off(p + "input_layernorm.weight"), qkv: off(p + "self_attn.q_proj.weight"), bias: -1, qkNorm: -1,
 			o: off(p + "self_attn.o_proj.weight"), mlpNorm: off(p + "post_attention_layernorm.weight"),
-			gateUp: off(p + "mlp.gate_proj.weight"), down: off(p + "mlp.down_proj.weight")})
+			gateUp: off(p + "mlp.gate_proj.weight"), down: off(p + "mlp.down_proj.weight")}
+		if c.QKVBias() {
+			lay.bias = off(p + "self_attn.q_proj.bias")
+		}
+		if c.QKNorm() {
+			lay.qkNorm = off(p + "self_attn.q_norm.weight")
+		}
+		cl.layers = append(cl.layers, lay)
 	}
 	for _, s := range l.specs {
 		if s.NoDecay() {
@@ -49,14 +58,10 @@ func newCUDALayout(c Config) cudaLayout {
 	return cl
 }
 
-// checkCUDAConfig refuses what the CUDA engine cannot run: Qwen's extra
-// tensors (not yet on the device) and head widths its attention kernels
-// do not have.
+// checkCUDAConfig refuses what the CUDA engine cannot run: head widths
+// its attention kernels do not have.
 func checkCUDAConfig(c Config) error {
-	switch e := c.HeadDim(); {
-	case c.QKVBias() || c.QKNorm():
-		return fmt.Errorf("%w: the CUDA engine runs Llama layers; arch %q runs on the CPU (--model.device cpu)", ErrBadConfig, c.Arch)
-	case e != 16 && e != 32 && e != 64 && e != 128:
+	if e := c.HeadDim(); e != 16 && e != 32 && e != 64 && e != 128 {
 		return fmt.Errorf("%w: the CUDA engine's attention takes head widths 16, 32, 64 and 128, not %d", ErrBadConfig, e)
 	}
 	return nil

@@ -131,7 +131,7 @@ func (p *cudaPass) layerForward(l int) {
 	D, M, _, E, H, G, qs, he := p.dims()
 	lw, N := n.lay.layers[l], a.N
 	p.do(kernels.RMSNorm(rt, a.xn1[l], a.inv1[l], a.resid[l], f32At(n.w, lw.attnNorm), N, D, p.eps()))
-	p.mm(false, true, act(a.xn1[l], N, D), n.weight(lw.qkv, qs, D), 0, a.qkv[l])
+	p.projectQKV(lw, a.qkv[l], a.xn1[l], a.qkRaw[l], a.qkInv[l], N) // + Qwen2's bias, Qwen3's q/k norms
 	p.do(kernels.RoPE(rt, a.qkv[l], a.pos, n.cos, n.sin, N, qs, H+G, E, 1))
 	p.do(kernels.AttentionForward(rt, a.att[l], a.lse[l], a.qkv[l], a.start, a.pre, a.from, p.attnShape()))
 	R, att := N, a.att[l]
@@ -252,6 +252,7 @@ func (p *cudaPass) attentionBackward(g cuda.Ptr, l int) {
 	lw, N := n.lay.layers[l], a.N
 	p.do(kernels.AttentionBackward(rt, a.dqkv, a.delta, a.datt, a.att[l], a.qkv[l], a.lse[l], a.start, a.pre, a.from, N, p.attnShape()))
 	p.do(kernels.RoPE(rt, a.dqkv, a.pos, n.cos, n.sin, N, qs, H+G, E, -1)) // dq, dk wrt the unrotated q, k
+	p.qkvBackward(g, l)                                                    // Qwen3's q/k norms, Qwen2's bias
 	dqkv := p.half(act(a.dqkv, N, qs), 0)
 	p.mm(true, false, dqkv, act(a.xn1[l], N, D), 1, f32At(g, lw.qkv))
 	p.mm(false, false, dqkv, n.weight(lw.qkv, qs, D), 0, a.dxn)

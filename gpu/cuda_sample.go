@@ -44,6 +44,7 @@ type cudaDecoder struct {
 	seeds, tok, pos, slot, outs          cuda.Ptr // views of in
 	completion, limit, count, maps       cuda.Ptr
 	x, xn, inv, qkv, att, gu, act, logit cuda.Ptr // [R, ·] activations; logit [S, V]
+	qkInv                                cuda.Ptr // [R, H+G]: Qwen3's q/k heads' 1/rms, else 0
 	drawn                                cuda.Ptr // tokens, log-probs, entropies, finish: [4, S] 32-bit
 	s16                                  [2]cuda.Ptr
 	cap16                                int
@@ -84,6 +85,9 @@ func newCUDADecoder(n *cudaNet, s decodeShape, mem *arena) *cudaDecoder {
 	d.x, d.xn, d.inv, d.qkv = mem.f32(R*D), mem.f32(R*D), mem.f32(R), mem.f32(R*qs)
 	d.att, d.gu, d.act, d.logit = mem.f32(R*he), mem.f32(R*2*M), mem.f32(R*M), mem.f32(s.S*V) // logits: S rows at most (the prefill's are its slots')
 	d.drawn = mem.i32(4 * s.S)
+	if c.QKNorm() {
+		d.qkInv = mem.f32(R * (c.Heads + c.KVHeads))
+	}
 	if n.dev.math == cuda.MathBF16 {
 		d.cap16 = R * max(D, he, M)
 		d.s16 = [2]cuda.Ptr{mem.bf16(d.cap16), mem.bf16(d.cap16)}
@@ -252,7 +256,7 @@ func (d *cudaDecoder) layer(p *cudaPass, l, r, outs, maps int, x, xn cuda.Ptr) (
 	D, M, _, E, H, G, qs, he := p.dims()
 	lw, shape := n.lay.layers[l], kernels.DecodeShape{H: H, G: G, E: E, Tmax: d.cap.T}
 	p.do(kernels.RMSNorm(rt, xn, d.inv, x, f32At(n.w, lw.attnNorm), r, D, p.eps()))
-	p.mm(false, true, act(xn, r, D), n.weight(lw.qkv, qs, D), 0, d.qkv)
+	p.projectQKV(lw, d.qkv, xn, 0, d.qkInv, r) // + Qwen2's bias, Qwen3's q/k norms (in place)
 	p.do(kernels.RoPE(rt, d.qkv, d.pos, n.cos, n.sin, r, qs, H+G, E, 1))
 	p.do(kernels.KVAppend(rt, d.kc[l], d.vc[l], d.qkv, d.slot, d.pos, r, shape))
 	for k := range maps {

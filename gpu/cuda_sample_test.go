@@ -47,15 +47,28 @@ func cudaTestModelOn(t *testing.T, cpu *Model, dev *cudaDevice) (*Model, *Model)
 }
 
 // TestCUDASampleGreedyMatchesCPU: greedy decoding on the device gives the
-// CPU's tokens on tiny, small and base (fp32 products). Argmax is robust to
-// last-bit differences but for near ties: where the two first differ, the
-// CPU model's own log-probs of both tokens at that position must be within
-// 1e-5 (a tie the two roundings may break either way), and the comparison
-// of that completion stops there.
+// CPU's tokens on tiny, small and base, and on a Qwen2 and a Qwen3 model
+// (the contract's: head width 32 of hidden 64 for Qwen3; testNet's
+// weights, biases and q/k norm weights drawn), fp32 products. Argmax is
+// robust to last-bit differences but for near ties: where the two first
+// differ, the CPU model's own log-probs of both tokens at that position
+// must be within 1e-5 (a tie the two roundings may break either way), and
+// the comparison of that completion stops there.
 func TestCUDASampleGreedyMatchesCPU(t *testing.T) {
 	opt := SampleOptions{Greedy: true, MaxNewTokens: 20, EOS: 2}
-	for _, name := range []string{"tiny", "small", "base"} {
-		cpu, dev := cudaTestModel(t, name, 11, cuda.MathFP32)
+	for _, name := range []string{"tiny", "small", "base", ArchQwen2, ArchQwen3} {
+		var cpu, dev *Model
+		if name == ArchQwen2 || name == ArchQwen3 {
+			cfg := contractArch(name)
+			_, w := oracleWeights(cfg, 11)
+			m, err := NewModelFromWeights(cfg, w, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpu, dev = cudaTestModelOf(t, m, cuda.MathFP32)
+		} else {
+			cpu, dev = cudaTestModel(t, name, 11, cuda.MathFP32)
+		}
 		want, err := cpu.Sample(samplePrompts, 2, opt)
 		if err != nil {
 			t.Fatal(err)

@@ -37,6 +37,28 @@ func twinRoPE[F Float](x []F, pos []int32, stride, heads, e int, cos, sin []F, s
 	rope(x, pos, stride, heads, e, cos, sin, sign, 1)
 }
 
+// twinProjectQKV is the q/k/v product of x ([rows, d]) with w ([qs, d])
+// plus bias on every row.
+func twinProjectQKV[F Float](qkv, x, w, bias []F, rows, d, qs int) {
+	projectQKV(cpuLinear[F]{workers: 1}, qkv, x, layerParams[F]{qkv: w, qkvBias: bias}, rows, d, qs)
+}
+
+func twinBiasBackward[F Float](db, dy []F, rows int) {
+	ones := make([]F, rows)
+	for i := range ones {
+		ones[i] = 1
+	}
+	biasBackward(db, dy, ones, rows)
+}
+
+func twinQKNorm[F Float](qkv, raw, inv, wq, wk []F, h, g, e, rows int, eps float64) {
+	qkNorm(qkv, raw, inv, wq, wk, headShape{h, g, e}, rows, eps, 1)
+}
+
+func twinQKNormBackward[F Float](dqkv, dwq, dwk, raw, inv, wq, wk []F, h, g, e, rows int) {
+	qkNormBackward(dqkv, dwq, dwk, raw, inv, wq, wk, make([]F, e), headShape{h, g, e}, rows, 1)
+}
+
 func twinSwiGLU[F Float](act, sig, gu []F, m int) { swiglu(act, sig, gu, m, 1) }
 
 func twinSwiGLUBackward[F Float](dgu, dact, gu, sig []F, m int) {

@@ -53,8 +53,8 @@
 // activations on the GPU: the kernels of cuda/kernels and cuBLAS products
 // (TF32, or bf16 with DeviceOptions.DType), only the row plan, per-token
 // arrays and scalars crossing per step; its models score and sample there
-// too (a key/value cache, cuda_sample.go). It runs Llama layers (Qwen2
-// and Qwen3 are refused with one line). A -tags cudaemu build runs the
+// too (a key/value cache, cuda_sample.go). It runs Llama, Qwen2 and Qwen3
+// layers with head widths 16, 32, 64 or 128. A -tags cudaemu build runs the
 // same engine on the CPU emulator of the GPU (cuda/emu) in the tests.
 //
 // # What it provides

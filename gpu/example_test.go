@@ -9,8 +9,7 @@ import (
 )
 
 // Parameter counts (DESIGN §4 quotes about 25k, 0.1M and 0.85M; SmolLM2-135M
-// has 134.5M; Qwen2.5-0.5B 494.0M, of which 27648 are the q/k/v biases
-// its shape preset leaves out).
+// has 134.5M; Qwen2.5-0.5B 494.0M, 27648 of them its q/k/v biases).
 func ExamplePreset() {
 	for _, name := range gpu.PresetNames() {
 		c, _ := gpu.Preset(name)
@@ -21,7 +20,7 @@ func ExamplePreset() {
 	// small: 119360 params
 	// base: 878208 params
 	// smollm2-135m: 134515008 params
-	// qwen2.5-0.5b-shape: 494005120 params
+	// qwen2.5-0.5b: 494032768 params
 }
 
 // A warm-start step, a GRPO step with gpu/loss, and sampling from the

@@ -8,6 +8,7 @@
 #include "convert.cuh"
 #include "embed.cuh"
 #include "norm.cuh"
+#include "qkv.cuh"
 #include "rope.cuh"
 #include "swiglu.cuh"
 #include "lmhead.cuh"

@@ -26,7 +26,7 @@ import sys
 
 import torch
 
-SIZES = dict(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2, max_position_embeddings=64)
+SIZES = dict(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2, max_position_embeddings=64)  # or overridden
 LLAMA3 = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
               original_max_position_embeddings=32)
 FIXTURES = [
@@ -39,6 +39,13 @@ FIXTURES = [
                       tie_word_embeddings=True, rope_theta=1000000.0), "qk_norm"),
     ("llama3-rope", 4, dict(model_type="llama", num_attention_heads=2, num_key_value_heads=2,
                             tie_word_embeddings=False, rope_theta=100.0, rope_scaling=LLAMA3), "rope"),
+    # head widths the CUDA engine's attention kernels take (16, 32, 64, 128): the same parity on the device
+    ("qwen2-e16", 5, dict(model_type="qwen2", hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                          tie_word_embeddings=True, rope_theta=1000000.0), "bias"),
+    ("qwen3-e32", 6, dict(model_type="qwen3", num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+                          tie_word_embeddings=False, rope_theta=1000000.0), "qk_norm"),
+    ("llama3-rope-e16", 7, dict(model_type="llama", hidden_size=32, num_attention_heads=2, num_key_value_heads=1,
+                                tie_word_embeddings=False, rope_theta=100.0, rope_scaling=LLAMA3), "rope"),
 ]
 # the checkpoints mgrpo writes (gpu/archfixture_test.go mgrpoFixtures): name, seed of the sequences, ablation
 MGRPO_FIXTURES = [("mgrpo-qwen2", 11, "bias"), ("mgrpo-qwen3", 12, "qk_norm"), ("mgrpo-llama3-rope", 13, "rope")]
@@ -131,7 +138,7 @@ def write_scores(ref, d, name, model, seed, ablation, checkpoint):
 
 def make(ref, out_dir, name, seed, overrides, ablation):
     d = os.path.join(out_dir, name)
-    model = ref.init_checkpoint(d, "tiny", seed=seed, std=0.2, norm_jitter=0.1, **SIZES, **overrides)
+    model = ref.init_checkpoint(d, "tiny", seed=seed, std=0.2, norm_jitter=0.1, **dict(SIZES, **overrides))
     write_scores(ref, d, name, model, seed, ablation, "llama_ref.py init")
 
 
