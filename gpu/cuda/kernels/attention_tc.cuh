@@ -167,10 +167,56 @@ __device__ __forceinline__ void atc_store(float* dst, size_t ld, size_t row0, in
   }
 }
 
+// atc_online_softmax is lane 2r+h's part of one key tile's online softmax
+// for the warp's row r (query position qpos): from the scores in sc (keys
+// j0.., count of them), the probabilities e^{s·scale − m_new} rounded
+// into pt, row r's factor α = e^{m_old − m_new} into the factor tile ft,
+// and the running max m and sum l updated.
+template <class P>
+__device__ __forceinline__ void atc_online_softmax(const float* sc, typename P::T* pt, float* ft, int j0, int count,
+                                                   int qpos, float scale, float& m, float& l) {
+  constexpr int PLD = ATC_ROWS + P::PAD;
+  const int lane = threadIdx.x & 31, r = lane >> 1, h = lane & 1;
+  float p[ATC_ROWS / 2], mx = -INFINITY;
+#pragma unroll
+  for (int c = 0; c < ATC_ROWS / 2; c++) {
+    const int col = 2 * c + h;
+    p[c] = col < count && j0 + col <= qpos ? sc[r * ATC_SLD + col] * scale : -INFINITY;
+    mx = fmaxf(mx, p[c]);
+  }
+  // finite: tile 0 holds key 0, which every row reads, so m is finite from then on
+  const float mnew = fmaxf(m, fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1))), alpha = expf(m - mnew);
+  float sum = 0;
+#pragma unroll
+  for (int c = 0; c < ATC_ROWS / 2; c++) {
+    p[c] = expf(p[c] - mnew);
+    sum += p[c];
+    pt[r * PLD + 2 * c + h] = P::round(p[c]);
+  }
+  l = l * alpha + (sum + __shfl_xor_sync(FULL_MASK, sum, 1));
+  m = mnew;
+#pragma unroll
+  for (int c = 0; c < 8; c++) ft[r * 16 + h * 8 + c] = alpha;
+}
+
+// atc_rescale multiplies row r of the warp's [16, E] fragments o by row r
+// of the factor tile ft ([16, 16], row r holding row r's factor): loaded
+// as a fragment of o's type, whose element mapping is o's, and multiplied
+// element by element.
+template <class P, int E>
+__device__ __forceinline__ void atc_rescale(atc_acc<P> (&o)[E / 16], const float* ft) {
+  atc_acc<P> fa;
+  wmma::load_matrix_sync(fa, ft, 16, wmma::mem_row_major);
+#pragma unroll
+  for (int f = 0; f < E / 16; f++)
+#pragma unroll
+    for (int i = 0; i < fa.num_elements; i++) o[f].x[i] *= fa.x[i];
+}
+
 // attention_forward_tc: attention_forward on the tensor cores (same
 // results, to the products' precision). Lane 2r+h keeps row r's running
 // max m and sum l; o holds the unnormalised output, rescaled by
-// alpha = e^{m_old − m_new} through the warp's factor tile.
+// α = e^{m_old − m_new} through the warp's factor tile.
 template <class P, int E>
 __device__ __forceinline__ void attention_forward_tc(float* att, float* lse, const float* qkv, const int* start,
                                                      const int* pre_, const int* from_, int H, int G, float scale) {
@@ -209,47 +255,17 @@ __device__ __forceinline__ void attention_forward_tc(float* att, float* lse, con
     if (!active || j0 > wlast) continue;  // nothing of this tile for the warp
     atc_products<P, E>(sc, qt + wi * LD, kt);
     __syncwarp();
-    float p[ATC_ROWS / 2], mx = -INFINITY;
-#pragma unroll
-    for (int c = 0; c < ATC_ROWS / 2; c++) {
-      const int col = 2 * c + h;
-      p[c] = col < count && j0 + col <= qpos ? sc[r * ATC_SLD + col] * scale : -INFINITY;
-      mx = fmaxf(mx, p[c]);
-    }
-    // finite: tile 0 holds key 0, which every row reads, so m is finite from then on
-    const float mnew = fmaxf(m, fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1))), alpha = expf(m - mnew);
-    float sum = 0;
-#pragma unroll
-    for (int c = 0; c < ATC_ROWS / 2; c++) {
-      p[c] = expf(p[c] - mnew);
-      sum += p[c];
-      pt[r * PLD + 2 * c + h] = P::round(p[c]);
-    }
-    l = l * alpha + (sum + __shfl_xor_sync(FULL_MASK, sum, 1));
-    m = mnew;
-#pragma unroll
-    for (int c = 0; c < 8; c++) ft[r * 16 + h * 8 + c] = alpha;
+    atc_online_softmax<P>(sc, pt, ft, j0, count, qpos, scale, m, l);
     __syncwarp();
-    atc_acc<P> fa;
-    wmma::load_matrix_sync(fa, ft, 16, wmma::mem_row_major);
-#pragma unroll
-    for (int f = 0; f < E / 16; f++)
-#pragma unroll
-      for (int i = 0; i < fa.num_elements; i++) o[f].x[i] *= fa.x[i];
+    atc_rescale<P, E>(o, ft);
     atc_accumulate<P, E>(o, pt, vt);
   }
   if (!active) return;
-  // o / l: row r's factor 1/l through the factor tile, then out through the score tile
-  __syncwarp();
+  __syncwarp();  // o / l: row r's factor 1/l through the factor tile, then out through the score tile
 #pragma unroll
   for (int c = 0; c < 8; c++) ft[r * 16 + h * 8 + c] = 1.0f / l;
   __syncwarp();
-  atc_acc<P> fl;
-  wmma::load_matrix_sync(fl, ft, 16, wmma::mem_row_major);
-#pragma unroll
-  for (int f = 0; f < E / 16; f++)
-#pragma unroll
-    for (int i = 0; i < fl.num_elements; i++) o[f].x[i] *= fl.x[i];
+  atc_rescale<P, E>(o, ft);
   atc_store<P, E>(att, he, s.first + i0 + wi, hd * E, min(16, rows - wi), o, sc, 1.0f);
   if (h == 0 && wi + r < rows) lse[(size_t)(s.first + i0 + wi + r) * H + hd] = m + logf(l);
 }
