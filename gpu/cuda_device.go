@@ -20,6 +20,7 @@ import (
 type cudaDevice struct {
 	rt   cuda.Runtime
 	math cuda.Math // of the weight products: MathTF32 (DTypeFloat32), MathBF16, or MathFP32 (tests)
+	attn cuda.Math // of attention's products: math on the tensor cores, or MathFP32 on the CUDA cores (attentionMath)
 	owns bool      // Close closes rt
 
 	mu     sync.Mutex // guards closed
@@ -28,10 +29,29 @@ type cudaDevice struct {
 
 var _ Device = (*cudaDevice)(nil)
 
-// newCUDADevice returns a device over rt whose products run in math.
-// With owns, Close closes rt.
+// newCUDADevice returns a device over rt whose products run in math,
+// attention on the kernels AttentionAuto picks. With owns, Close closes rt.
 func newCUDADevice(rt cuda.Runtime, math cuda.Math, owns bool) *cudaDevice {
-	return &cudaDevice{rt: rt, math: math, owns: owns}
+	attn, _ := attentionMath(AttentionAuto, math, rt.Device()) // auto never refuses
+	return &cudaDevice{rt: rt, math: math, attn: attn, owns: owns}
+}
+
+// attentionMath is the precision of attention's products for a
+// DeviceOptions.Attention choice: the products' math on the tensor cores
+// (TF32 or bf16, on a GPU of compute capability 8.0 on), else MathFP32,
+// the CUDA-core kernels; AttentionTensor where the tensor cores cannot
+// run it is an error. A head width without tensor-core kernels runs on
+// the CUDA cores whatever this says (cudaPass.attnShape).
+func attentionMath(choice string, math cuda.Math, dev cuda.Device) (cuda.Math, error) {
+	tensor := math != cuda.MathFP32 && dev.ComputeMajor >= 8
+	switch {
+	case choice == AttentionTensor && !tensor:
+		return 0, fmt.Errorf("tensor-core attention needs TF32 or bf16 products on a GPU of compute capability 8.0 or later (%s products, %d.%d)",
+			math, dev.ComputeMajor, dev.ComputeMinor)
+	case choice == AttentionCUDACore || !tensor:
+		return cuda.MathFP32, nil
+	}
+	return math, nil
 }
 
 // cudaMath is the product precision of a DType on cuda: TF32 tensor cores
@@ -47,9 +67,14 @@ func cudaMath(dtype string) cuda.Math {
 // Name returns "cuda".
 func (d *cudaDevice) Name() string { return "cuda" }
 
-// Info names the GPU and the precision of the products.
+// Info names the GPU, the precision of the products and the attention
+// kernels.
 func (d *cudaDevice) Info() string {
-	return fmt.Sprintf("cuda: %s; the whole learner on the device, %s products (%s)", d.rt.Device(), d.math, d.dtype())
+	attn := "fp32 on the CUDA cores"
+	if d.attn != cuda.MathFP32 {
+		attn = fmt.Sprintf("%s on the tensor cores (head widths 32, 64, 128)", d.attn)
+	}
+	return fmt.Sprintf("cuda: %s; the whole learner on the device, %s products (%s), attention %s", d.rt.Device(), d.math, d.dtype(), attn)
 }
 
 // dtype is the DType the device's precision stands for.

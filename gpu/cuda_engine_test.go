@@ -21,33 +21,80 @@ import (
 // emulator with -tags cudaemu (here, in make test), GPU 0 with -tags cuda.
 
 // testCUDADevice is a cuda device over the build's runtime whose products
-// run in math.
+// run in math, attention on the kernels AttentionAuto picks (the
+// emulator says compute capability 9.0: the tensor cores for TF32 and bf16).
 func testCUDADevice(t *testing.T, math cuda.Math) *cudaDevice {
 	return newCUDADevice(cudatest.Open(t), math, false)
 }
 
+// testCUDADeviceAttn is testCUDADevice with attention on the kernels of a
+// DeviceOptions.Attention choice.
+func testCUDADeviceAttn(t *testing.T, math cuda.Math, attention string) *cudaDevice {
+	d := testCUDADevice(t, math)
+	var err error
+	if d.attn, err = attentionMath(attention, math, d.rt.Device()); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // TestCUDAEngineContract runs the engine contract (engine_test.go) on
-// the CUDA engine in each precision, with the tolerances its arithmetic
-// earns against the float64 oracle (outputs relative to max(1, |x|),
-// gradients to each tensor's largest), measured on the emulator:
+// the CUDA engine in each precision, TF32 and bf16 with attention on the
+// tensor cores (head widths 32; 16 stays on the CUDA cores) and on the
+// CUDA cores, with the tolerances its arithmetic earns against the
+// float64 oracle (outputs relative to max(1, |x|), gradients to each
+// tensor's largest), measured on the emulator:
 //
 //	fp32 (CUDA cores, tests only)  1e-4   worst 4.1e-5 (the GQA shape's k_proj)
-//	TF32 (DTypeFloat32)            5e-3   worst 1.1e-4 outputs, 1.7e-3 gradients
-//	bf16 (DTypeBF16)               3e-2   worst 1.1e-3 outputs, 1.1e-2 gradients
+//	TF32 (DTypeFloat32)            5e-3   worst 1.1e-4 outputs, 1.7e-3 gradients; tensor-core attention 1.1e-4, 2.9e-3
+//	bf16 (DTypeBF16)               3e-2   worst 1.1e-3 outputs, 1.1e-2 gradients; tensor-core attention 1.3e-3, 1.9e-2
+//
+// (the tensor-core attention rounds its inputs, probabilities and ds to
+// the products' precision: base's q_proj gradient takes it).
 //
 // TF32 and bf16 run it on Hugging Face-initialised weights (the
 // contract's reduced mode): through the oracle's std-0.2 weights the
 // inputs' rounding (2⁻¹¹ and 2⁻⁸) grows to 3e-2 and 3e-1.
 func TestCUDAEngineContract(t *testing.T) {
 	for _, tc := range []struct {
-		math cuda.Math
-		tol  float64
+		math      cuda.Math
+		attention string
+		tol       float64
 	}{
-		{cuda.MathFP32, 1e-4}, {cuda.MathTF32, 5e-3}, {cuda.MathBF16, 3e-2},
+		{cuda.MathFP32, AttentionCUDACore, 1e-4},
+		{cuda.MathTF32, AttentionTensor, 5e-3}, {cuda.MathTF32, AttentionCUDACore, 5e-3},
+		{cuda.MathBF16, AttentionTensor, 3e-2}, {cuda.MathBF16, AttentionCUDACore, 3e-2},
 	} {
-		t.Run(tc.math.String(), func(t *testing.T) {
-			runEngineContract(t, engineContract{dev: testCUDADevice(t, tc.math), tol: tc.tol, reduced: tc.math != cuda.MathFP32})
+		t.Run(tc.math.String()+" attention "+tc.attention, func(t *testing.T) {
+			runEngineContract(t, engineContract{dev: testCUDADeviceAttn(t, tc.math, tc.attention), tol: tc.tol,
+				reduced: tc.math != cuda.MathFP32})
 		})
+	}
+}
+
+// TestCUDAAttentionChoice: which attention kernels each choice gets.
+func TestCUDAAttentionChoice(t *testing.T) {
+	hopper, volta := cuda.Device{ComputeMajor: 9}, cuda.Device{ComputeMajor: 7}
+	for _, tc := range []struct {
+		choice string
+		math   cuda.Math
+		dev    cuda.Device
+		want   cuda.Math
+		fails  bool
+	}{
+		{"", cuda.MathBF16, hopper, cuda.MathBF16, false},
+		{AttentionAuto, cuda.MathTF32, hopper, cuda.MathTF32, false},
+		{AttentionAuto, cuda.MathFP32, hopper, cuda.MathFP32, false},
+		{AttentionAuto, cuda.MathBF16, volta, cuda.MathFP32, false},
+		{AttentionTensor, cuda.MathBF16, hopper, cuda.MathBF16, false},
+		{AttentionTensor, cuda.MathBF16, volta, 0, true},
+		{AttentionTensor, cuda.MathFP32, hopper, 0, true},
+		{AttentionCUDACore, cuda.MathBF16, hopper, cuda.MathFP32, false},
+	} {
+		got, err := attentionMath(tc.choice, tc.math, tc.dev)
+		if (err != nil) != tc.fails || !tc.fails && got != tc.want {
+			t.Errorf("%q, %v products, compute %d: %v, %v; want %v (error: %v)", tc.choice, tc.math, tc.dev.ComputeMajor, got, err, tc.want, tc.fails)
+		}
 	}
 }
 

@@ -81,9 +81,15 @@ func (p *cudaPass) half(x mat, slot int) mat {
 	return x
 }
 
+// attnShape is the batch's attention, on the device's attention kernels
+// (the CUDA cores for a width without tensor-core kernels).
 func (p *cudaPass) attnShape() kernels.AttnShape {
 	_, _, _, E, H, G, _, _ := p.dims()
-	return kernels.AttnShape{B: p.a.B, T: p.a.T, H: H, G: G, E: E}
+	m := p.n.dev.attn
+	if !kernels.TensorAttention(E) {
+		m = cuda.MathFP32
+	}
+	return kernels.AttnShape{B: p.a.B, T: p.a.T, H: H, G: G, E: E, Math: m}
 }
 
 func (p *cudaPass) eps() float32 { return float32(p.n.cfg.NormEps) }

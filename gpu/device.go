@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 )
 
@@ -92,11 +93,35 @@ const (
 	DTypeBF16 = "bf16"
 )
 
+// The attention kernels of the CUDA engine (DeviceOptions.Attention).
+const (
+	// AttentionAuto, the default: AttentionTensor where the head width
+	// has tensor-core kernels (32, 64, 128) and the GPU tensor cores for
+	// the products' precision (compute capability 8.0 on), else
+	// AttentionCUDACore.
+	AttentionAuto = "auto"
+	// AttentionTensor: q·kᵀ, p·v and their backward products on the
+	// tensor cores in the products' precision (TF32 or bf16) with fp32
+	// sums, softmax in fp32; a GPU without such tensor cores is refused,
+	// a head width without such kernels (16) stays on the CUDA cores.
+	AttentionTensor = "tensor"
+	// AttentionCUDACore: attention in fp32 on the CUDA cores.
+	AttentionCUDACore = "cuda-core"
+)
+
+// AttentionEnv is the environment variable that overrides
+// DeviceOptions.Attention (how a benchmark script compares the kernels).
+const AttentionEnv = "MGRPO_CUDA_ATTENTION"
+
 // DeviceOptions configure OpenDeviceWith.
 type DeviceOptions struct {
 	// DType is the precision of the products: "" (DTypeFloat32),
 	// DTypeFloat32 or DTypeBF16 (cuda only).
 	DType string
+	// Attention picks the CUDA engine's attention kernels: "" (AttentionAuto),
+	// AttentionAuto, AttentionTensor or AttentionCUDACore; the environment
+	// variable MGRPO_CUDA_ATTENTION, when set, overrides it. cuda only.
+	Attention string
 }
 
 // OpenDevice returns the named device: "cpu", or "cuda" (GPU 0, or the
@@ -116,6 +141,15 @@ func OpenDeviceWith(name string, o DeviceOptions) (Device, error) {
 		}
 	default:
 		return nil, &noDevice{name: name, why: fmt.Sprintf("unknown dtype %q: want %s or %s", o.DType, DTypeFloat32, DTypeBF16)}
+	}
+	if v := os.Getenv(AttentionEnv); v != "" && name == "cuda" {
+		o.Attention = v
+	}
+	switch o.Attention {
+	case "", AttentionAuto, AttentionTensor, AttentionCUDACore:
+	default:
+		return nil, &noDevice{name: name, why: fmt.Sprintf("unknown attention kernels %q (option or %s): want %s, %s or %s",
+			o.Attention, AttentionEnv, AttentionAuto, AttentionTensor, AttentionCUDACore)}
 	}
 	switch name {
 	case "cpu", "":

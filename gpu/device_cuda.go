@@ -22,5 +22,10 @@ func openCUDA(o DeviceOptions) (Device, error) {
 	if err != nil {
 		return nil, &noDevice{name: "cuda", why: "open " + devs[0].String(), cause: err}
 	}
-	return newCUDADevice(rt, cudaMath(o.DType), true), nil
+	d := newCUDADevice(rt, cudaMath(o.DType), true)
+	if d.attn, err = attentionMath(o.Attention, d.math, rt.Device()); err != nil {
+		rt.Close()
+		return nil, &noDevice{name: "cuda", why: devs[0].String(), cause: err}
+	}
+	return d, nil
 }

@@ -3,6 +3,8 @@
 package cuda_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,5 +41,34 @@ func TestKernelsCompileToPTX(t *testing.T) {
 		if strings.Contains(ptx, ".local") {
 			t.Errorf("compute_%d%d: some kernel keeps an array in local memory (an array indexed by a value the compiler cannot unroll)", arch[0], arch[1])
 		}
+	}
+}
+
+// TestPTXCache: the second compile of a program comes from the cache
+// directory (a hit: even with NVRTC's input changed behind its back, the
+// same PTX), another architecture or source misses it.
+func TestPTXCache(t *testing.T) {
+	dir := t.TempDir()
+	p := cuda.Program{Name: "t.cu", Main: `extern "C" __global__ void k(float* x) { x[0] = 1; }`}
+	first, err := cuda.CompilePTXCached(p, 8, 0, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.ptx"))
+	if len(files) != 1 {
+		t.Fatalf("cache holds %v, want one .ptx", files)
+	}
+	if err := os.WriteFile(files[0], []byte("cached"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := cuda.CompilePTXCached(p, 8, 0, dir); err != nil || again != "cached" {
+		t.Errorf("second compile: %.40q, %v; want the cached file", again, err)
+	}
+	if other, err := cuda.CompilePTXCached(p, 9, 0, dir); err != nil || other == "cached" || !strings.Contains(other, ".entry k") {
+		t.Errorf("compute_90: %.40q, %v; want a fresh compile", other, err)
+	}
+	p.Main += "\n"
+	if other, err := cuda.CompilePTXCached(p, 8, 0, dir); err != nil || other != first {
+		t.Errorf("another source: %.40q, %v; want a fresh compile", other, err)
 	}
 }

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -41,13 +42,14 @@ type kernel struct {
 }
 
 // Open starts a Runtime on GPU ordinal: it compiles p with NVRTC for the
-// device's compute capability and loads it (seconds, once per Runtime).
+// device's compute capability and loads it (seconds, once per Runtime;
+// with MGRPO_PTX_CACHE set, once per program in that directory).
 func Open(ordinal int, p Program) (Runtime, error) {
 	info, err := describe(ordinal)
 	if err != nil {
 		return nil, err
 	}
-	ptx, _, err := CompilePTX(p, info.ComputeMajor, info.ComputeMinor)
+	ptx, err := CompilePTXCached(p, info.ComputeMajor, info.ComputeMinor, os.Getenv(PTXCacheEnv))
 	if err != nil {
 		return nil, err
 	}

@@ -150,3 +150,22 @@ func TestGemmRoundsAsTheMathMode(t *testing.T) {
 		}
 	}
 }
+
+// TestWMMAMisuseIsAnError: what wmma.cuh's rules forbid (undefined on a
+// GPU) ends the launch with an error naming it.
+func TestWMMAMisuseIsAnError(t *testing.T) {
+	r := New(0)
+	defer r.Close()
+	x, _ := r.Alloc(4 * 512)
+	out, _ := r.Alloc(4 * 256)
+	for how, want := range []string{"waits in load_matrix_sync while", "different matrices", "256-bit aligned", "multiple of 16 bytes"} {
+		err := r.Launch("selftest_wmma_misuse", cuda.D1(1), cuda.D1(32), 0, out, x, how)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("how %d: err = %v, want one that says %q", how, err, want)
+		}
+	}
+	err := r.Launch("selftest_wmma", cuda.D1(1), cuda.D1(16), 0, out, x, x, x, x, x)
+	if err == nil || !strings.Contains(err.Error(), "past the end of the block") {
+		t.Errorf("a WMMA operation in a partial warp: err = %v", err)
+	}
+}

@@ -42,12 +42,28 @@ extern uint3 block_idx;
 extern dim3 block_dim, grid_dim;
 
 // The warp operations, by what a lane contributes and gets back.
-enum WarpOp { kSyncWarp, kShflIdx, kShflXor, kShflDown, kShflUp, kBallot, kAny, kAll };
+enum WarpOp { kSyncWarp, kShflIdx, kShflXor, kShflDown, kShflUp, kBallot, kAny, kAll, kCollective };
 
 void syncthreads();
 uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int arg, int width);
 void* dynamic_shared();
+size_t dynamic_shared_size();
 [[noreturn]] void trap(const char* why);
+
+// Collective is one lane's part of a warp-collective operation (the WMMA
+// loads, stores and products of emu_wmma.h). Every lane of a full warp
+// calls warp_collective with its own; when all 32 wait, run is called once
+// with their parts in lane order, before any lane goes on: the operation
+// reads and writes memory for the whole warp at one instant, as a
+// .sync.aligned instruction does. Lanes waiting in collectives of
+// different run or what are an error; run reports misuse with
+// collective_fail.
+struct Collective {
+  void (*run)(Collective* const* lanes);
+  const char* what;  // names the operation in errors
+};
+void warp_collective(Collective* c);
+void collective_fail(const char* why);
 
 template <class T>
 uint64_t to_bits(T v) {
@@ -121,6 +137,11 @@ bool register_kernel(const char* name, Entry e);
 #define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static __attribute__((section("emu_shared")))
 #define DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(emu::dynamic_shared())
+// EMU_CHECK_SHARED(bytes) ends the launch with an error unless it has at
+// least bytes of dynamic shared memory (a launcher that undercounts a
+// kernel's layout; nothing on a GPU).
+#define EMU_CHECK_SHARED(bytes) \
+  if (emu::dynamic_shared_size() < (size_t)(bytes)) emu::trap("less dynamic shared memory than the kernel's layout takes")
 
 inline void __syncthreads() { emu::syncthreads(); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::warp_op(emu::kSyncWarp, mask, 0, 0, 32); }
@@ -177,6 +198,13 @@ inline unsigned long long max(unsigned long long a, unsigned long long b) { retu
 template <class T>
 T __ldg(const T* p) { return *p; }
 
+// The vector type the kernels load four floats with (16-byte aligned, as
+// CUDA's: a misaligned load faults on both).
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+
 // Integer atomics (fibers never interleave inside one).
 template <class T>
 T atomicAdd(T* p, T v) {
@@ -206,3 +234,5 @@ T atomicCAS(T* p, T compare, T v) {
   if (old == compare) *p = v;
   return old;
 }
+
+#include "emu_wmma.h"

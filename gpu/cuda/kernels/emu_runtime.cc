@@ -77,6 +77,7 @@ std::vector<Fiber> g_fibers;
 Fiber* g_cur;
 std::vector<unsigned char> g_dynamic;
 std::string g_error;
+const Fiber* g_collective;  // the first lane of the warp whose collective runs
 #if defined(__x86_64__)
 void* g_sched_sp;
 #else
@@ -191,9 +192,30 @@ void fail(const std::string& why) {
   if (g_error.empty()) g_error = block_name() + ": " + why;
 }
 
+// collective runs the warp-collective operation all 32 lanes of warp wait
+// in (see Collective).
+void collective(Fiber* warp, int lanes, unsigned mask) {
+  if (lanes != 32 || mask != 0xffffffffu) return fail(describe(warp[0]) + ": a warp-collective operation (WMMA) needs all 32 lanes of a full warp");
+  Collective* parts[32];
+  for (int l = 0; l < 32; l++) {
+    parts[l] = reinterpret_cast<Collective*>(warp[l].value);
+    if (parts[l]->run != parts[0]->run || strcmp(parts[l]->what, parts[0]->what) != 0)
+      return fail(describe(warp[0]) + " waits in " + parts[0]->what + " while " + describe(warp[l]) + " waits in " + parts[l]->what);
+  }
+  g_collective = &warp[0];
+  parts[0]->run(parts);
+  g_collective = nullptr;
+}
+
 // complete gives every lane of a finished warp operation its result.
 void complete(Fiber* warp, int lanes, unsigned mask) {
   const Fiber& first = warp[__builtin_ctz(mask)];
+  if (first.op == kCollective) {
+    collective(warp, lanes, mask);
+    for (int l = 0; l < lanes; l++)
+      if (mask >> l & 1) warp[l].state = kReady;
+    return;
+  }
   uint64_t bits = 0;
   for (int l = 0; l < lanes; l++)
     if ((mask >> l & 1) && warp[l].value) bits |= 1u << l;
@@ -309,6 +331,14 @@ uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int arg, int width) {
 }
 
 void* dynamic_shared() { return g_dynamic.empty() ? nullptr : g_dynamic.data(); }
+
+size_t dynamic_shared_size() { return g_dynamic.size(); }
+
+void warp_collective(Collective* c) { warp_op(kCollective, 0xffffffffu, reinterpret_cast<uint64_t>(c), 0, 32); }
+
+void collective_fail(const char* why) {
+  fail((g_collective ? "warp of " + describe(*g_collective) + ": " : std::string()) + why);
+}
 
 void trap(const char* why) {
   fail(describe(*g_cur) + ": " + why);

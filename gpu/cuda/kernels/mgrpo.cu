@@ -3,6 +3,7 @@
 // emulator compiles it as C++ after emu.h (emu_kernels.cc). Each included
 // file holds the kernels of one CPU kernel family, with their shapes.
 #include "common.cuh"
+#include "wmma.cuh"
 
 #include "convert.cuh"
 #include "embed.cuh"
@@ -13,6 +14,7 @@
 #include "lmhead.cuh"
 #include "optim.cuh"
 #include "attention.cuh"
+#include "attention_tc.cuh"
 #include "decode.cuh"
 #include "sample.cuh"
 #include "selftest.cuh"

@@ -171,3 +171,106 @@ func TestLaunchErrors(t *testing.T) {
 		}
 	}
 }
+
+// wmmaWant is selftest_wmma's out, in float64 from its inputs, and each
+// element's scale Σ|a·b| + |c| (what its fp32 rounding is relative to).
+func wmmaWant(a16, b16 []uint16, a32, b32, c []float32) (want, scale []float64) {
+	want, scale = make([]float64, 1024), make([]float64, 1024)
+	h := func(x uint16) float64 { return float64(cuda.BF16ToFloat32(x)) }
+	type layout struct {
+		a, b, cd func(r, k int) int // index of A(r, k), B(k, n) as (k, n), C and D (r, n)
+		a16      bool
+	}
+	rowM := func(ld int) func(int, int) int { return func(i, j int) int { return i*ld + j } }
+	colM := func(ld int) func(int, int) int { return func(i, j int) int { return j*ld + i } }
+	for part, l := range []layout{
+		{rowM(24), colM(24), rowM(16), true}, {colM(24), rowM(24), colM(16), true},
+		{rowM(20), rowM(20), rowM(16), false}, {colM(20), colM(20), colM(16), false},
+	} {
+		for r := range 16 {
+			for n := range 16 {
+				s, abs := float64(c[l.cd(r, n)]), math.Abs(float64(c[l.cd(r, n)]))
+				for k := range 16 {
+					var p float64
+					if l.a16 {
+						p = h(a16[l.a(r, k)]) * h(b16[l.b(k, n)])
+					} else {
+						p = float64(a32[l.a(r, k)]) * float64(b32[l.b(k, n)])
+					}
+					s += p
+					abs += math.Abs(p)
+				}
+				want[256*part+l.cd(r, n)], scale[256*part+l.cd(r, n)] = s, abs
+			}
+		}
+	}
+	return want, scale
+}
+
+// TestWMMA: the tensor-core products of wmma.cuh in every layout, bf16
+// and TF32 (exact TF32 inputs), against float64 within 2⁻¹⁸ of each
+// element's scale (fp32 sums of 16 products; the GPU's order and internal
+// precision are its own).
+func TestWMMA(t *testing.T) {
+	rt := cudatest.Open(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	a16, b16 := make([]uint16, 16*24), make([]uint16, 16*24)
+	a32, b32, c := make([]float32, 16*20), make([]float32, 16*20), make([]float32, 256)
+	for i := range a16 {
+		a16[i], b16[i] = cuda.BF16(float32(rng.NormFloat64())), cuda.BF16(float32(rng.NormFloat64()))
+	}
+	for i := range a32 {
+		a32[i], b32[i] = cuda.TF32(float32(rng.NormFloat64())), cuda.TF32(float32(rng.NormFloat64()))
+	}
+	for i := range c {
+		c[i] = float32(rng.NormFloat64())
+	}
+	out := cudatest.Alloc[float32](t, rt, 1024)
+	cudatest.Must(t, rt.Launch("selftest_wmma", cuda.D1(1), cuda.D1(32), 0, out, cudatest.Upload(t, rt, a16),
+		cudatest.Upload(t, rt, b16), cudatest.Upload(t, rt, a32), cudatest.Upload(t, rt, b32), cudatest.Upload(t, rt, c)))
+	got := cudatest.Download[float32](t, rt, out, 1024)
+	want, scale := wmmaWant(a16, b16, a32, b32, c)
+	parts := []string{"bf16 row·col", "bf16 col·row", "TF32 row·row", "TF32 col·col"}
+	for i, w := range want {
+		if d := math.Abs(float64(got[i]) - w); !(d <= 0x1p-18*scale[i]) {
+			t.Fatalf("%s: out[%d] = %v, want %v (|diff| %.3g > 2⁻¹⁸·%.3g)", parts[i/256], i%256, got[i], w, d, scale[i])
+		}
+	}
+}
+
+// TestWMMAMapping: scaling an accumulator's rows through memory (a
+// fragment of row factors, multiplied element by element) is exact on any
+// mapping of elements to lanes; assuming a mapping (selftest_wmma_rowscale
+// guess 1) is wrong on the emulator, whose mapping is scrambled so that a
+// kernel that depends on it fails its tests there. On a GPU the test only
+// reports whether the guess is the device's mapping.
+func TestWMMAMapping(t *testing.T) {
+	rt := cudatest.Open(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	x, f := make([]float32, 256), make([]float32, 16)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for i := range f {
+		f[i] = float32(1 + rng.Float64())
+	}
+	dx, df := cudatest.Upload(t, rt, x), cudatest.Upload(t, rt, f)
+	matches := func(guess int) bool {
+		out := cudatest.Alloc[float32](t, rt, 256)
+		cudatest.Must(t, rt.Launch("selftest_wmma_rowscale", cuda.D1(1), cuda.D1(32), 0, out, dx, df, guess))
+		for i, v := range cudatest.Download[float32](t, rt, out, 256) {
+			if v != x[i]*f[i/16] {
+				return false
+			}
+		}
+		return true
+	}
+	if !matches(0) {
+		t.Error("rows scaled through a fragment of row factors: not x·f bit for bit")
+	}
+	guess := matches(1)
+	if !cudatest.OnDevice && guess {
+		t.Error("a kernel that assumes the fragments' mapping gives the right answer on the emulator: its mapping exposes nothing")
+	}
+	t.Logf("a kernel that assumes sm_80's m16n8k16 accumulator mapping is right: %v (the emulator's mapping is scrambled)", guess)
+}

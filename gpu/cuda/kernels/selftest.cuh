@@ -72,3 +72,96 @@ extern "C" __global__ void selftest_uninitialised(float* out) {
   out[threadIdx.x & 31] = never[threadIdx.x & 31];
 }
 EMU_REGISTER(selftest_uninitialised)
+
+// selftest_wmma runs one warp's tensor-core products (wmma.cuh) in each
+// layout the API has:
+//   out[0, 256):    bf16 A row-major (ld 24) · B column-major (ld 24) + C row-major (ld 16), stored row-major
+//   out[256, 512):  bf16 A column-major (ld 24) · B row-major (ld 24) + C column-major, stored column-major
+//   out[512, 768):  TF32 A row-major (ld 20) · B row-major (ld 20), two k-steps of 8, + C row-major, stored row-major
+//   out[768, 1024): TF32 A column-major (ld 20) · B column-major (ld 20), two k-steps, + C column-major, stored column-major
+//   a16, b16: [16·24] bf16   a32, b32: [16·20] (TF32 values)   c: [256]
+// Launch: grid 1, block 32.
+extern "C" __global__ void selftest_wmma(float* out, const bf16* a16, const bf16* b16, const float* a32, const float* b32,
+                                         const float* c) {
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> ar;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> bc;
+  wmma::load_matrix_sync(acc, c, 16, wmma::mem_row_major);
+  wmma::load_matrix_sync(ar, a16, 24);
+  wmma::load_matrix_sync(bc, b16, 24);
+  wmma::mma_sync(acc, ar, bc, acc);
+  wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::col_major> ac;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> br;
+  wmma::load_matrix_sync(acc, c, 16, wmma::mem_col_major);
+  wmma::load_matrix_sync(ac, a16, 24);
+  wmma::load_matrix_sync(br, b16, 24);
+  wmma::mma_sync(acc, ac, br, acc);
+  wmma::store_matrix_sync(out + 256, acc, 16, wmma::mem_col_major);
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> t;
+  wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> tar;
+  wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> tbr;
+  wmma::load_matrix_sync(t, c, 16, wmma::mem_row_major);
+  for (int k = 0; k < 16; k += 8) {
+    wmma::load_matrix_sync(tar, a32 + k, 20);
+    wmma::load_matrix_sync(tbr, b32 + k * 20, 20);
+    wmma::mma_sync(t, tar, tbr, t);
+  }
+  wmma::store_matrix_sync(out + 512, t, 16, wmma::mem_row_major);
+  wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major> tac;
+  wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> tbc;
+  wmma::load_matrix_sync(t, c, 16, wmma::mem_col_major);
+  for (int k = 0; k < 16; k += 8) {
+    wmma::load_matrix_sync(tac, a32 + k * 20, 20);
+    wmma::load_matrix_sync(tbc, b32 + k, 20);
+    wmma::mma_sync(t, tac, tbc, t);
+  }
+  wmma::store_matrix_sync(out + 768, t, 16, wmma::mem_col_major);
+}
+EMU_REGISTER(selftest_wmma)
+
+// selftest_wmma_rowscale scales row r of the 16×16 matrix x by f[r] in an
+// accumulator fragment and stores it (row-major, ld 16) to out:
+//   guess 0: as a kernel must, through memory: a tile whose row r holds
+//            f[r], loaded as a fragment of the same type, multiplied
+//            element by element;
+//   guess 1: by assuming which row a lane's element is in (the layout
+//            sm_80's m16n8k16 accumulators are commonly read with): wrong
+//            in the emulator, whose mapping is scrambled, and only right
+//            on a GPU whose mapping happens to be the guess.
+//   x: [256]   f: [16]   out: [256]
+// Launch: grid 1, block 32.
+extern "C" __global__ void selftest_wmma_rowscale(float* out, const float* x, const float* f, int guess) {
+  __shared__ __align__(32) float rows[256];
+  const int lane = threadIdx.x & 31;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc, scale;
+  wmma::load_matrix_sync(acc, x, 16, wmma::mem_row_major);
+  if (guess == 0) {
+    for (int e = lane; e < 256; e += 32) rows[e] = f[e / 16];
+    __syncwarp();
+    wmma::load_matrix_sync(scale, rows, 16, wmma::mem_row_major);
+    for (int i = 0; i < acc.num_elements; i++) acc.x[i] *= scale.x[i];
+  } else {
+    for (int i = 0; i < acc.num_elements; i++) acc.x[i] *= f[(lane >> 2) + 8 * ((i >> 1) & 1)];
+  }
+  wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+}
+EMU_REGISTER(selftest_wmma_rowscale)
+
+// selftest_wmma_misuse breaks a rule of wmma.cuh, per how: 0 only lanes
+// 0..15 load, 1 lanes load from different matrices, 2 a pointer not
+// 256-bit aligned, 3 a leading dimension of 18 floats (not a multiple of
+// 16 bytes). Undefined on a GPU, an error in the emulator. Emulator only.
+//   x: [512]   out: [256]
+// Launch: grid 1, block 32.
+extern "C" __global__ void selftest_wmma_misuse(float* out, const float* x, int how) {
+  const int lane = threadIdx.x & 31;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 0.0f);
+  if (how == 0 && lane < 16) wmma::load_matrix_sync(acc, x, 16, wmma::mem_row_major);
+  if (how == 1) wmma::load_matrix_sync(acc, x + (lane & 1) * 256, 16, wmma::mem_row_major);
+  if (how == 2) wmma::load_matrix_sync(acc, x + 1, 16, wmma::mem_row_major);
+  if (how == 3) wmma::load_matrix_sync(acc, x, 18, wmma::mem_row_major);
+  wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+}
+EMU_REGISTER(selftest_wmma_misuse)
