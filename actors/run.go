@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	}
 	memoryLine, restoreLimit := setMemoryLimit(plan, os.Getenv(goMemoryLimitEnv))
 	defer restoreLimit()
-	dev, err := gpu.OpenDevice(cfg.Model.Device)
+	dev, err := openDevice(cfg.Model)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		defer cancel()
 		mp.Shutdown(flush)
 	}()
-	dev, err := gpu.OpenDevice(cfg.Model.Device) // this machine's: the weights the learner sends run on it
+	dev, err := openDevice(cfg.Model) // this machine's: the weights the learner sends run on it
 	if err != nil {
 		return err
 	}
