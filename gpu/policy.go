@@ -50,6 +50,30 @@ func NewModelFromWeights(cfg Config, w []float32, version int64) (*Model, error)
 	return newModel(cfg, append([]float32(nil), w...), version), nil
 }
 
+// NewModelOn returns a model on dev (nil: the CPU) over w, laid out as
+// TensorNames lists, at version: how a worker node puts the weights it is
+// sent on its device, and a run its reference. It takes w: the CPU's
+// model keeps it as its weights, a GPU's uploads it and lets it go, so the
+// caller must not change it afterwards (NewModelFromWeights copies). A
+// model that does not fit in the device's free memory is refused
+// (ErrMemory).
+func NewModelOn(dev Device, cfg Config, w []float32, version int64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(w) != cfg.NumParams() {
+		return nil, fmt.Errorf("%w: %d weights, config needs %d", ErrBadInput, len(w), cfg.NumParams())
+	}
+	if dev == nil {
+		dev = CPU{}
+	}
+	e, err := dev.newModelEngine(cfg, w)
+	if err != nil {
+		return nil, fmt.Errorf("model on %s: %w", dev.Name(), err)
+	}
+	return &Model{cfg: cfg, version: version, eng: e}, nil
+}
+
 // newModel returns a CPU model over w, which it takes.
 func newModel(cfg Config, w []float32, version int64) *Model {
 	return &Model{cfg: cfg, version: version, eng: newCPUModel(cfg, w, nil)}
