@@ -118,10 +118,15 @@ cuda-check: ## without a GPU: vet and build the cuda tag, compile every kernel t
 # CUDA_HOME is the CUDA toolkit of a GPU machine: headers in include/, libraries in CUDA_LIB.
 CUDA_HOME ?= /usr/local/cuda
 CUDA_LIB ?= $(CUDA_HOME)/lib64
-build-cuda: deps ## build bin/mgrpo-node-cuda: OpenBLAS plus cuBLAS (-tags cuda; needs the CUDA toolkit, runs only where a GPU is)
+# The cuda build takes the identity of the plain one built with it (buildinfo.twin: its CPU code is
+# that binary's), so that GPU and CPU nodes of one build form a cluster; mgrpo-node hands
+# --model.device cuda runs to the mgrpo-node-cuda beside it (docs/ENGINE.md, "Builds").
+build-cuda: build ## build bin/mgrpo-node-cuda beside bin/mgrpo-node: OpenBLAS plus the CUDA engine (-tags cuda; needs a CUDA 12 or 13 toolkit at CUDA_HOME; starts only where the NVIDIA driver is)
 	@test -f $(CUDA_HOME)/include/cuda.h || { echo "build-cuda: no CUDA toolkit at CUDA_HOME=$(CUDA_HOME) (no include/cuda.h); install it or set CUDA_HOME"; exit 2; }
+	twin=$$(sha256sum $(BIN) | cut -c1-12) && \
 	CGO_CFLAGS="-I$(CUDA_HOME)/include -Wno-deprecated-declarations" \
-	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas -ldflags '$(LDFLAGS)' -o $(BIN)-cuda ./cmd/mgrpo-node
+	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas \
+	  -ldflags "$(LDFLAGS) -X github.com/mgrpo/mgrpo/internal/buildinfo.twin=$$twin" -o $(BIN)-cuda ./cmd/mgrpo-node
 
 # Jaeger v2 for tests and demos, built from the module proxy in its own tools module (go-deps §8:
 # `go install` is refused, and its 300+ modules stay out of go.mod). Cached in .tools/: a warm
