@@ -119,3 +119,9 @@ func (m *cudaModel) ReadWeights(dst []float32, offset int) error {
 	defer runtime.KeepAlive(m)
 	return m.net.readWeights(dst, offset)
 }
+
+// device is the device the model's weights live on.
+func (m *cudaModel) device() Device { return m.dev }
+
+// dtype is the precision of the model's products (Model.DType).
+func (m *cudaModel) dtype() string { return m.dev.dtype() }

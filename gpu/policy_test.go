@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -55,4 +56,40 @@ func modelOnMatches(t *testing.T, dev Device, tol float64) {
 func TestNewModelOn(t *testing.T) {
 	modelOnMatches(t, CPU{}, 0)
 	modelOnMatches(t, nil, 0)
+}
+
+// TestModelOnCPU: a CPU model is on the CPU already (On returns it); its
+// products are float32.
+func TestModelOnCPU(t *testing.T) {
+	cfg, _ := Preset("tiny")
+	m, err := NewModel(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []Device{CPU{}, nil} {
+		if got, err := m.On(dev); got != m || err != nil {
+			t.Errorf("On(%v) = %p, %v; want the model itself", dev, got, err)
+		}
+	}
+	if m.DType() != DTypeFloat32 {
+		t.Errorf("DType %q", m.DType())
+	}
+}
+
+// TestProductWeights: the projections and an untied lm_head are product
+// weights; the embedding, the norms and Qwen2's biases are not.
+func TestProductWeights(t *testing.T) {
+	cfg, _ := Preset("tiny")
+	cfg.Arch, cfg.TieEmbeddings = ArchQwen2, false
+	m, err := NewModel(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	product := m.ProductWeights()
+	for i, name := range m.TensorNames() {
+		want := strings.HasSuffix(name, "_proj.weight") || name == "lm_head.weight"
+		if product[i] != want {
+			t.Errorf("%s: product weight %v, want %v", name, product[i], want)
+		}
+	}
 }
