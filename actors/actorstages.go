@@ -85,12 +85,8 @@ func (s *actorStages) reference(ctx context.Context, parts []*messages.Scored) (
 	return scatter[*messages.Scored, *messages.RefScored](ctx, s, messages.Stage_REFERENCE, parts)
 }
 
-func (s *actorStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
-	lr, err := first(scatter[*messages.PreparedBatch, *learnerReply](ctx, s, messages.Stage_LEARN, []*messages.PreparedBatch{pb}))
-	if err != nil {
-		return nil, nil, err
-	}
-	return lr.report, lr.policy, nil
+func (s *actorStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error) {
+	return first(scatter[*messages.PreparedBatch, *learnerReply](ctx, s, messages.Stage_LEARN, []*messages.PreparedBatch{pb}))
 }
 
 func (s *actorStages) control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error) {

@@ -405,7 +405,7 @@ type cancelBeforeLearn struct {
 	cancel context.CancelFunc
 }
 
-func (c cancelBeforeLearn) learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
+func (c cancelBeforeLearn) learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error) {
 	c.cancel()
 	return c.stages.learn(ctx, pb)
 }

@@ -38,9 +38,9 @@ func chunkModel(meta *messages.StepMeta, m *gpu.Model, maxBytes int) ([]*message
 }
 
 // addWeightChunk adds one chunk to a; once every chunk of the version has
-// arrived it returns the model they make (weights in the sender's tensor
-// order, which is gpu's layout order), else nil.
-func addWeightChunk(a *messages.Assembler, cfg gpu.Config, w *messages.PolicyWeights) (*gpu.Model, error) {
+// arrived it returns the model they make on dev (weights in the sender's
+// tensor order, which is gpu's layout order), else nil.
+func addWeightChunk(a *messages.Assembler, cfg gpu.Config, dev gpu.Device, w *messages.PolicyWeights) (*gpu.Model, error) {
 	done, err := a.Add(w)
 	if err != nil || !done {
 		return nil, err
@@ -53,7 +53,7 @@ func addWeightChunk(a *messages.Assembler, cfg gpu.Config, w *messages.PolicyWei
 	for _, t := range tensors {
 		flat = append(flat, t.Data...)
 	}
-	m, err := gpu.NewModelFromWeights(cfg, flat, a.Version())
+	m, err := gpu.NewModelOn(dev, cfg, flat, a.Version()) // flat is the model's, or uploaded and dropped
 	if err != nil {
 		return nil, fmt.Errorf("assemble weights version %d: %w", a.Version(), err)
 	}
@@ -66,9 +66,8 @@ func addWeightChunk(a *messages.Assembler, cfg gpu.Config, w *messages.PolicyWei
 var errNoWeights = errors.New("actors: no weights received yet")
 
 // weightReceiver assembles the PolicyWeights chunks one stage actor is
-// sent into models of cfg. device is where the stage runs its models
-// (model.device): every Model is built on the host today, and an engine
-// that keeps weights on the device builds the assembled ones there.
+// sent into models of cfg on device, where the stage runs its models
+// (model.device: a GPU node's weights go to its GPU once assembled).
 type weightReceiver struct {
 	cfg    gpu.Config
 	device gpu.Device
@@ -85,7 +84,7 @@ func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyW
 		w.asm = &messages.Assembler{MaxBytes: w.cfg.WeightBytes()} // no more than the model holds
 	}
 	w.meter.WeightsReceived(chunkBytes([]*messages.PolicyWeights{m}))
-	model, err := addWeightChunk(w.asm, w.cfg, m)
+	model, err := addWeightChunk(w.asm, w.cfg, w.device, m)
 	switch {
 	case err != nil:
 		c.Logger().Warn("weight chunk rejected", "actor", id, "err", err)
