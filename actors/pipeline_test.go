@@ -293,7 +293,7 @@ func TestChunkedWeightsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunks, err := chunkModel(messages.NewMeta("r", 7, "w", 7), m, 1000)
+	chunks, err := chunkModel(messages.NewMeta("r", 7, "w", 7), m, 1000, &tensorLayout{})
 	if err != nil {
 		t.Fatal(err)
 	}
