@@ -62,6 +62,13 @@ func (f *freezingStages) reference(ctx context.Context, parts []*messages.Scored
 	return rss, err
 }
 
+func (f *freezingStages) scoreReference(ctx context.Context, parts []*messages.Rollouts) ([]*messages.RefScored, error) {
+	freezeAll(f, parts)
+	rss, err := f.inner.scoreReference(ctx, parts)
+	freezeAll(f, rss)
+	return rss, err
+}
+
 func (f *freezingStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
 	f.freeze(pb)
 	r, m, err := f.inner.learn(ctx, pb)

@@ -24,12 +24,14 @@ const (
 	spanGenerate  = "generate"
 	spanReward    = "reward"
 	spanReference = "reference"
-	spanPrepare   = "prepare"
-	spanLearn     = "learn"
-	spanControl   = "control"
-	spanPublish   = "publish"
-	spanEvaluate  = "evaluate"   // the held-out evaluation of an eval step
-	spanSave      = "checkpoint" // a checkpoint written after the step
+	// spanRewardReference: each part scored, then reference-scored, in one pass
+	spanRewardReference = "reward_reference"
+	spanPrepare         = "prepare"
+	spanLearn           = "learn"
+	spanControl         = "control"
+	spanPublish         = "publish"
+	spanEvaluate        = "evaluate"   // the held-out evaluation of an eval step
+	spanSave            = "checkpoint" // a checkpoint written after the step
 )
 
 // Span attribute keys, spelled once.
@@ -41,6 +43,7 @@ const (
 	attrNode      = attribute.Key("mgrpo.node")
 	attrPart      = attribute.Key("mgrpo.part")
 	attrTry       = attribute.Key("mgrpo.try")
+	attrRelay     = attribute.Key("mgrpo.relay") // the actor a part was relayed to
 	attrPrompts   = attribute.Key("mgrpo.prompts")
 	attrSamples   = attribute.Key("mgrpo.completions")
 	attrTokens    = attribute.Key("mgrpo.tokens")

@@ -313,23 +313,24 @@ func TestLongClusterSameRun(t *testing.T) {
 	}
 }
 
-// midRunCluster starts a learner of a run of steps, a generator node B
-// and a reward+reference node, then, while the run goes, a generator node
-// A, frozen (SIGSTOP) as soon as it has joined: the next step hands it a
-// part it will not answer. It returns the learner, A and A's node id.
-func midRunCluster(t *testing.T, bin, dir string, steps int) (learner, genA *proc, idA, seed string) {
+// midRunCluster starts a learner of a run of steps, a generator node and
+// a reward+reference node, then, while the run goes, a node A of role
+// (generator, or reward,reference), frozen (SIGSTOP) as soon as it has
+// joined: the next step hands it a part it will not answer. It returns the
+// learner, A and A's node id.
+func midRunCluster(t *testing.T, bin, dir string, steps int, role string) (learner, nodeA *proc, idA, seed string) {
 	t.Helper()
 	seed = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	learner = start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1])...)
 	start(t, bin, "gen-b", "--role", "generator", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
 	start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
-	genA = start(t, bin, "gen-a", "--role", "generator", "--cluster.seeds", seed)
-	idA = genA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
-	genA.signal(t, syscall.SIGSTOP)
+	nodeA = start(t, bin, role+"-a", "--role", role, "--cluster.seeds", seed)
+	idA = nodeA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
+	nodeA.signal(t, syscall.SIGSTOP)
 	if strings.Contains(learner.text(), "done:") {
-		t.Fatalf("the run ended before the generator froze: give it more steps")
+		t.Fatalf("the run ended before node A froze: give it more steps")
 	}
-	return learner, genA, idA, seed
+	return learner, nodeA, idA, seed
 }
 
 // checkReissued requires the run's metrics to count a reissued part.
@@ -351,7 +352,7 @@ func TestLongClusterNodeFailure(t *testing.T) {
 	}
 	bin, dir, steps := binary(t, ""), t.TempDir(), 150
 	want := allRun(t, bin, dir, steps)
-	learner, genA, idA, seed := midRunCluster(t, bin, dir, steps)
+	learner, genA, idA, seed := midRunCluster(t, bin, dir, steps, "generator")
 	genC := start(t, bin, "gen-c", "--role", "generator", "--cluster.seeds", seed)
 	idC := genC.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
 	genA.signal(t, syscall.SIGKILL)
@@ -367,6 +368,29 @@ func TestLongClusterNodeFailure(t *testing.T) {
 	}
 }
 
+// TestLongClusterRelayNodeFailure: a reward+reference node frozen while
+// it holds a part (relayed from its reward evaluator to its reference
+// scorer: both stages in one trip) is killed (SIGKILL) after another
+// reward+reference node joined: the part goes to the others, and the run
+// ends bit-identical to --role all with its metrics counting the reissue.
+func TestLongClusterRelayNodeFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: five processes")
+	}
+	bin, dir, steps := binary(t, ""), t.TempDir(), 150
+	want := allRun(t, bin, dir, steps)
+	learner, rrA, idA, seed := midRunCluster(t, bin, dir, steps, "reward,reference")
+	start(t, bin, "reward+reference-c", "--role", "reward,reference", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
+	rrA.signal(t, syscall.SIGKILL)
+	learner.waitFor(t, `node `+regexp.QuoteMeta(idA)+` at \S+ left`, time.Minute)
+	if code := learner.exit(t, 5*time.Minute); code != 0 {
+		t.Fatalf("learner: exit %d\n%s", code, learner.text())
+	}
+	got := filepath.Join(dir, "cluster")
+	sameRun(t, got, want, steps)
+	checkReissued(t, got)
+}
+
 // TestLongClusterHungNode: a generator node frozen (SIGSTOP) while it
 // holds a part, past the gRPC keepalive, is dropped and its part reissued;
 // woken up (SIGCONT), it learns it was dropped and joins again (or finds
@@ -378,7 +402,7 @@ func TestLongClusterHungNode(t *testing.T) {
 	}
 	bin, dir, steps := binary(t, ""), t.TempDir(), 150
 	want := allRun(t, bin, dir, steps)
-	learner, genA, idA, _ := midRunCluster(t, bin, dir, steps)
+	learner, genA, idA, _ := midRunCluster(t, bin, dir, steps, "generator")
 	learner.waitFor(t, `node `+regexp.QuoteMeta(idA)+` at \S+ left`, time.Minute)
 	genA.signal(t, syscall.SIGCONT)
 	if code := learner.exit(t, 5*time.Minute); code != 0 {
