@@ -350,45 +350,44 @@ func TestLongClusterNodeFailure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: five processes")
 	}
-	bin, dir, steps := binary(t, ""), t.TempDir(), 150
-	want := allRun(t, bin, dir, steps)
-	learner, genA, idA, seed := midRunCluster(t, bin, dir, steps, "generator")
-	genC := start(t, bin, "gen-c", "--role", "generator", "--cluster.seeds", seed)
-	idC := genC.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
-	genA.signal(t, syscall.SIGKILL)
-	learner.waitFor(t, `node `+regexp.QuoteMeta(idA)+` at \S+ left`, time.Minute)
-	if code := learner.exit(t, 5*time.Minute); code != 0 {
-		t.Fatalf("learner: exit %d\n%s", code, learner.text())
-	}
-	got := filepath.Join(dir, "cluster")
-	sameRun(t, got, want, steps)
-	checkReissued(t, got)
+	got, idC := killMidRun(t, "generator")
 	if ids := generatorsIn(t, got, 1); !slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(id, idC) }) {
 		t.Errorf("the generator that joined mid-run (%s) drew nothing: %v", idC, ids)
 	}
 }
 
-// TestLongClusterRelayNodeFailure: a reward+reference node frozen while
-// it holds a part (relayed from its reward evaluator to its reference
-// scorer: both stages in one trip) is killed (SIGKILL) after another
-// reward+reference node joined: the part goes to the others, and the run
-// ends bit-identical to --role all with its metrics counting the reissue.
+// TestLongClusterRelayNodeFailure: the same with a reward+reference node,
+// frozen while it holds a part relayed from its reward evaluator to its
+// reference scorer (both stages in one trip): the part goes to the other
+// such node and the run ends bit-identical to --role all.
 func TestLongClusterRelayNodeFailure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: five processes")
 	}
+	killMidRun(t, "reward,reference")
+}
+
+// killMidRun runs a cluster in which a node A of role, frozen while it
+// holds a part (midRunCluster), is killed (SIGKILL) once a node C of the
+// same role has joined, and requires the run to end bit-identical to
+// --role all with its metrics counting the reissue. It returns the run's
+// directory and C's node id.
+func killMidRun(t *testing.T, role string) (run, idC string) {
+	t.Helper()
 	bin, dir, steps := binary(t, ""), t.TempDir(), 150
 	want := allRun(t, bin, dir, steps)
-	learner, rrA, idA, seed := midRunCluster(t, bin, dir, steps, "reward,reference")
-	start(t, bin, "reward+reference-c", "--role", "reward,reference", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
-	rrA.signal(t, syscall.SIGKILL)
+	learner, nodeA, idA, seed := midRunCluster(t, bin, dir, steps, role)
+	nodeC := start(t, bin, role+"-c", "--role", role, "--cluster.seeds", seed)
+	idC = nodeC.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
+	nodeA.signal(t, syscall.SIGKILL)
 	learner.waitFor(t, `node `+regexp.QuoteMeta(idA)+` at \S+ left`, time.Minute)
 	if code := learner.exit(t, 5*time.Minute); code != 0 {
 		t.Fatalf("learner: exit %d\n%s", code, learner.text())
 	}
-	got := filepath.Join(dir, "cluster")
-	sameRun(t, got, want, steps)
-	checkReissued(t, got)
+	run = filepath.Join(dir, "cluster")
+	sameRun(t, run, want, steps)
+	checkReissued(t, run)
+	return run, idC
 }
 
 // TestLongClusterHungNode: a generator node frozen (SIGSTOP) while it
