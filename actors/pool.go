@@ -276,8 +276,7 @@ func (p *pool) release(t *task) {
 func (p *pool) forward(c actor.Context, t *task, res any) {
 	if _, ok := res.(messages.Header); !ok {
 		t.g.over = true
-		t.g.done(nil, &SkipError{Stage: p.stage, Reason: messages.SkipReason_ACTOR_FAILED,
-			Err: fmt.Errorf("%s: part %d answered %T: %w", p.name, t.i, res, messages.ErrShape)})
+		t.g.done(nil, skip(p.stage, fmt.Errorf("%s: part %d answered %T: %w", p.name, t.i, res, messages.ErrShape)))
 		return
 	}
 	defer t.then.measure()

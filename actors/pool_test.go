@@ -298,9 +298,10 @@ func TestPoolTracesTheWait(t *testing.T) {
 }
 
 // relayScorer is a reward evaluator of node: it answers Rollouts with a
-// Scored naming it, and a Relay by handing that Scored to the actor named
-// next, beside it, as a request from the relay's sender (as rewardActor).
-// A held one answers nothing until release is closed.
+// Scored naming it (on node "bad", with a string), and a Relay by handing
+// that Scored to the actor named next, beside it, as a request from the
+// relay's sender (as rewardActor). A held one answers nothing until
+// release is closed.
 type relayScorer struct {
 	node    string
 	release chan struct{}
@@ -309,6 +310,10 @@ type relayScorer struct {
 func (r *relayScorer) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *messages.Rollouts:
+		if r.node == "bad" { // a node that answers what is not a step message
+			c.Respond("scored")
+			return
+		}
 		c.Respond(r.scored(m, false))
 	case *messages.Relay:
 		c.RequestWithCustomSender(actor.NewPID(c.Self().GetAddress(), m.GetNext()), r.scored(m.GetRollouts(), true), c.Sender())
@@ -478,5 +483,15 @@ func TestPoolRelays(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPoolForwardsStepMessages: an answer that is not a step message is
+// not sent on to the next stage: the step is skipped as a shape mismatch.
+func TestPoolForwardsStepMessages(t *testing.T) {
+	r := runRelay(t, 2, []string{"rew bad", "ref b"}, nil)
+	var s *SkipError
+	if !errors.As(r.err, &s) || s.Stage != messages.Stage_REWARD || s.Reason != messages.SkipReason_SHAPE_MISMATCH {
+		t.Fatalf("err = %v, want a REWARD/SHAPE_MISMATCH skip", r.err)
 	}
 }
