@@ -24,14 +24,14 @@ const (
 	spanGenerate  = "generate"
 	spanReward    = "reward"
 	spanReference = "reference"
-	// spanRewardReference: each part scored, then reference-scored, in one pass
-	spanRewardReference = "reward_reference"
-	spanPrepare         = "prepare"
-	spanLearn           = "learn"
-	spanControl         = "control"
-	spanPublish         = "publish"
-	spanEvaluate        = "evaluate"   // the held-out evaluation of an eval step
-	spanSave            = "checkpoint" // a checkpoint written after the step
+	spanPrepare   = "prepare"
+	spanLearn     = "learn"
+	spanControl   = "control"
+	spanPublish   = "publish"
+	spanEvaluate  = "evaluate"   // the held-out evaluation of an eval step
+	spanSave      = "checkpoint" // a checkpoint written after the step
+
+	spanRewardReference = "reward_reference" // each part scored, then reference-scored, in one pass
 )
 
 // Span attribute keys, spelled once.
