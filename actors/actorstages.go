@@ -85,6 +85,17 @@ func (s *actorStages) reference(ctx context.Context, parts []*messages.Scored) (
 	return scatter[*messages.Scored, *messages.RefScored](ctx, s, messages.Stage_REFERENCE, parts)
 }
 
+// scoreReference sends each part to a reward evaluator whose Scored goes
+// on to a reference scorer: relayed by the evaluator to one beside it, or
+// by the coordinator (pool.scatterThen).
+func (s *actorStages) scoreReference(ctx context.Context, parts []*messages.Rollouts) ([]*messages.RefScored, error) {
+	r, err := s.askStage(ctx, &stageRequest{stage: messages.Stage_REWARD, then: messages.Stage_REFERENCE, parts: anys(parts)})
+	if err != nil {
+		return nil, err
+	}
+	return replies[*messages.RefScored](r)
+}
+
 func (s *actorStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error) {
 	return first(scatter[*messages.PreparedBatch, *learnerReply](ctx, s, messages.Stage_LEARN, []*messages.PreparedBatch{pb}))
 }

@@ -32,9 +32,11 @@ type coordinator struct {
 }
 
 // stageRequest asks the coordinator to spread parts over one stage's pool
-// and answer with a stageReply.
+// and answer with a stageReply; with then set, each part's answer goes on
+// to that stage, whose answers are the reply's (pool.scatterThen).
 type stageRequest struct {
 	stage messages.Stage
+	then  messages.Stage
 	parts []any
 }
 
@@ -65,7 +67,7 @@ func (a *coordinator) Receive(c actor.Context) {
 		a.terminated(c, m.Who)
 	case *stageRequest:
 		sender := c.Sender()
-		a.pools[m.stage].scatter(c, m.parts, func(replies []any, err error) {
+		a.pools[m.stage].scatterThen(c, m.parts, a.pools[m.then], func(replies []any, err error) {
 			c.Send(sender, &stageReply{replies: replies, err: err})
 		})
 	case *publishRequest:
@@ -104,7 +106,11 @@ func (a *coordinator) terminated(c actor.Context, who *actor.PID) {
 		a.dropNode(c, old.node, "its "+p.name+" actor "+who.GetId()+" stopped")
 		return
 	}
-	if pid := a.supervisor.replace(c, p, old); pid != nil && p.stage == messages.Stage_GENERATE {
+	pid := a.supervisor.replace(c, p, old)
+	for _, q := range a.pools { // parts relayed to it from another stage go again too
+		q.reissue(c, who)
+	}
+	if pid != nil && p.stage == messages.Stage_GENERATE {
 		a.weights.sendLatest(c, pid) // weights sent while it was down are lost
 	}
 }
@@ -150,15 +156,21 @@ func (a *coordinator) register(c actor.Context, m *messages.Register) {
 	c.Respond(&messages.Registered{NodeId: n.id})
 }
 
-// dropNode forgets a worker node: every actor of it leaves its pool (its
-// parts in flight go to the rest), and its next Heartbeat learns that it
-// must join again.
+// dropNode forgets a worker node: every actor of it leaves its pool, then
+// its parts in flight, and those relayed to it, go to the rest; its next
+// Heartbeat learns that it must join again.
 func (a *coordinator) dropNode(c actor.Context, id, why string) {
-	for _, pid := range a.members.drop(id, why) {
+	pids := a.members.drop(id, why)
+	for _, pid := range pids {
 		c.Unwatch(pid)
 		a.weights.left(pid, "its node left")
 		for _, p := range a.pools {
-			p.remove(c, pid)
+			p.leave(pid)
+		}
+	}
+	for _, pid := range pids { // once none of them is a member: nothing is relayed to them again
+		for _, p := range a.pools {
+			p.reissue(c, pid)
 		}
 	}
 }

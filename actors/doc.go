@@ -17,7 +17,10 @@
 // Each stage is a plain function taking a message and returning a new
 // one (generate in generator.go, score in reward.go, referenceScore in
 // reference.go, prepare in prepare.go, learn in learner.go, control in
-// controller.go). A Trainer runs them through a stages value: directly
+// controller.go). Without dynamic sampling the batch that is scored is the
+// batch that is reference-scored, so score and referenceScore take each
+// part in one pass (scoreReference): a part's Scored goes straight on to a
+// reference scorer. A Trainer runs them through a stages value: directly
 // (NewTrainer, localStages) or through the actors (StartPipeline,
 // actorStages), whose Receive methods are a type switch calling the same
 // functions. Generation, rewards and reference scoring take a step's
@@ -67,7 +70,11 @@
 // publication (publish.go). It spreads a stage's parts over the stage's
 // pool (pool.scatter), each request with a
 // timeout and bounded retries on the next pool member, so a step never
-// waits forever. The learner and the controller get no retries: a request
+// waits forever. A part that goes on to a second stage
+// (pool.scatterThen: the reward evaluators' Scored to the reference
+// scorers) is relayed by its member to a member of the second stage beside
+// it, on its node or in this process (a Relay: both stages in one trip),
+// or, with none there, sent on by the coordinator once answered. The learner and the controller get no retries: a request
 // to them that timed out may still run, so it ends the run (ErrNoAnswer)
 // rather than skipping the step or applying a batch twice. A panicking
 // stage actor is restarted with a backoff and the message it failed on is
@@ -90,9 +97,10 @@
 //
 //   - a Watch on every registered actor (re-armed at every registration:
 //     a watch does not survive a reconnect); Terminated drops the node and
-//     sends its parts in flight to the rest of the pool at once (pool.go:
-//     each part has one live try; a late answer to an older try is
-//     ignored, so a step uses each part exactly once);
+//     sends its parts in flight, and those relayed to its actors, to the
+//     rest of the pool at once (pool.go: each part has one live try; a
+//     late answer to an older try is ignored, so a step uses each part
+//     exactly once);
 //   - weights as PolicyWeights chunks, sent before any later work (one
 //     sender, so one ordered stream per receiver); publication does not
 //     wait for the acknowledgements, which only time it, so a frozen

@@ -62,6 +62,13 @@ func (f *freezingStages) reference(ctx context.Context, parts []*messages.Scored
 	return rss, err
 }
 
+func (f *freezingStages) scoreReference(ctx context.Context, parts []*messages.Rollouts) ([]*messages.RefScored, error) {
+	freezeAll(f, parts)
+	rss, err := f.inner.scoreReference(ctx, parts)
+	freezeAll(f, rss)
+	return rss, err
+}
+
 func (f *freezingStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error) {
 	f.freeze(pb)
 	lr, err := f.inner.learn(ctx, pb)
@@ -293,7 +300,7 @@ func TestChunkedWeightsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunks, err := chunkModel(messages.NewMeta("r", 7, "w", 7), m, 1000)
+	chunks, err := chunkModel(messages.NewMeta("r", 7, "w", 7), m, 1000, &tensorLayout{})
 	if err != nil {
 		t.Fatal(err)
 	}

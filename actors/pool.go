@@ -61,7 +61,9 @@ type task struct {
 	i    int
 	part any
 	try  int
+	then *pool          // the stage the answer goes on to (scatterThen); nil: the answer is the part's
 	on   *member        // nil while waiting
+	next *member        // the member of then beside on that the part is relayed to; nil: none
 	span oteltrace.Span // the request's span, from the send to the answer
 	wait oteltrace.Span // from finding the pool empty to a member taking it; nil when it did not wait
 }
@@ -73,6 +75,16 @@ type task struct {
 // member). A part whose member leaves the pool is sent again at once, and
 // its late answer, if any, is ignored: each part counts once.
 func (p *pool) scatter(c actor.Context, parts []any, done func(replies []any, err error)) {
+	p.scatterThen(c, parts, nil, done)
+}
+
+// scatterThen is scatter with each part's answer going on to the pool
+// then (nil: none), whose answer is the part's: a part whose member has a
+// member of then beside it (on its node, or both in this process) is
+// relayed there by the member itself (a Relay: one trip for both stages),
+// any other goes to then once answered. Each stage keeps its timeout and
+// retries, and each part still counts once.
+func (p *pool) scatterThen(c actor.Context, parts []any, then *pool, done func(replies []any, err error)) {
 	defer p.measure()
 	if len(parts) == 0 {
 		done(nil, nil)
@@ -80,7 +92,7 @@ func (p *pool) scatter(c actor.Context, parts []any, done func(replies []any, er
 	}
 	g := &gather{replies: make([]any, len(parts)), left: len(parts), done: done}
 	for i, part := range parts {
-		p.dispatch(c, &task{g: g, i: i, part: part})
+		p.dispatch(c, &task{g: g, i: i, part: part, then: then})
 	}
 }
 
@@ -102,8 +114,11 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 			m = o
 		}
 	}
-	t.on = m
+	t.on, t.next = m, t.then.beside(m)
 	m.busy++
+	if t.next != nil {
+		t.next.busy++
+	}
 	if p.running == nil {
 		p.running = map[*task]bool{}
 	}
@@ -115,12 +130,42 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 		ctx, t.span = p.tracer.Start(ctx, p.name+".request",
 			oteltrace.WithSpanKind(oteltrace.SpanKindProducer), oteltrace.WithAttributes(
 				attrActor.String(m.pid.GetId()), attrNode.String(nodeName(m)), attrPart.Int(t.i), attrTry.Int(t.try)))
+		if t.next != nil {
+			t.span.SetAttributes(attrRelay.String(t.next.pid.GetId()))
+		}
 		if h := t.part.(messages.Header); oteltrace.SpanContextFromContext(ctx).IsValid() {
 			msg = messages.WithMeta(h, trace.WithSpan(ctx, h.GetMeta()))
 		}
 	}
+	if t.next != nil {
+		msg = relay(msg, t.next)
+	}
 	f := c.RequestFuture(m.pid, msg, p.timeout)
 	c.ReenterAfter(f, func(res any, err error) { p.answered(c, t, res, err) })
+}
+
+// beside returns the least busy member of p on m's node (both local
+// members: both in this process), nil when p is nil or has none there.
+func (p *pool) beside(m *member) *member {
+	if p == nil {
+		return nil
+	}
+	var best *member
+	for _, o := range p.members {
+		if o.node == m.node && (best == nil || o.busy < best.busy) {
+			best = o
+		}
+	}
+	return best
+}
+
+// relay wraps part, rollouts for a reward evaluator, in a Relay to next.
+func relay(part any, next *member) any {
+	ro, ok := part.(*messages.Rollouts)
+	if !ok {
+		panic(fmt.Sprintf("actors: relay of a %T", part)) // only reward parts go on to another stage
+	}
+	return &messages.Relay{Meta: ro.GetMeta(), Rollouts: ro, Next: next.pid.GetId()}
 }
 
 // partContext is the trace context t's part carries, false when it
@@ -170,8 +215,7 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 	if !p.running[t] {
 		return // reissued after its member left: another try counts
 	}
-	delete(p.running, t)
-	t.on.busy--
+	p.release(t)
 	g := t.g
 	if n, ok := res.(*messages.SkipNotice); ok && err == nil {
 		endTask(t, "", fromNotice(n))
@@ -185,7 +229,7 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 	}
 	if err != nil {
 		if t.try < p.retries {
-			p.dispatch(c, &task{g: g, i: t.i, part: t.part, try: t.try + 1})
+			p.dispatch(c, &task{g: g, i: t.i, part: t.part, try: t.try + 1, then: t.then})
 			return
 		}
 		g.over = true
@@ -206,12 +250,37 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 		g.done(nil, fromNotice(n))
 		return
 	}
+	if t.then != nil && t.next == nil { // one stage of two done: the answer goes on
+		p.forward(c, t, res)
+		return
+	}
 	g.replies[t.i] = res
 	g.left--
 	if g.left == 0 {
 		g.over = true
 		g.done(g.replies, nil)
 	}
+}
+
+// release takes t, answered or lost, off its members.
+func (p *pool) release(t *task) {
+	delete(p.running, t)
+	t.on.busy--
+	if t.next != nil {
+		t.next.busy--
+	}
+}
+
+// forward hands res, t's answer, to t.then as the part's next stage (one
+// that is not a step message ends the part's step as ErrShape).
+func (p *pool) forward(c actor.Context, t *task, res any) {
+	if _, ok := res.(messages.Header); !ok {
+		t.g.over = true
+		t.g.done(nil, skip(p.stage, fmt.Errorf("%s: part %d answered %T: %w", p.name, t.i, res, messages.ErrShape)))
+		return
+	}
+	defer t.then.measure()
+	t.then.dispatch(c, &task{g: t.g, i: t.i, part: res})
 }
 
 // add puts m in the pool and hands it the parts that were waiting.
@@ -233,10 +302,18 @@ func (p *pool) add(c actor.Context, m *member) {
 	}
 }
 
-// remove takes the member with pid out of the pool and sends its parts in
-// flight again (to the rest of the pool, or to wait for a member). It
-// reports whether pid was a member.
+// remove takes the member with pid out of the pool (leave) and sends its
+// parts in flight again (reissue). It reports whether pid was a member.
 func (p *pool) remove(c actor.Context, pid *actor.PID) (*member, bool) {
+	m, ok := p.leave(pid)
+	p.reissue(c, pid)
+	return m, ok
+}
+
+// leave takes the member with pid out of the pool, if it is one. An actor
+// that leaves several pools (a node's) leaves them all before any of its
+// parts is reissued, so that none is relayed to it again.
+func (p *pool) leave(pid *actor.PID) (*member, bool) {
 	defer p.measure()
 	i := slices.IndexFunc(p.members, func(m *member) bool { return m.pid.Equal(pid) })
 	if i < 0 {
@@ -244,18 +321,24 @@ func (p *pool) remove(c actor.Context, pid *actor.PID) (*member, bool) {
 	}
 	m := p.members[i]
 	p.members = slices.Delete(p.members, i, i+1)
+	return m, true
+}
+
+// reissue sends the parts in flight on pid, or relayed to it from this
+// pool, again: to the rest of the pool, or to wait for a member.
+func (p *pool) reissue(c actor.Context, pid *actor.PID) {
+	defer p.measure()
 	for t := range p.running {
-		if t.on != m {
+		if !t.on.pid.Equal(pid) && (t.next == nil || !t.next.pid.Equal(pid)) {
 			continue
 		}
-		delete(p.running, t)
-		endTask(t, "reissued: its actor was lost", fmt.Errorf("%s %s lost", p.name, pid.GetId()))
+		p.release(t)
+		endTask(t, "reissued: its actor was lost", fmt.Errorf("%s lost", pid.GetId()))
 		if !t.g.over {
 			p.reissued++
-			p.dispatch(c, &task{g: t.g, i: t.i, part: t.part, try: t.try})
+			p.dispatch(c, &task{g: t.g, i: t.i, part: t.part, try: t.try, then: t.then})
 		}
 	}
-	return m, true
 }
 
 // index is m's place in the pool (-1: not a member).

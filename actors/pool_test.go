@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -292,5 +294,204 @@ func TestPoolTracesTheWait(t *testing.T) {
 	if w.EndTime.Before(joined) || w.EndTime.After(first.StartTime) {
 		t.Errorf("the wait ran %v..%v, want it to end after the member's joining at %v and before the request at %v",
 			w.StartTime, w.EndTime, joined, first.StartTime)
+	}
+}
+
+// relayScorer is a reward evaluator of node: it answers Rollouts with a
+// Scored naming it (on node "bad", with a string), and a Relay by handing
+// that Scored to the actor named next, beside it, as a request from the
+// relay's sender (as rewardActor). A held one answers nothing until
+// release is closed.
+type relayScorer struct {
+	node    string
+	release chan struct{}
+}
+
+func (r *relayScorer) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *messages.Rollouts:
+		if r.node == "bad" { // a node that answers what is not a step message
+			c.Respond("scored")
+			return
+		}
+		c.Respond(r.scored(m, false))
+	case *messages.Relay:
+		c.RequestWithCustomSender(actor.NewPID(c.Self().GetAddress(), m.GetNext()), r.scored(m.GetRollouts(), true), c.Sender())
+	}
+}
+
+// scored waits for release (if held) and names the scorer, and whether
+// the part came as a relay, in the Scored's reward names.
+func (r *relayScorer) scored(ro *messages.Rollouts, relayed bool) *messages.Scored {
+	if r.release != nil {
+		<-r.release
+	}
+	return &messages.Scored{Meta: messages.DeriveMeta(ro.GetMeta()), Rollouts: ro, RewardNames: []string{r.node, fmt.Sprint(relayed)}}
+}
+
+// relayReferee is a reference scorer of node: it answers a Scored with a
+// RefScored whose batch id names it (after release, if held).
+type relayReferee struct {
+	node    string
+	release chan struct{}
+}
+
+func (r *relayReferee) Receive(c actor.Context) {
+	if sc, ok := c.Message().(*messages.Scored); ok {
+		if r.release != nil {
+			<-r.release
+		}
+		c.Respond(&messages.RefScored{Meta: &messages.StepMeta{BatchId: r.node}, Scored: sc})
+	}
+}
+
+// relayParent holds a reward pool and a reference pool, as the
+// coordinator does. Commands: "rew NODE" and "ref NODE" add a member on
+// NODE ("... held": one that answers only after "release"); "lose rew
+// NODE" and "lose ref NODE" take that stage's first member on NODE out (a
+// stopped actor), "drop NODE" every member of NODE (a lost node);
+// []any is scattered over the reward pool, each answer going on to the
+// reference pool.
+type relayParent struct {
+	rew, ref *pool
+	release  chan struct{}
+	released bool
+}
+
+func (p *relayParent) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		p.rew = &pool{name: "rew", stage: messages.Stage_REWARD, timeout: time.Minute, retries: 1}
+		p.ref = &pool{name: "ref", stage: messages.Stage_REFERENCE, timeout: time.Minute, retries: 1}
+	case string:
+		p.command(c, strings.Fields(m))
+		c.Respond(true)
+	case []any:
+		sender := c.Sender()
+		p.rew.scatterThen(c, m, p.ref, func(replies []any, err error) { c.Send(sender, &scatterResult{replies, err}) })
+	}
+}
+
+func (p *relayParent) command(c actor.Context, cmd []string) {
+	var release chan struct{}
+	if len(cmd) == 3 && cmd[2] == "held" {
+		release = p.release
+	}
+	switch cmd[0] {
+	case "rew":
+		pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return &relayScorer{node: cmd[1], release: release} }))
+		p.rew.add(c, &member{pid: pid, node: cmd[1]})
+	case "ref":
+		pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return &relayReferee{node: cmd[1], release: release} }))
+		p.ref.add(c, &member{pid: pid, node: cmd[1]})
+	case "lose", "drop":
+		var lost []*actor.PID
+		for _, q := range []*pool{p.rew, p.ref} {
+			for _, m := range q.members {
+				if m.node == cmd[len(cmd)-1] && (cmd[0] == "drop" || cmd[1] == q.name && len(lost) == 0) {
+					lost = append(lost, m.pid)
+				}
+			}
+		}
+		for _, pid := range lost { // as the coordinator: every pool left before any part goes again
+			p.rew.leave(pid)
+			p.ref.leave(pid)
+		}
+		for _, pid := range lost {
+			p.rew.reissue(c, pid)
+			p.ref.reissue(c, pid)
+		}
+	case "release":
+		if !p.released {
+			close(p.release)
+			p.released = true
+		}
+	}
+}
+
+// runRelay starts a relayParent, runs setup, scatters parts, runs during
+// while the scatter is in flight, and returns its result.
+func runRelay(t *testing.T, parts int, setup, during []string) *scatterResult {
+	t.Helper()
+	sys := NewSystem(nil, nil)
+	defer sys.Shutdown()
+	parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &relayParent{release: make(chan struct{})} }))
+	defer sys.Root.Send(parent, "release")
+	ask := func(cmd string) {
+		t.Helper()
+		if _, err := sys.Root.RequestFuture(parent, cmd, 10*time.Second).Result(); err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+	}
+	for _, cmd := range setup {
+		ask(cmd)
+	}
+	var ps []any
+	for i := range parts {
+		ps = append(ps, &messages.Rollouts{Meta: &messages.StepMeta{Step: int64(i)}})
+	}
+	result := sys.Root.RequestFuture(parent, ps, time.Minute)
+	for _, cmd := range during {
+		ask(cmd)
+	}
+	res, err := result.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.(*scatterResult)
+}
+
+// TestPoolRelays: a part goes to a reward member, and its Scored to a
+// reference member beside it (relayed by the reward member: one trip) or,
+// with none beside it, to any reference member once answered; a part
+// whose reward member or relay target is lost goes again (relayed or not,
+// as the members then present allow), and a late answer to the lost try
+// is ignored: every part gets exactly one answer, of the last try.
+func TestPoolRelays(t *testing.T) {
+	cases := []struct {
+		name          string
+		setup, during []string
+		scorer, ref   string // the node of every part's reward and reference member
+		relayed       bool
+	}{
+		{"relayed beside", []string{"rew a", "ref a"}, nil, "a", "a", true},
+		{"no reference beside", []string{"rew a", "ref b"}, nil, "a", "b", false},
+		{"reference joins later", []string{"rew a"}, []string{"ref b"}, "a", "b", false},
+		{"node lost mid-relay", []string{"rew h held", "ref h"}, []string{"drop h", "release", "ref b", "rew b"}, "b", "b", true},
+		{"relay target lost", []string{"rew a", "ref a held"}, []string{"lose ref a", "release", "ref c"}, "a", "c", false},
+		{"relay target lost, another beside", []string{"rew a", "ref a held"}, []string{"ref a", "lose ref a", "release"}, "a", "a", true},
+		{"scorer lost, reference stays", []string{"rew h held", "ref h"}, []string{"lose rew h", "release", "rew h"}, "h", "h", true},
+		{"answer lost, coordinator's chain", []string{"rew a", "ref b held"}, []string{"drop b", "release", "ref c"}, "a", "c", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runRelay(t, 3, tc.setup, tc.during)
+			if r.err != nil || len(r.replies) != 3 {
+				t.Fatalf("replies %v, err %v", r.replies, r.err)
+			}
+			for i, x := range r.replies {
+				rs, ok := x.(*messages.RefScored)
+				if !ok {
+					t.Fatalf("part %d answered %T, want a RefScored", i, x)
+				}
+				got := []string{rs.GetScored().GetRewardNames()[0], rs.GetMeta().GetBatchId(), rs.GetScored().GetRewardNames()[1]}
+				if want := []string{tc.scorer, tc.ref, fmt.Sprint(tc.relayed)}; !slices.Equal(got, want) {
+					t.Errorf("part %d: scored on, reference on, relayed = %v, want %v", i, got, want)
+				}
+				if step := rs.GetScored().GetRollouts().GetMeta().GetStep(); step != int64(i) {
+					t.Errorf("part %d holds part %d", i, step)
+				}
+			}
+		})
+	}
+}
+
+// TestPoolForwardsStepMessages: an answer that is not a step message is
+// not sent on to the next stage: the step is skipped as a shape mismatch.
+func TestPoolForwardsStepMessages(t *testing.T) {
+	r := runRelay(t, 2, []string{"rew bad", "ref b"}, nil)
+	var s *SkipError
+	if !errors.As(r.err, &s) || s.Stage != messages.Stage_REWARD || s.Reason != messages.SkipReason_SHAPE_MISMATCH {
+		t.Fatalf("err = %v, want a REWARD/SHAPE_MISMATCH skip", r.err)
 	}
 }

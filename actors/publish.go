@@ -32,6 +32,7 @@ type publisher struct {
 	timeout   time.Duration
 	tel       telemetry
 
+	layout   tensorLayout                        // the tensor names and shapes the chunks are cut by
 	latest   *gpu.Model                          // the newest weights published (nil: none yet)
 	chunks   map[int64][]*messages.PolicyWeights // by version: the newest policy, and the reference as referenceVersion
 	syncs    []*weightSync                       // publications waiting for their acknowledgements
@@ -167,7 +168,7 @@ func (w *publisher) chunksOf(m *gpu.Model, key int64) []*messages.PolicyWeights 
 		return ch
 	}
 	meta := messages.NewMeta(w.runID, m.Version(), fmt.Sprintf("weights/%d", key), m.Version())
-	ch, err := chunkModel(meta, m, max(w.chunkSize, 4))
+	ch, err := chunkModel(meta, m, max(w.chunkSize, 4), &w.layout)
 	if err != nil {
 		panic(fmt.Sprintf("actors: chunk weights: %v", err)) // the model's own tensors always chunk
 	}

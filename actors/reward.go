@@ -81,7 +81,9 @@ func checkRewardRows(rows [][]float64) error {
 	return nil
 }
 
-// rewardActor answers Rollouts with Scored (or a SkipNotice).
+// rewardActor answers Rollouts with Scored (or a SkipNotice), and a Relay
+// by handing the Scored to the reference scorer it names, beside it, as a
+// request from the relay's sender.
 type rewardActor struct {
 	id       string
 	settings rewardSettings
@@ -95,12 +97,28 @@ func newRewardProps(id string, s rewardSettings, tel telemetry) *actor.Props {
 
 // Receive implements actor.Actor.
 func (a *rewardActor) Receive(c actor.Context) {
-	if m, ok := c.Message().(*messages.Rollouts); ok {
-		ctx, span := a.tel.actorSpan(m.GetMeta(), spanReward+".part", a.id, attrSamples.Int(len(m.GetRollouts())))
-		sc, err := scoreTimed(a.settings, m, func(name string, end time.Time, d time.Duration) {
-			childSpan(ctx, a.tel.tracer, spanReward+".function", end, d, attrFunction.String(name))
-		})
-		endSpan(span, err)
+	switch m := c.Message().(type) {
+	case *messages.Rollouts:
+		sc, err := a.score(m)
 		respond(c, a.tel.meter, m.GetMeta(), a.id, messages.Stage_REWARD, sc, err)
+	case *messages.Relay:
+		sc, err := a.score(m.GetRollouts())
+		if err != nil {
+			respond(c, a.tel.meter, m.GetMeta(), a.id, messages.Stage_REWARD, nil, err)
+			return
+		}
+		a.tel.meter.Part("reward", false)
+		c.RequestWithCustomSender(actor.NewPID(c.Self().GetAddress(), m.GetNext()), sc, c.Sender())
 	}
+}
+
+// score scores ro in the actor's span, with a child span per reward
+// function.
+func (a *rewardActor) score(ro *messages.Rollouts) (*messages.Scored, error) {
+	ctx, span := a.tel.actorSpan(ro.GetMeta(), spanReward+".part", a.id, attrSamples.Int(len(ro.GetRollouts())))
+	sc, err := scoreTimed(a.settings, ro, func(name string, end time.Time, d time.Duration) {
+		childSpan(ctx, a.tel.tracer, spanReward+".function", end, d, attrFunction.String(name))
+	})
+	endSpan(span, err)
+	return sc, err
 }

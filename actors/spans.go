@@ -30,6 +30,8 @@ const (
 	spanPublish   = "publish"
 	spanEvaluate  = "evaluate"   // the held-out evaluation of an eval step
 	spanSave      = "checkpoint" // a checkpoint written after the step
+
+	spanRewardReference = "reward_reference" // each part scored, then reference-scored, in one pass
 )
 
 // Span attribute keys, spelled once.
@@ -41,6 +43,7 @@ const (
 	attrNode      = attribute.Key("mgrpo.node")
 	attrPart      = attribute.Key("mgrpo.part")
 	attrTry       = attribute.Key("mgrpo.try")
+	attrRelay     = attribute.Key("mgrpo.relay") // the actor a part was relayed to
 	attrPrompts   = attribute.Key("mgrpo.prompts")
 	attrSamples   = attribute.Key("mgrpo.completions")
 	attrTokens    = attribute.Key("mgrpo.tokens")

@@ -97,7 +97,9 @@ func (t *Trainer) startStep(ctx context.Context, n int64) (context.Context, otel
 // generators (publishFor), prompts, completions (incomplete groups
 // re-sampled, as the original's prepare_generation_batch), rewards (zero-
 // variance groups dropped and refilled under dynamic sampling) and
-// reference log-probs.
+// reference log-probs. Without dynamic sampling the batch that is scored
+// is the batch that is reference-scored, so each part goes through both
+// stages at once (scoreReference).
 func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 	start := time.Now()
 	if err := t.publishFor(ctx, n); err != nil { // PolicyWeights to the generators
@@ -107,6 +109,14 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 	ro, err := t.rollouts(ctx, n, 0, t.settings.prompts) // PromptBatch → Rollouts: generate, incomplete groups again
 	if err != nil {
 		return nil, err
+	}
+	if !t.settings.dynamic {
+		generated := time.Since(start)
+		ref, err := t.scoreReference(ctx, ro) // Scored → RefScored, part by part: score, then referenceScore
+		if err != nil {
+			return nil, err
+		}
+		return &produced{ref: ref, sync: synced, generate: generated - synced, reference: time.Since(start) - generated}, nil
 	}
 	sc, err := t.score(ctx, ro) // Scored: what the reward functions say (score)
 	if err != nil {
@@ -163,7 +173,8 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 
 // produced is a batch ready for the learner, with how long it took:
 // sync the weights' hand-over, generate generation and rewards (refills
-// included).
+// included), reference the reference log-probs (and the rewards, when
+// each part goes through both stages at once).
 type produced struct {
 	ref                       *messages.RefScored
 	sync, generate, reference time.Duration
@@ -313,6 +324,28 @@ func (t *Trainer) reference(ctx context.Context, sc *messages.Scored) (rs *messa
 		return first(rss, err)
 	}
 	return messages.JoinRefScored(messages.DeriveMeta(sc.GetMeta()), rss)
+}
+
+// scoreReference has each part of ro scored and reference-scored in one
+// pass, the reference scorer taking the Scored part its reward evaluator
+// made (beside it where a node serves both: no trip back in between).
+func (t *Trainer) scoreReference(ctx context.Context, ro *messages.Rollouts) (rs *messages.RefScored, err error) {
+	parts, err := messages.SplitGroups(ro, t.settings.perPart)
+	if err != nil {
+		return nil, skip(messages.Stage_REWARD, err)
+	}
+	ctx, span := t.stageSpan(ctx, spanRewardReference, len(parts), attrSamples.Int(len(ro.GetRollouts())))
+	defer func() { endSpan(span, err) }()
+	rss, err := t.stages.scoreReference(ctx, withSpan(ctx, parts))
+	if err == nil && len(rss) > 1 {
+		rs, err = messages.JoinRefScored(messages.DeriveMeta(ro.GetMeta()), rss)
+	} else {
+		rs, err = first(rss, err)
+	}
+	if err != nil {
+		return nil, skip(messages.Stage_REFERENCE, err)
+	}
+	return rs, nil
 }
 
 // first is the only reply of a stage that was given one part.

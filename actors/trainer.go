@@ -23,6 +23,9 @@ type stages interface {
 	generate(ctx context.Context, parts []*messages.PromptBatch) ([]*messages.Rollouts, error)
 	score(ctx context.Context, parts []*messages.Rollouts) ([]*messages.Scored, error)
 	reference(ctx context.Context, parts []*messages.Scored) ([]*messages.RefScored, error)
+	// scoreReference scores each part and reference-scores the Scored it
+	// becomes: score and reference in one pass over the parts.
+	scoreReference(ctx context.Context, parts []*messages.Rollouts) ([]*messages.RefScored, error)
 	learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error)
 	control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error)
 	// publish hands the new weights to the generators.
@@ -207,6 +210,16 @@ func (s *localStages) score(_ context.Context, parts []*messages.Rollouts) ([]*m
 
 func (s *localStages) reference(_ context.Context, parts []*messages.Scored) ([]*messages.RefScored, error) {
 	return each(parts, func(sc *messages.Scored) (*messages.RefScored, error) {
+		return referenceScore(s.ref, s.stages.reference, sc)
+	})
+}
+
+func (s *localStages) scoreReference(_ context.Context, parts []*messages.Rollouts) ([]*messages.RefScored, error) {
+	return each(parts, func(ro *messages.Rollouts) (*messages.RefScored, error) {
+		sc, err := score(s.stages.reward, ro)
+		if err != nil {
+			return nil, skip(messages.Stage_REWARD, err)
+		}
 		return referenceScore(s.ref, s.stages.reference, sc)
 	})
 }

@@ -19,22 +19,76 @@ type policySnapshot struct {
 }
 
 // chunkModel splits m's weights into PolicyWeights chunks of at most
-// maxBytes of tensor data each, tagged with m's version.
-func chunkModel(meta *messages.StepMeta, m *gpu.Model, maxBytes int) ([]*messages.PolicyWeights, error) {
+// maxBytes of tensor data each, tagged with m's version, with the tensor
+// names and shapes of l (read from m the first time). The weights are
+// copied once (Model.Weights), and the chunks share that copy.
+func chunkModel(meta *messages.StepMeta, m *gpu.Model, maxBytes int, l *tensorLayout) ([]*messages.PolicyWeights, error) {
+	tensors, err := l.tensors(m)
+	if err != nil {
+		return nil, fmt.Errorf("chunk weights: %w", err)
+	}
+	return messages.ChunkWeights(meta, m.Version(), tensors, maxBytes), nil
+}
+
+// tensorLayout is the names and shapes of the tensors of one model
+// configuration, in its weight buffer's order: read from a model once
+// (a tensor at a time), then laid over each snapshot's one copy of its
+// weights. The zero value reads it from the first model it is given.
+type tensorLayout struct {
+	cfg    gpu.Config
+	shapes []messages.Tensor // no Data
+}
+
+// tensors returns m's tensors as views of one copy of its weights.
+func (l *tensorLayout) tensors(m *gpu.Model) ([]messages.Tensor, error) {
+	if l.shapes == nil || l.cfg != m.Config() {
+		if err := l.read(m); err != nil {
+			return nil, err
+		}
+	}
+	flat := m.Weights()
+	out := make([]messages.Tensor, len(l.shapes))
+	off := 0
+	for i, t := range l.shapes {
+		n := numel(t.Shape)
+		out[i] = messages.Tensor{Name: t.Name, Shape: t.Shape, Data: flat[off : off+n : off+n]}
+		off += n
+	}
+	return out, nil
+}
+
+// read reads the names and shapes of m's tensors, and checks that they
+// tile its weight buffer.
+func (l *tensorLayout) read(m *gpu.Model) error {
 	names := m.TensorNames()
-	tensors := make([]messages.Tensor, len(names))
+	shapes := make([]messages.Tensor, len(names))
+	total := 0
 	for i, name := range names {
-		data, shape, err := m.Tensor(name)
+		_, shape, err := m.Tensor(name)
 		if err != nil {
-			return nil, fmt.Errorf("chunk weights: %w", err)
+			return err
 		}
 		s := make([]int64, len(shape))
 		for j, d := range shape {
 			s[j] = int64(d)
 		}
-		tensors[i] = messages.Tensor{Name: name, Shape: s, Data: data}
+		shapes[i] = messages.Tensor{Name: name, Shape: s}
+		total += numel(s)
 	}
-	return messages.ChunkWeights(meta, m.Version(), tensors, maxBytes), nil
+	if total != m.NumParams() {
+		return fmt.Errorf("%w: tensors of %d weights in a buffer of %d", messages.ErrShape, total, m.NumParams())
+	}
+	l.cfg, l.shapes = m.Config(), shapes
+	return nil
+}
+
+// numel is the number of elements of a tensor of shape (1 for a scalar).
+func numel(shape []int64) int {
+	n := 1
+	for _, d := range shape {
+		n *= int(d)
+	}
+	return n
 }
 
 // addWeightChunk adds one chunk to a; once every chunk of the version has
@@ -45,13 +99,9 @@ func addWeightChunk(a *messages.Assembler, cfg gpu.Config, dev gpu.Device, w *me
 	if err != nil || !done {
 		return nil, err
 	}
-	tensors, err := a.Tensors()
+	flat, err := a.Flat()
 	if err != nil {
 		return nil, err
-	}
-	flat := make([]float32, 0, cfg.NumParams())
-	for _, t := range tensors {
-		flat = append(flat, t.Data...)
 	}
 	m, err := gpu.NewModelOn(dev, cfg, flat, a.Version()) // flat is the model's, or uploaded and dropped
 	if err != nil {

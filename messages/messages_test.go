@@ -64,6 +64,7 @@ func samples(t *testing.T) []proto.Message {
 		rollouts().Rollouts[0],
 		rollouts(),
 		scored(t),
+		&Relay{Meta: meta(), Rollouts: rollouts(), Next: "reference-host-12-ab"},
 		&TokenLogprobs{Logp: []float32{-1, float32(math.Inf(-1))}},
 		refScored(t),
 		&PreparedBatch{Meta: meta(), RefScored: refScored(t), Weights: []float64{0.6, 0.4}, Advantages: []float64{1, -1}, Controller: controller()},

@@ -693,6 +693,70 @@ func (x *Scored) GetTruncated() []bool {
 	return nil
 }
 
+// Relay asks a reward evaluator to score rollouts and to hand the Scored
+// result on, as a request from whoever asked it, to the reference scorer
+// next of its own node, whose RefScored answers the relay: a part's
+// rewards and reference log-probs in one trip to a node that has both.
+type Relay struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Rollouts      *Rollouts              `protobuf:"bytes,2,opt,name=rollouts,proto3" json:"rollouts,omitempty"`
+	Next          string                 `protobuf:"bytes,3,opt,name=next,proto3" json:"next,omitempty"` // actor id of the reference scorer, on the receiving node
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Relay) Reset() {
+	*x = Relay{}
+	mi := &file_messages_step_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Relay) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Relay) ProtoMessage() {}
+
+func (x *Relay) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_step_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Relay.ProtoReflect.Descriptor instead.
+func (*Relay) Descriptor() ([]byte, []int) {
+	return file_messages_step_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Relay) GetMeta() *StepMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *Relay) GetRollouts() *Rollouts {
+	if x != nil {
+		return x.Rollouts
+	}
+	return nil
+}
+
+func (x *Relay) GetNext() string {
+	if x != nil {
+		return x.Next
+	}
+	return ""
+}
+
 // TokenLogprobs is one sequence's per-token log-probs.
 type TokenLogprobs struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -703,7 +767,7 @@ type TokenLogprobs struct {
 
 func (x *TokenLogprobs) Reset() {
 	*x = TokenLogprobs{}
-	mi := &file_messages_step_proto_msgTypes[6]
+	mi := &file_messages_step_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +779,7 @@ func (x *TokenLogprobs) String() string {
 func (*TokenLogprobs) ProtoMessage() {}
 
 func (x *TokenLogprobs) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[6]
+	mi := &file_messages_step_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +792,7 @@ func (x *TokenLogprobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenLogprobs.ProtoReflect.Descriptor instead.
 func (*TokenLogprobs) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{6}
+	return file_messages_step_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TokenLogprobs) GetLogp() []float32 {
@@ -751,7 +815,7 @@ type RefScored struct {
 
 func (x *RefScored) Reset() {
 	*x = RefScored{}
-	mi := &file_messages_step_proto_msgTypes[7]
+	mi := &file_messages_step_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +827,7 @@ func (x *RefScored) String() string {
 func (*RefScored) ProtoMessage() {}
 
 func (x *RefScored) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[7]
+	mi := &file_messages_step_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +840,7 @@ func (x *RefScored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefScored.ProtoReflect.Descriptor instead.
 func (*RefScored) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{7}
+	return file_messages_step_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RefScored) GetMeta() *StepMeta {
@@ -823,7 +887,7 @@ type PreparedBatch struct {
 
 func (x *PreparedBatch) Reset() {
 	*x = PreparedBatch{}
-	mi := &file_messages_step_proto_msgTypes[8]
+	mi := &file_messages_step_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +899,7 @@ func (x *PreparedBatch) String() string {
 func (*PreparedBatch) ProtoMessage() {}
 
 func (x *PreparedBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[8]
+	mi := &file_messages_step_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +912,7 @@ func (x *PreparedBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreparedBatch.ProtoReflect.Descriptor instead.
 func (*PreparedBatch) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{8}
+	return file_messages_step_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PreparedBatch) GetMeta() *StepMeta {
@@ -900,7 +964,7 @@ type TensorChunk struct {
 
 func (x *TensorChunk) Reset() {
 	*x = TensorChunk{}
-	mi := &file_messages_step_proto_msgTypes[9]
+	mi := &file_messages_step_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +976,7 @@ func (x *TensorChunk) String() string {
 func (*TensorChunk) ProtoMessage() {}
 
 func (x *TensorChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[9]
+	mi := &file_messages_step_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +989,7 @@ func (x *TensorChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorChunk.ProtoReflect.Descriptor instead.
 func (*TensorChunk) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{9}
+	return file_messages_step_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TensorChunk) GetName() string {
@@ -978,7 +1042,7 @@ type PolicyWeights struct {
 
 func (x *PolicyWeights) Reset() {
 	*x = PolicyWeights{}
-	mi := &file_messages_step_proto_msgTypes[10]
+	mi := &file_messages_step_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1054,7 @@ func (x *PolicyWeights) String() string {
 func (*PolicyWeights) ProtoMessage() {}
 
 func (x *PolicyWeights) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[10]
+	mi := &file_messages_step_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1067,7 @@ func (x *PolicyWeights) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyWeights.ProtoReflect.Descriptor instead.
 func (*PolicyWeights) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{10}
+	return file_messages_step_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PolicyWeights) GetMeta() *StepMeta {
@@ -1059,7 +1123,7 @@ type ControllerState struct {
 
 func (x *ControllerState) Reset() {
 	*x = ControllerState{}
-	mi := &file_messages_step_proto_msgTypes[11]
+	mi := &file_messages_step_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1135,7 @@ func (x *ControllerState) String() string {
 func (*ControllerState) ProtoMessage() {}
 
 func (x *ControllerState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[11]
+	mi := &file_messages_step_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1148,7 @@ func (x *ControllerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerState.ProtoReflect.Descriptor instead.
 func (*ControllerState) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{11}
+	return file_messages_step_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ControllerState) GetMeta() *StepMeta {
@@ -1160,7 +1224,7 @@ type MetaControllerState struct {
 
 func (x *MetaControllerState) Reset() {
 	*x = MetaControllerState{}
-	mi := &file_messages_step_proto_msgTypes[12]
+	mi := &file_messages_step_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1236,7 @@ func (x *MetaControllerState) String() string {
 func (*MetaControllerState) ProtoMessage() {}
 
 func (x *MetaControllerState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[12]
+	mi := &file_messages_step_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1185,7 +1249,7 @@ func (x *MetaControllerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaControllerState.ProtoReflect.Descriptor instead.
 func (*MetaControllerState) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{12}
+	return file_messages_step_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MetaControllerState) GetEnabled() bool {
@@ -1300,7 +1364,7 @@ type StepStats struct {
 
 func (x *StepStats) Reset() {
 	*x = StepStats{}
-	mi := &file_messages_step_proto_msgTypes[13]
+	mi := &file_messages_step_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1376,7 @@ func (x *StepStats) String() string {
 func (*StepStats) ProtoMessage() {}
 
 func (x *StepStats) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[13]
+	mi := &file_messages_step_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1389,7 @@ func (x *StepStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStats.ProtoReflect.Descriptor instead.
 func (*StepStats) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{13}
+	return file_messages_step_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StepStats) GetMeta() *StepMeta {
@@ -1373,7 +1437,7 @@ type ControllerUpdate struct {
 
 func (x *ControllerUpdate) Reset() {
 	*x = ControllerUpdate{}
-	mi := &file_messages_step_proto_msgTypes[14]
+	mi := &file_messages_step_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1449,7 @@ func (x *ControllerUpdate) String() string {
 func (*ControllerUpdate) ProtoMessage() {}
 
 func (x *ControllerUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[14]
+	mi := &file_messages_step_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1462,7 @@ func (x *ControllerUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerUpdate.ProtoReflect.Descriptor instead.
 func (*ControllerUpdate) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{14}
+	return file_messages_step_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ControllerUpdate) GetMeta() *StepMeta {
@@ -1482,7 +1546,7 @@ type StepReport struct {
 
 func (x *StepReport) Reset() {
 	*x = StepReport{}
-	mi := &file_messages_step_proto_msgTypes[15]
+	mi := &file_messages_step_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1558,7 @@ func (x *StepReport) String() string {
 func (*StepReport) ProtoMessage() {}
 
 func (x *StepReport) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[15]
+	mi := &file_messages_step_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1571,7 @@ func (x *StepReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepReport.ProtoReflect.Descriptor instead.
 func (*StepReport) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{15}
+	return file_messages_step_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StepReport) GetMeta() *StepMeta {
@@ -1685,7 +1749,7 @@ type PolicyMetrics struct {
 
 func (x *PolicyMetrics) Reset() {
 	*x = PolicyMetrics{}
-	mi := &file_messages_step_proto_msgTypes[16]
+	mi := &file_messages_step_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1761,7 @@ func (x *PolicyMetrics) String() string {
 func (*PolicyMetrics) ProtoMessage() {}
 
 func (x *PolicyMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[16]
+	mi := &file_messages_step_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1774,7 @@ func (x *PolicyMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyMetrics.ProtoReflect.Descriptor instead.
 func (*PolicyMetrics) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{16}
+	return file_messages_step_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PolicyMetrics) GetTokens() int64 {
@@ -1828,7 +1892,7 @@ type HighKLToken struct {
 
 func (x *HighKLToken) Reset() {
 	*x = HighKLToken{}
-	mi := &file_messages_step_proto_msgTypes[17]
+	mi := &file_messages_step_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1840,7 +1904,7 @@ func (x *HighKLToken) String() string {
 func (*HighKLToken) ProtoMessage() {}
 
 func (x *HighKLToken) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[17]
+	mi := &file_messages_step_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1853,7 +1917,7 @@ func (x *HighKLToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HighKLToken.ProtoReflect.Descriptor instead.
 func (*HighKLToken) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{17}
+	return file_messages_step_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HighKLToken) GetCompletion() int32 {
@@ -1924,7 +1988,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_messages_step_proto_msgTypes[18]
+	mi := &file_messages_step_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2000,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[18]
+	mi := &file_messages_step_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2013,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{18}
+	return file_messages_step_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CheckpointRequest) GetMeta() *StepMeta {
@@ -1977,7 +2041,7 @@ type CheckpointDone struct {
 
 func (x *CheckpointDone) Reset() {
 	*x = CheckpointDone{}
-	mi := &file_messages_step_proto_msgTypes[19]
+	mi := &file_messages_step_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2053,7 @@ func (x *CheckpointDone) String() string {
 func (*CheckpointDone) ProtoMessage() {}
 
 func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[19]
+	mi := &file_messages_step_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2066,7 @@ func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDone.ProtoReflect.Descriptor instead.
 func (*CheckpointDone) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{19}
+	return file_messages_step_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CheckpointDone) GetMeta() *StepMeta {
@@ -2033,7 +2097,7 @@ type SkipNotice struct {
 
 func (x *SkipNotice) Reset() {
 	*x = SkipNotice{}
-	mi := &file_messages_step_proto_msgTypes[20]
+	mi := &file_messages_step_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2045,7 +2109,7 @@ func (x *SkipNotice) String() string {
 func (*SkipNotice) ProtoMessage() {}
 
 func (x *SkipNotice) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[20]
+	mi := &file_messages_step_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2058,7 +2122,7 @@ func (x *SkipNotice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipNotice.ProtoReflect.Descriptor instead.
 func (*SkipNotice) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{20}
+	return file_messages_step_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SkipNotice) GetMeta() *StepMeta {
@@ -2141,7 +2205,11 @@ const file_messages_step_proto_rawDesc = "" +
 	"\freward_names\x18\x03 \x03(\tR\vrewardNames\x12%\n" +
 	"\x0ereward_weights\x18\x04 \x03(\x01R\rrewardWeights\x12\x18\n" +
 	"\arewards\x18\x05 \x03(\x01R\arewards\x12\x1c\n" +
-	"\ttruncated\x18\t \x03(\bR\ttruncatedJ\x04\b\x06\x10\aJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"#\n" +
+	"\ttruncated\x18\t \x03(\bR\ttruncatedJ\x04\b\x06\x10\aJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"\x7f\n" +
+	"\x05Relay\x12,\n" +
+	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x124\n" +
+	"\brollouts\x18\x02 \x01(\v2\x18.mgrpo.messages.RolloutsR\brollouts\x12\x12\n" +
+	"\x04next\x18\x03 \x01(\tR\x04next\"#\n" +
 	"\rTokenLogprobs\x12\x12\n" +
 	"\x04logp\x18\x01 \x03(\x02R\x04logp\"\xbc\x01\n" +
 	"\tRefScored\x12,\n" +
@@ -2328,7 +2396,7 @@ func file_messages_step_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_step_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_messages_step_proto_goTypes = []any{
 	(FinishReason)(0),           // 0: mgrpo.messages.FinishReason
 	(Stage)(0),                  // 1: mgrpo.messages.Stage
@@ -2339,25 +2407,26 @@ var file_messages_step_proto_goTypes = []any{
 	(*Rollout)(nil),             // 6: mgrpo.messages.Rollout
 	(*Rollouts)(nil),            // 7: mgrpo.messages.Rollouts
 	(*Scored)(nil),              // 8: mgrpo.messages.Scored
-	(*TokenLogprobs)(nil),       // 9: mgrpo.messages.TokenLogprobs
-	(*RefScored)(nil),           // 10: mgrpo.messages.RefScored
-	(*PreparedBatch)(nil),       // 11: mgrpo.messages.PreparedBatch
-	(*TensorChunk)(nil),         // 12: mgrpo.messages.TensorChunk
-	(*PolicyWeights)(nil),       // 13: mgrpo.messages.PolicyWeights
-	(*ControllerState)(nil),     // 14: mgrpo.messages.ControllerState
-	(*MetaControllerState)(nil), // 15: mgrpo.messages.MetaControllerState
-	(*StepStats)(nil),           // 16: mgrpo.messages.StepStats
-	(*ControllerUpdate)(nil),    // 17: mgrpo.messages.ControllerUpdate
-	(*StepReport)(nil),          // 18: mgrpo.messages.StepReport
-	(*PolicyMetrics)(nil),       // 19: mgrpo.messages.PolicyMetrics
-	(*HighKLToken)(nil),         // 20: mgrpo.messages.HighKLToken
-	(*CheckpointRequest)(nil),   // 21: mgrpo.messages.CheckpointRequest
-	(*CheckpointDone)(nil),      // 22: mgrpo.messages.CheckpointDone
-	(*SkipNotice)(nil),          // 23: mgrpo.messages.SkipNotice
-	nil,                         // 24: mgrpo.messages.StepMeta.TraceEntry
+	(*Relay)(nil),               // 9: mgrpo.messages.Relay
+	(*TokenLogprobs)(nil),       // 10: mgrpo.messages.TokenLogprobs
+	(*RefScored)(nil),           // 11: mgrpo.messages.RefScored
+	(*PreparedBatch)(nil),       // 12: mgrpo.messages.PreparedBatch
+	(*TensorChunk)(nil),         // 13: mgrpo.messages.TensorChunk
+	(*PolicyWeights)(nil),       // 14: mgrpo.messages.PolicyWeights
+	(*ControllerState)(nil),     // 15: mgrpo.messages.ControllerState
+	(*MetaControllerState)(nil), // 16: mgrpo.messages.MetaControllerState
+	(*StepStats)(nil),           // 17: mgrpo.messages.StepStats
+	(*ControllerUpdate)(nil),    // 18: mgrpo.messages.ControllerUpdate
+	(*StepReport)(nil),          // 19: mgrpo.messages.StepReport
+	(*PolicyMetrics)(nil),       // 20: mgrpo.messages.PolicyMetrics
+	(*HighKLToken)(nil),         // 21: mgrpo.messages.HighKLToken
+	(*CheckpointRequest)(nil),   // 22: mgrpo.messages.CheckpointRequest
+	(*CheckpointDone)(nil),      // 23: mgrpo.messages.CheckpointDone
+	(*SkipNotice)(nil),          // 24: mgrpo.messages.SkipNotice
+	nil,                         // 25: mgrpo.messages.StepMeta.TraceEntry
 }
 var file_messages_step_proto_depIdxs = []int32{
-	24, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
+	25, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
 	3,  // 1: mgrpo.messages.PromptBatch.meta:type_name -> mgrpo.messages.StepMeta
 	4,  // 2: mgrpo.messages.PromptBatch.prompts:type_name -> mgrpo.messages.Prompt
 	0,  // 3: mgrpo.messages.Rollout.finish_reason:type_name -> mgrpo.messages.FinishReason
@@ -2366,32 +2435,34 @@ var file_messages_step_proto_depIdxs = []int32{
 	6,  // 6: mgrpo.messages.Rollouts.rollouts:type_name -> mgrpo.messages.Rollout
 	3,  // 7: mgrpo.messages.Scored.meta:type_name -> mgrpo.messages.StepMeta
 	7,  // 8: mgrpo.messages.Scored.rollouts:type_name -> mgrpo.messages.Rollouts
-	3,  // 9: mgrpo.messages.RefScored.meta:type_name -> mgrpo.messages.StepMeta
-	8,  // 10: mgrpo.messages.RefScored.scored:type_name -> mgrpo.messages.Scored
-	9,  // 11: mgrpo.messages.RefScored.ref:type_name -> mgrpo.messages.TokenLogprobs
-	3,  // 12: mgrpo.messages.PreparedBatch.meta:type_name -> mgrpo.messages.StepMeta
-	10, // 13: mgrpo.messages.PreparedBatch.ref_scored:type_name -> mgrpo.messages.RefScored
-	14, // 14: mgrpo.messages.PreparedBatch.controller:type_name -> mgrpo.messages.ControllerState
-	3,  // 15: mgrpo.messages.PolicyWeights.meta:type_name -> mgrpo.messages.StepMeta
-	12, // 16: mgrpo.messages.PolicyWeights.tensors:type_name -> mgrpo.messages.TensorChunk
-	3,  // 17: mgrpo.messages.ControllerState.meta:type_name -> mgrpo.messages.StepMeta
-	15, // 18: mgrpo.messages.ControllerState.meta_controller:type_name -> mgrpo.messages.MetaControllerState
-	3,  // 19: mgrpo.messages.StepStats.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 20: mgrpo.messages.ControllerUpdate.meta:type_name -> mgrpo.messages.StepMeta
-	14, // 21: mgrpo.messages.ControllerUpdate.state:type_name -> mgrpo.messages.ControllerState
-	3,  // 22: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
-	19, // 23: mgrpo.messages.StepReport.policy_metrics:type_name -> mgrpo.messages.PolicyMetrics
-	20, // 24: mgrpo.messages.PolicyMetrics.high_kl:type_name -> mgrpo.messages.HighKLToken
-	3,  // 25: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 26: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 27: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
-	1,  // 28: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
-	2,  // 29: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	3,  // 9: mgrpo.messages.Relay.meta:type_name -> mgrpo.messages.StepMeta
+	7,  // 10: mgrpo.messages.Relay.rollouts:type_name -> mgrpo.messages.Rollouts
+	3,  // 11: mgrpo.messages.RefScored.meta:type_name -> mgrpo.messages.StepMeta
+	8,  // 12: mgrpo.messages.RefScored.scored:type_name -> mgrpo.messages.Scored
+	10, // 13: mgrpo.messages.RefScored.ref:type_name -> mgrpo.messages.TokenLogprobs
+	3,  // 14: mgrpo.messages.PreparedBatch.meta:type_name -> mgrpo.messages.StepMeta
+	11, // 15: mgrpo.messages.PreparedBatch.ref_scored:type_name -> mgrpo.messages.RefScored
+	15, // 16: mgrpo.messages.PreparedBatch.controller:type_name -> mgrpo.messages.ControllerState
+	3,  // 17: mgrpo.messages.PolicyWeights.meta:type_name -> mgrpo.messages.StepMeta
+	13, // 18: mgrpo.messages.PolicyWeights.tensors:type_name -> mgrpo.messages.TensorChunk
+	3,  // 19: mgrpo.messages.ControllerState.meta:type_name -> mgrpo.messages.StepMeta
+	16, // 20: mgrpo.messages.ControllerState.meta_controller:type_name -> mgrpo.messages.MetaControllerState
+	3,  // 21: mgrpo.messages.StepStats.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 22: mgrpo.messages.ControllerUpdate.meta:type_name -> mgrpo.messages.StepMeta
+	15, // 23: mgrpo.messages.ControllerUpdate.state:type_name -> mgrpo.messages.ControllerState
+	3,  // 24: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
+	20, // 25: mgrpo.messages.StepReport.policy_metrics:type_name -> mgrpo.messages.PolicyMetrics
+	21, // 26: mgrpo.messages.PolicyMetrics.high_kl:type_name -> mgrpo.messages.HighKLToken
+	3,  // 27: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 28: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 29: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
+	1,  // 30: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
+	2,  // 31: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_messages_step_proto_init() }
@@ -2405,7 +2476,7 @@ func file_messages_step_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_step_proto_rawDesc), len(file_messages_step_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"unsafe"
 )
 
 // Tensor is a named float32 tensor as Go values.
@@ -19,7 +20,10 @@ type Tensor struct {
 // ChunkWeights splits a snapshot into PolicyWeights messages whose tensor
 // data total at most maxChunkBytes each (a tensor larger than that is
 // split across chunks). Every chunk gets a DeriveMeta copy of meta. The
-// tensors are only read. maxChunkBytes must be at least 4.
+// tensors are only read; on a little-endian machine (the wire's order)
+// the chunks' data is the tensors' own memory, not a copy, so the caller
+// hands over tensors that nothing changes any more. maxChunkBytes must be
+// at least 4.
 func ChunkWeights(meta *StepMeta, version int64, tensors []Tensor, maxChunkBytes int) []*PolicyWeights {
 	if maxChunkBytes < 4 {
 		panic(fmt.Sprintf("messages: ChunkWeights maxChunkBytes=%d < 4", maxChunkBytes))
@@ -42,7 +46,7 @@ func ChunkWeights(meta *StepMeta, version int64, tensors []Tensor, maxChunkBytes
 			n := min(len(t.Data)-off, (limit-used)/4)
 			cur.Tensors = append(cur.Tensors, &TensorChunk{
 				Name: t.Name, Shape: append([]int64(nil), t.Shape...),
-				Offset: int64(4 * off), Data: encodeFloats(t.Data[off : off+n]), TotalBytes: total,
+				Offset: int64(4 * off), Data: floatBytes(t.Data[off : off+n]), TotalBytes: total,
 			})
 			used += 4 * n
 			if off += n; off == len(t.Data) {
@@ -59,13 +63,40 @@ func ChunkWeights(meta *StepMeta, version int64, tensors []Tensor, maxChunkBytes
 	return chunks
 }
 
+// floatBytes is x as little-endian bytes: x's own memory where the
+// machine is little-endian (a snapshot of megabytes is cut without a
+// copy), an encoded copy elsewhere.
+func floatBytes(x []float32) []byte {
+	if len(x) == 0 || !littleEndian() {
+		return encodeFloats(x)
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), elemBytes*len(x))
+}
+
 func encodeFloats(x []float32) []byte {
-	b := make([]byte, 4*len(x))
+	b := make([]byte, elemBytes*len(x))
 	for i, v := range x {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		binary.LittleEndian.PutUint32(b[elemBytes*i:], math.Float32bits(v))
 	}
 	return b
 }
+
+// decodeFloats fills dst from the little-endian float32s of src, which
+// holds at least len(dst) of them: one copy where the machine is
+// little-endian.
+func decodeFloats(dst []float32, src []byte) {
+	if len(dst) > 0 && littleEndian() {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), elemBytes*len(dst)), src)
+		return
+	}
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[elemBytes*i:]))
+	}
+}
+
+// littleEndian reports whether this machine lays out a float32 as the
+// wire does.
+func littleEndian() bool { return binary.NativeEndian.Uint16([]byte{1, 0}) == 1 }
 
 // DefaultMaxBytes is the Assembler's limit on the declared bytes of all
 // tensors of one version when its MaxBytes is not positive (16 GiB).
@@ -84,14 +115,17 @@ const elemBytes = 4
 // has been checked. It is not safe for concurrent use; an actor owns one.
 type Assembler struct {
 	// MaxBytes caps the declared bytes of all tensors of one version;
-	// zero or negative means DefaultMaxBytes.
+	// zero or negative means DefaultMaxBytes. When it is set, a version's
+	// tensors share one buffer of MaxBytes, allocated with the first of
+	// them, one after another as they first arrive (Flat).
 	MaxBytes int64
 
 	version int64
 	count   int32
 	seen    map[int32]bool
 	tensors map[string]*partial
-	bytes   int64 // declared bytes of all tensors in tensors
+	bytes   int64     // declared bytes of all tensors in tensors
+	arena   []float32 // with MaxBytes set: the tensors' data so far, in the order they first arrived
 }
 
 // partial is one tensor being assembled.
@@ -101,6 +135,7 @@ type partial struct {
 	first    [2]int // (chunk index, position) of its first piece
 	spans    []span // byte ranges received, sorted, disjoint, adjacent ones merged
 	received int64  // bytes received
+	at       int    // its first element's index in the arena (-1: a buffer of its own)
 }
 
 // span is the byte range [lo, hi) of a tensor.
@@ -263,15 +298,18 @@ func (a *Assembler) checkComplete(adds map[string]*pending) error {
 	return nil
 }
 
-// apply adds the checked chunk w to a.
+// apply adds the checked chunk w to a: its new tensors get their buffers
+// in the order w lists them.
 func (a *Assembler) apply(w *PolicyWeights, adds map[string]*pending) {
-	for name, p := range adds {
-		t := a.tensors[name]
-		if p.isNew {
-			t = &partial{t: Tensor{Name: name, Shape: slices.Clone(p.shape), Data: make([]float32, p.total/elemBytes)}, total: p.total}
-			a.tensors[name] = t
+	for _, c := range w.GetTensors() {
+		if p, name := adds[c.GetName()], c.GetName(); p.isNew && a.tensors[name] == nil {
+			data, at := a.alloc(int(p.total / elemBytes))
+			a.tensors[name] = &partial{t: Tensor{Name: name, Shape: slices.Clone(p.shape), Data: data}, total: p.total, at: at}
 			a.bytes += p.total
 		}
+	}
+	for name, p := range adds {
+		t := a.tensors[name]
 		for _, s := range p.spans {
 			t.spans = insertSpan(t.spans, s)
 		}
@@ -280,11 +318,24 @@ func (a *Assembler) apply(w *PolicyWeights, adds map[string]*pending) {
 	}
 	for _, c := range w.GetTensors() {
 		data, t := c.GetData(), a.tensors[c.GetName()].t.Data[c.GetOffset()/elemBytes:]
-		for i := range len(data) / elemBytes {
-			t[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[elemBytes*i:]))
-		}
+		decodeFloats(t[:len(data)/elemBytes], data)
 	}
 	a.seen[w.GetChunkIndex()] = true
+}
+
+// alloc returns room for n elements and its index in the arena: the
+// arena's next n with MaxBytes set (a version's declared bytes never pass
+// it), else a buffer of its own (-1).
+func (a *Assembler) alloc(n int) ([]float32, int) {
+	if a.MaxBytes <= 0 {
+		return make([]float32, n), -1
+	}
+	if a.arena == nil {
+		a.arena = make([]float32, 0, a.MaxBytes/elemBytes)
+	}
+	at := len(a.arena)
+	a.arena = a.arena[:at+n]
+	return a.arena[at : at+n : at+n], at
 }
 
 // overlaps reports whether s shares a byte with one of the sorted,
@@ -328,6 +379,35 @@ func (a *Assembler) Done() bool {
 
 // Version is the version being assembled.
 func (a *Assembler) Version() int64 { return a.version }
+
+// Flat returns the data of every assembled tensor, one after another in
+// the order Tensors lists them, or ErrChunk if the snapshot is incomplete.
+// With MaxBytes set and the tensors received in the sender's order (one
+// ordered stream) it is the version's one buffer, shared with Tensors'
+// data and never written again; otherwise a copy. The result belongs to
+// the caller.
+func (a *Assembler) Flat() ([]float32, error) {
+	ts, err := a.Tensors()
+	if err != nil {
+		return nil, err
+	}
+	at := 0
+	for _, t := range ts {
+		if a.tensors[t.Name].at != at {
+			at = -1
+			break
+		}
+		at += len(t.Data)
+	}
+	if at == len(a.arena) {
+		return a.arena, nil
+	}
+	flat := make([]float32, 0, a.bytes/elemBytes)
+	for _, t := range ts {
+		flat = append(flat, t.Data...)
+	}
+	return flat, nil
+}
 
 // Tensors returns the assembled tensors in the sender's order, or ErrChunk
 // if the snapshot is incomplete. The result belongs to the caller.

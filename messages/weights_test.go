@@ -278,3 +278,60 @@ func TestAssemblerStateWithNaN(t *testing.T) {
 		t.Errorf("Tensors = %v, %v", ts, err)
 	}
 }
+
+// TestFlat checks that Flat lists every tensor's data in the sender's
+// order, whichever order the chunks came in, with and without MaxBytes
+// (one shared buffer, or a copy).
+func TestFlat(t *testing.T) {
+	want := []float32{1, 2, 3, 4, 5, 6, 7}
+	for _, tc := range []struct {
+		name  string
+		max   int64
+		order []int
+	}{
+		{"in order, one buffer", 28, []int{0, 1, 2, 3}},
+		{"in order, room to spare", 1 << 10, []int{0, 1, 2, 3}},
+		{"out of order, one buffer", 28, []int{3, 1, 0, 2}},
+		{"in order, no MaxBytes", 0, []int{0, 1, 2, 3}},
+		{"out of order, no MaxBytes", 0, []int{2, 3, 0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chunks := ChunkWeights(meta(), 1, refTensors(), 8)
+			a := Assembler{MaxBytes: tc.max}
+			if _, err := a.Flat(); !errors.Is(err, ErrChunk) {
+				t.Fatalf("Flat before any chunk: %v, want ErrChunk", err)
+			}
+			for _, i := range tc.order {
+				if _, err := a.Add(chunks[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := a.Flat()
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("Flat = %v, %v; want %v", got, err, want)
+			}
+			checkTensors(t, &a, refTensors())
+		})
+	}
+}
+
+// TestFloatBytes checks the wire form of float32 data against the
+// element-by-element little-endian encoding, both ways, bit for bit
+// (NaN payloads and -0 included).
+func TestFloatBytes(t *testing.T) {
+	x := []float32{0, float32(math.Copysign(0, -1)), 1.5, -3e38, float32(math.Inf(-1)), math.Float32frombits(0x7fc00001), math.SmallestNonzeroFloat32}
+	b := floatBytes(x)
+	if want := encodeFloats(x); !slices.Equal(b, want) {
+		t.Fatalf("floatBytes = %v, want %v", b, want)
+	}
+	got := make([]float32, len(x))
+	decodeFloats(got, b)
+	for i := range x {
+		if math.Float32bits(got[i]) != math.Float32bits(x[i]) {
+			t.Errorf("element %d: %08x, want %08x", i, math.Float32bits(got[i]), math.Float32bits(x[i]))
+		}
+	}
+	if len(floatBytes(nil)) != 0 {
+		t.Error("floatBytes(nil) is not empty")
+	}
+}

@@ -313,23 +313,24 @@ func TestLongClusterSameRun(t *testing.T) {
 	}
 }
 
-// midRunCluster starts a learner of a run of steps, a generator node B
-// and a reward+reference node, then, while the run goes, a generator node
-// A, frozen (SIGSTOP) as soon as it has joined: the next step hands it a
-// part it will not answer. It returns the learner, A and A's node id.
-func midRunCluster(t *testing.T, bin, dir string, steps int) (learner, genA *proc, idA, seed string) {
+// midRunCluster starts a learner of a run of steps, a generator node and
+// a reward+reference node, then, while the run goes, a node A of role
+// (generator, or reward,reference), frozen (SIGSTOP) as soon as it has
+// joined: the next step hands it a part it will not answer. It returns the
+// learner, A and A's node id.
+func midRunCluster(t *testing.T, bin, dir string, steps int, role string) (learner, nodeA *proc, idA, seed string) {
 	t.Helper()
 	seed = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	learner = start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1])...)
 	start(t, bin, "gen-b", "--role", "generator", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
 	start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
-	genA = start(t, bin, "gen-a", "--role", "generator", "--cluster.seeds", seed)
-	idA = genA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
-	genA.signal(t, syscall.SIGSTOP)
+	nodeA = start(t, bin, role+"-a", "--role", role, "--cluster.seeds", seed)
+	idA = nodeA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
+	nodeA.signal(t, syscall.SIGSTOP)
 	if strings.Contains(learner.text(), "done:") {
-		t.Fatalf("the run ended before the generator froze: give it more steps")
+		t.Fatalf("the run ended before node A froze: give it more steps")
 	}
-	return learner, genA, idA, seed
+	return learner, nodeA, idA, seed
 }
 
 // checkReissued requires the run's metrics to count a reissued part.
@@ -349,22 +350,44 @@ func TestLongClusterNodeFailure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: five processes")
 	}
+	got, idC := killMidRun(t, "generator")
+	if ids := generatorsIn(t, got, 1); !slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(id, idC) }) {
+		t.Errorf("the generator that joined mid-run (%s) drew nothing: %v", idC, ids)
+	}
+}
+
+// TestLongClusterRelayNodeFailure: the same with a reward+reference node,
+// frozen while it holds a part relayed from its reward evaluator to its
+// reference scorer (both stages in one trip): the part goes to the other
+// such node and the run ends bit-identical to --role all.
+func TestLongClusterRelayNodeFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: five processes")
+	}
+	killMidRun(t, "reward,reference")
+}
+
+// killMidRun runs a cluster in which a node A of role, frozen while it
+// holds a part (midRunCluster), is killed (SIGKILL) once a node C of the
+// same role has joined, and requires the run to end bit-identical to
+// --role all with its metrics counting the reissue. It returns the run's
+// directory and C's node id.
+func killMidRun(t *testing.T, role string) (run, idC string) {
+	t.Helper()
 	bin, dir, steps := binary(t, ""), t.TempDir(), 150
 	want := allRun(t, bin, dir, steps)
-	learner, genA, idA, seed := midRunCluster(t, bin, dir, steps)
-	genC := start(t, bin, "gen-c", "--role", "generator", "--cluster.seeds", seed)
-	idC := genC.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
-	genA.signal(t, syscall.SIGKILL)
+	learner, nodeA, idA, seed := midRunCluster(t, bin, dir, steps, role)
+	nodeC := start(t, bin, role+"-c", "--role", role, "--cluster.seeds", seed)
+	idC = nodeC.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
+	nodeA.signal(t, syscall.SIGKILL)
 	learner.waitFor(t, `node `+regexp.QuoteMeta(idA)+` at \S+ left`, time.Minute)
 	if code := learner.exit(t, 5*time.Minute); code != 0 {
 		t.Fatalf("learner: exit %d\n%s", code, learner.text())
 	}
-	got := filepath.Join(dir, "cluster")
-	sameRun(t, got, want, steps)
-	checkReissued(t, got)
-	if ids := generatorsIn(t, got, 1); !slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(id, idC) }) {
-		t.Errorf("the generator that joined mid-run (%s) drew nothing: %v", idC, ids)
-	}
+	run = filepath.Join(dir, "cluster")
+	sameRun(t, run, want, steps)
+	checkReissued(t, run)
+	return run, idC
 }
 
 // TestLongClusterHungNode: a generator node frozen (SIGSTOP) while it
@@ -378,7 +401,7 @@ func TestLongClusterHungNode(t *testing.T) {
 	}
 	bin, dir, steps := binary(t, ""), t.TempDir(), 150
 	want := allRun(t, bin, dir, steps)
-	learner, genA, idA, _ := midRunCluster(t, bin, dir, steps)
+	learner, genA, idA, _ := midRunCluster(t, bin, dir, steps, "generator")
 	learner.waitFor(t, `node `+regexp.QuoteMeta(idA)+` at \S+ left`, time.Minute)
 	genA.signal(t, syscall.SIGCONT)
 	if code := learner.exit(t, 5*time.Minute); code != 0 {

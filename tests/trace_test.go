@@ -97,8 +97,8 @@ func (j *jaeger) stepTraces(t *testing.T, run string, ok func([]trace.StepTrace)
 }
 
 // stageSpans are the span names every step trace holds.
-var stageSpans = []string{"step", "generate", "generator.request", "generate.part", "reward", "reward.request",
-	"reward.part", "reward.function", "reference", "reference.request", "reference.part", "prepare",
+var stageSpans = []string{"step", "generate", "generator.request", "generate.part", "reward_reference", "reward.request",
+	"reward.part", "reward.function", "reference.part", "prepare",
 	"learner.request", "learn", "learn.forward", "learn.backward", "learn.optimizer", "controller.request", "control"}
 
 // checkTrace requires a step trace to hold every stage's spans (and, from
