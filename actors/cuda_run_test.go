@@ -13,6 +13,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/internal/bf16"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -178,4 +179,85 @@ func TestChunksAssembleOnCUDA(t *testing.T) {
 	if !slices.Equal(got.Weights(), host.Weights()) {
 		t.Fatal("assembled weights differ from the sender's")
 	}
+}
+
+// TestBF16ChunksRoundTrip: a model on a bf16 device (model.dtype bf16)
+// sends its product weights as bf16, the rest as float32: the chunks
+// hold that many bytes, assemble on a bf16 device into a model whose
+// product weights are the sender's bf16 rounding exactly and whose other
+// weights are the sender's, and which scores as the sender does, bit for
+// bit.
+func TestBF16ChunksRoundTrip(t *testing.T) {
+	dev, err := gpu.OpenDeviceWith("cuda", gpu.DeviceOptions{DType: gpu.DTypeBF16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	s := testSettings(t, testConfig(t, nil))
+	host, err := gpu.NewModel(s.model, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := host.On(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := chunkModel(messages.NewMeta("r", 1, "w", 1), sender, 1<<12, &tensorLayout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, bytes := bf16Expected(t, sender)
+	if got := chunkBytes(chunks); got != bytes {
+		t.Errorf("chunks hold %d bytes, want %d (of %d as float32)", got, bytes, 4*sender.NumParams())
+	}
+	a := messages.Assembler{MaxBytes: s.model.WeightBytes()}
+	var got *gpu.Model
+	for _, c := range chunks {
+		if got, err = addWeightChunk(&a, s.model, dev, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !isOn(got, dev) || got.DType() != gpu.DTypeBF16 {
+		t.Fatalf("assembled on %v in %s, want the bf16 device", isOn(got, dev), got.DType())
+	}
+	if w := got.Weights(); !slices.Equal(w, want) {
+		t.Fatal("assembled weights are not the sender's with its product weights rounded to bf16")
+	}
+	seqs := []gpu.Sequence{{Prompt: []int{1, 5, 9}, Completion: []int{4, 2, 7, 3}}, {Prompt: []int{2}, Completion: []int{8, 8}}}
+	ws, err := sender.Score(seqs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := got.Score(seqs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ws {
+		if !slices.Equal(gs[i].LogProbs, ws[i].LogProbs) || !slices.Equal(gs[i].Entropies, ws[i].Entropies) {
+			t.Fatalf("sequence %d scores %v, the sender %v", i, gs[i].LogProbs, ws[i].LogProbs)
+		}
+	}
+}
+
+// bf16Expected is m's weights with its product weights rounded to bf16,
+// and the bytes its chunks carry: 2 per product weight, 4 per other.
+func bf16Expected(t *testing.T, m *gpu.Model) ([]float32, int64) {
+	t.Helper()
+	w, product := m.Weights(), m.ProductWeights()
+	var bytes int64
+	off := 0
+	for i, name := range m.TensorNames() {
+		x, _, err := m.Tensor(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range x {
+			if product[i] {
+				w[off+j] = bf16.Float32(bf16.Round(x[j]))
+			}
+		}
+		bytes += int64(len(x)) * map[bool]int64{true: 2, false: 4}[product[i]]
+		off += len(x)
+	}
+	return w, bytes
 }

@@ -21,7 +21,10 @@ type policySnapshot struct {
 // chunkModel splits m's weights into PolicyWeights chunks of at most
 // maxBytes of tensor data each, tagged with m's version, with the tensor
 // names and shapes of l (read from m the first time). The weights are
-// copied once (Model.Weights), and the chunks share that copy.
+// copied once (Model.Weights), and the chunks share that copy. A model
+// whose products run in bf16 (model.dtype bf16) sends its product weights
+// as bf16 (half the bytes): their rounding is all its products read, so a
+// receiver computing in bf16 computes exactly what it does.
 func chunkModel(meta *messages.StepMeta, m *gpu.Model, maxBytes int, l *tensorLayout) ([]*messages.PolicyWeights, error) {
 	tensors, err := l.tensors(m)
 	if err != nil {
@@ -35,23 +38,29 @@ func chunkModel(meta *messages.StepMeta, m *gpu.Model, maxBytes int, l *tensorLa
 // (a tensor at a time), then laid over each snapshot's one copy of its
 // weights. The zero value reads it from the first model it is given.
 type tensorLayout struct {
-	cfg    gpu.Config
-	shapes []messages.Tensor // no Data
+	cfg     gpu.Config
+	shapes  []messages.Tensor // no Data
+	product []bool            // by tensor: read only as a product weight (Model.ProductWeights)
 }
 
-// tensors returns m's tensors as views of one copy of its weights.
+// tensors returns m's tensors as views of one copy of its weights, the
+// product weights of a bf16 model to travel as bf16.
 func (l *tensorLayout) tensors(m *gpu.Model) ([]messages.Tensor, error) {
 	if l.shapes == nil || l.cfg != m.Config() {
 		if err := l.read(m); err != nil {
 			return nil, err
 		}
 	}
+	half := m.DType() == gpu.DTypeBF16
 	flat := m.Weights()
 	out := make([]messages.Tensor, len(l.shapes))
 	off := 0
 	for i, t := range l.shapes {
 		n := numel(t.Shape)
 		out[i] = messages.Tensor{Name: t.Name, Shape: t.Shape, Data: flat[off : off+n : off+n]}
+		if half && l.product[i] {
+			out[i].DType = messages.DType_BF16
+		}
 		off += n
 	}
 	return out, nil
@@ -78,7 +87,7 @@ func (l *tensorLayout) read(m *gpu.Model) error {
 	if total != m.NumParams() {
 		return fmt.Errorf("%w: tensors of %d weights in a buffer of %d", messages.ErrShape, total, m.NumParams())
 	}
-	l.cfg, l.shapes = m.Config(), shapes
+	l.cfg, l.shapes, l.product = m.Config(), shapes, m.ProductWeights()
 	return nil
 }
 
