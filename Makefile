@@ -106,7 +106,7 @@ lint: ## gofmt check and go vet (also the openblas build and the purego build: t
 CUDA_CACHE ?= $(or $(MGRPO_CUDA_CACHE),$(HOME)/.cache/mgrpo-cuda)
 CUDA_ENV = CGO_CFLAGS="-I$(CUDA_CACHE)/usr/include -Wno-deprecated-declarations" CGO_LDFLAGS="-L$(CUDA_CACHE)/usr/lib/x86_64-linux-gnu/stubs"
 NVRTC_ENV = CGO_CFLAGS="-I$(CUDA_CACHE)/usr/include" CGO_LDFLAGS="-L$(CUDA_CACHE)/nvrtc/lib" LD_LIBRARY_PATH="$(CUDA_CACHE)/nvrtc/lib"
-cuda-check: ## without a GPU: vet and build the cuda tag, compile every kernel to PTX with NVRTC (compute_80, _90), run the kernel tests and an all-GPU run on the CPU emulator (~800 MB fetched once)
+cuda-check: ## without a GPU: vet and build the cuda tag, compile every kernel to PTX with NVRTC (compute_80, _90), run the kernel tests, an all-GPU run and a GPU worker node on the CPU emulator (~800 MB fetched once)
 	@.ci/cuda-cache "$(CUDA_CACHE)"
 	$(CUDA_ENV) $(GO) vet -tags cuda ./gpu/... ./actors/... ./cmd/...
 	$(CUDA_ENV) $(GO) build -tags cuda -o /dev/null ./cmd/mgrpo-node
@@ -114,6 +114,7 @@ cuda-check: ## without a GPU: vet and build the cuda tag, compile every kernel t
 	$(GO) vet -tags cudaemu ./gpu/... ./actors/...
 	$(GO) test -tags cudaemu ./gpu/cuda/...
 	$(GO) test -tags cudaemu -run CUDA ./gpu ./actors
+	$(GO) test -tags cudaemu -run GPUNode ./tests
 
 # CUDA_HOME is the CUDA toolkit of a GPU machine: headers in include/, libraries in CUDA_LIB.
 CUDA_HOME ?= /usr/local/cuda
