@@ -1,4 +1,4 @@
-//go:build cudaemu
+//go:build cuda || cudaemu
 
 package actors
 
