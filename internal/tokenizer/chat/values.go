@@ -756,24 +756,7 @@ func stringMethod(s, name string) function {
 	case "lower":
 		return func([]any, map[string]any) (any, error) { return strings.ToLower(s), nil }
 	case "startswith", "endswith":
-		return func(args []any, _ map[string]any) (any, error) {
-			if len(args) == 0 {
-				return nil, fmt.Errorf("%s needs an argument", name)
-			}
-			f := strings.HasPrefix
-			if name == "endswith" {
-				f = strings.HasSuffix
-			}
-			if list, ok := args[0].([]any); ok {
-				for _, p := range list {
-					if f(s, toString(p)) {
-						return true, nil
-					}
-				}
-				return false, nil
-			}
-			return f(s, toString(args[0])), nil
-		}
+		return affixMethod(s, name)
 	case "split":
 		return func(args []any, _ map[string]any) (any, error) {
 			var parts []string
@@ -797,6 +780,29 @@ func stringMethod(s, name string) function {
 		}
 	}
 	return nil
+}
+
+// affixMethod is s.startswith or s.endswith (name), whose argument is a
+// string or a list of strings any of which may match.
+func affixMethod(s, name string) function {
+	f := strings.HasPrefix
+	if name == "endswith" {
+		f = strings.HasSuffix
+	}
+	return func(args []any, _ map[string]any) (any, error) {
+		if len(args) == 0 {
+			return nil, fmt.Errorf("%s needs an argument", name)
+		}
+		if list, ok := args[0].([]any); ok {
+			for _, p := range list {
+				if f(s, toString(p)) {
+					return true, nil
+				}
+			}
+			return false, nil
+		}
+		return f(s, toString(args[0])), nil
+	}
 }
 
 // sortedKeys lists a map's keys in order (for deterministic errors).
