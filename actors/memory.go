@@ -18,8 +18,11 @@ import (
 // learner pads), the policy, reference and a snapshot of the weights,
 // each generator's sampler and the reference scoring workspace (both take
 // a part of train.prompts_per_part prompts at a time), and the warm
-// start's learner batch.
+// start's learner batch. On model.device cuda it is cudaHostBytes.
 func runBytes(c *config.Config, model gpu.Config, promptLen int) int64 {
+	if c.Model.Device == "cuda" {
+		return cudaHostBytes(model)
+	}
 	g := c.Generation.NumGenerations
 	b := int(min(int64(c.Train.PromptsPerStep)*int64(g), int64(1)<<40))
 	part := min(c.Train.PromptsPerPart, c.Train.PromptsPerStep)
@@ -38,6 +41,15 @@ func runBytes(c *config.Config, model gpu.Config, promptLen int) int64 {
 	return int64(sum)
 }
 
+// cudaHostBytes estimates the host memory of a run on model.device cuda,
+// whose learner, samplers and scorer keep their weights and workspaces in
+// GPU memory (the CUDA engine refuses at start what does not fit there):
+// the weights as read or made on the host, and a checkpoint's copies of
+// the weights and AdamW's two moments.
+func cudaHostBytes(model gpu.Config) int64 {
+	return 4 * model.WeightBytes()
+}
+
 // passSize is how many of a batch's b sequences one learner pass takes
 // with train.micro_batch micro (0: all).
 func passSize(b, micro int) int {
@@ -49,6 +61,9 @@ func passSize(b, micro int) int {
 
 // runMemoryWhat names what runBytes estimates, for the error line.
 func runMemoryWhat(c *config.Config) string {
+	if c.Model.Device == "cuda" {
+		return "the host's part of a GPU run (the weights, a checkpoint's copies of them and of AdamW's moments)"
+	}
 	return fmt.Sprintf("training (weights, AdamW state, %d generators and learner batches of %d prompts × %d generations)",
 		max(c.Cluster.Generators, 1), c.Train.PromptsPerStep, c.Generation.NumGenerations)
 }

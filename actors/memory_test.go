@@ -127,3 +127,23 @@ func TestRunMicroBatch(t *testing.T) {
 		t.Errorf("the plan in passes of 2: %d bytes, whole batches %d; want less", part, whole)
 	}
 }
+
+// TestCUDARunHostBytes: a GPU run's host estimate counts the weights and a
+// checkpoint's copies, not the CPU engine's workspaces, which live in GPU
+// memory there: Qwen2.5-0.5B's shape would otherwise be refused on a host
+// with memory to spare for it, or get a Go memory limit sized for the CPU.
+func TestCUDARunHostBytes(t *testing.T) {
+	model, err := gpu.Preset("qwen2.5-0.5b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cpu := runBytes(cfg, model, 64)
+	cfg.Model.Device = "cuda"
+	if got, want := runBytes(cfg, model, 64), 4*model.WeightBytes(); got != want || got >= cpu {
+		t.Errorf("cuda host estimate %d bytes, want %d (4 × the weights), under the CPU's %d", got, want, cpu)
+	}
+	if what := runMemoryWhat(cfg); !strings.Contains(what, "GPU run") {
+		t.Errorf("what a cuda estimate counts: %q", what)
+	}
+}

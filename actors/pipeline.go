@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
 )
 
@@ -21,8 +22,12 @@ type PipelineOptions struct {
 	// MinGenerators holds the first generation until the generator pool
 	// has this many actors, local and remote (≤ 1: until it has one).
 	MinGenerators int
-	// RequestTimeout bounds one request to one stage actor.
+	// RequestTimeout, when set, bounds one request to one stage actor.
 	RequestTimeout time.Duration
+	// Timeouts, when RequestTimeout is not set, bounds one request to one
+	// actor of each stage it names (Stage_SYNC: a weight publication's
+	// acknowledgement), and 30 s those it does not.
+	Timeouts map[messages.Stage]time.Duration
 	// Retries is how many more times a timed-out request is sent, each
 	// time to the next actor of the pool.
 	Retries int
@@ -35,6 +40,17 @@ type PipelineOptions struct {
 	Wrap func(id string, s Sampler) Sampler
 	// Cluster, if set, lets worker nodes join the run and fill the pools.
 	Cluster *ClusterOptions
+}
+
+// timeout is how long one request to an actor of stage may take.
+func (o PipelineOptions) timeout(stage messages.Stage) time.Duration {
+	if o.RequestTimeout > 0 {
+		return o.RequestTimeout
+	}
+	if t, ok := o.Timeouts[stage]; ok {
+		return t
+	}
+	return minTimeout
 }
 
 // runEnv is what the wiring (Run) opened for a run besides its settings:
@@ -71,16 +87,13 @@ func StartPipeline(s *settings, env runEnv, m Models, cs rewards.ControllerState
 // StartPipelineOn is StartPipeline on an existing actor system (a learner
 // node's, which worker nodes reach over the network).
 func StartPipelineOn(sys *actor.ActorSystem, s *settings, env runEnv, m Models, cs rewards.ControllerState, opt PipelineOptions) *Pipeline {
-	if opt.RequestTimeout <= 0 {
-		opt.RequestTimeout = 30 * time.Second
-	}
 	newCoordinator := func() actor.Actor {
 		return &coordinator{
 			supervisor: &supervisor{opt: opt, stages: s.stages, learn: s.learn, control: s.control, tel: env.tel,
 				device: env.device, models: m, state: cs},
 			members: &membership{opt: opt.Cluster},
 			weights: &publisher{runID: env.id, start: m.Policy, reference: m.Reference, chunked: opt.ChunkWeights,
-				chunkSize: opt.ChunkBytes, timeout: opt.RequestTimeout, tel: env.tel},
+				chunkSize: opt.ChunkBytes, timeout: opt.timeout(messages.Stage_SYNC), tel: env.tel},
 		}
 	}
 	props := actor.PropsFromProducer(newCoordinator, actor.WithSupervisor(newResendStrategy(5, time.Minute, 50*time.Millisecond)))

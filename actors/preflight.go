@@ -16,7 +16,8 @@ import (
 // and a weights file, that every dataset prompt fits the model's context,
 // that the run fits in the memory available, and that a learner node's
 // largest message fits cluster.max_message_bytes. It is part of the
-// wiring: it reads cfg for what the run's settings do not keep. It
+// wiring: it reads cfg for what the run's settings do not keep. It sizes
+// the stages' request timeouts from the longest prompt (sizeTimeouts) and
 // returns the run's memory estimate (runBytes).
 func preflight(cfg *config.Config, s *settings) (int64, error) {
 	model := s.model
@@ -48,6 +49,7 @@ func preflight(cfg *config.Config, s *settings) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.sizeTimeouts(cfg, model, prompt+cfg.Generation.MaxCompletionLen)
 	if cl := cfg.Cluster; cl.HasRole(config.RoleLearner) && !cl.HasRole(config.RoleAll) {
 		join, err := joinReply(s, runName(cfg))
 		if err != nil {

@@ -128,7 +128,7 @@ func (r *runner) stepRecord(res stepResult, skipped *SkipError) map[string]float
 func (r *runner) skipHint(s *SkipError) string {
 	switch {
 	case s.Reason == messages.SkipReason_TIMEOUT:
-		return fmt.Sprintf(" (a part took longer than cluster.request_timeout, %s: raise it where a part takes longer, as a CPU's generation from a large vocabulary)", r.settings.record.requestTimeout)
+		return fmt.Sprintf(" (no answer within its timeout, %s: set cluster.request_timeout above what a request takes)", r.settings.record.timeouts[s.Stage])
 	case s.Err != nil && strings.Contains(s.Err.Error(), gpu.ErrMemory.Error()):
 		return " (train.micro_batch, train.prompts_per_step or generation.max_completion_len lowers the memory a step needs)"
 	}

@@ -696,13 +696,12 @@ func checkHighKLTable(t *testing.T, path string, want int) {
 }
 
 // TestSkipHintNamesTimeout: a step skipped because a stage timed out
-// names the setting that bounds it and its value (a CPU's generation from
-// Qwen's vocabulary took minutes a part, past the default 30 s, and every
-// step of the README's command was skipped), one refused memory the
-// settings that lower it; other skips add nothing.
+// names the stage's timeout and the setting that bounds it, one refused
+// memory the settings that lower it; other skips add nothing.
 func TestSkipHintNamesTimeout(t *testing.T) {
-	r := &runner{settings: &settings{record: recordSettings{requestTimeout: 30 * time.Second}}}
-	if got := r.skipHint(&SkipError{Stage: messages.Stage_GENERATE, Reason: messages.SkipReason_TIMEOUT}); !strings.Contains(got, "cluster.request_timeout, 30s") {
+	timeouts := map[messages.Stage]time.Duration{messages.Stage_GENERATE: 90 * time.Second}
+	r := &runner{settings: &settings{record: recordSettings{timeouts: timeouts}}}
+	if got := r.skipHint(&SkipError{Stage: messages.Stage_GENERATE, Reason: messages.SkipReason_TIMEOUT}); !strings.Contains(got, "1m30s") || !strings.Contains(got, "cluster.request_timeout") {
 		t.Errorf("timeout hint %q", got)
 	}
 	memory := &SkipError{Stage: messages.Stage_LEARN, Reason: messages.SkipReason_INTERNAL,

@@ -15,6 +15,7 @@ import (
 	"github.com/mgrpo/mgrpo/gpu/optim"
 	"github.com/mgrpo/mgrpo/internal/tokenizer"
 	"github.com/mgrpo/mgrpo/internal/tokenizer/chat"
+	"github.com/mgrpo/mgrpo/messages"
 	"github.com/mgrpo/mgrpo/rewards"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
@@ -124,9 +125,9 @@ type recordSettings struct {
 	slowFixed  time.Duration // trace.slow_step: a fixed threshold,
 	slowAuto   bool          // or relative to the recent steps
 	showsTau   bool          // tau shapes the weights (maxent_listwise): the progress line shows it
-	// requestTimeout is cluster.request_timeout, which a skip for a
-	// timeout names.
-	requestTimeout time.Duration
+	// timeouts are the stages' request timeouts (cluster.request_timeout
+	// or automatic), which a skip for a timeout names.
+	timeouts map[messages.Stage]time.Duration
 }
 
 // metricSettings are the settings a step's metrics report beside its
@@ -178,6 +179,7 @@ func newSettings(cfg *config.Config) (*settings, error) {
 	if s.record, err = recordSettingsOf(cfg, model, metricSettings{objective: objective, clip: cfg.MaxEnt.ClipObjective, control: control, prepare: prepare}); err != nil {
 		return nil, err
 	}
+	s.sizeTimeouts(cfg, model, model.Context) // preflight sizes them from the longest prompt
 	return s, nil
 }
 
@@ -261,7 +263,6 @@ func recordSettingsOf(cfg *config.Config, model gpu.Config, m metricSettings) (r
 		cadence:    cadence{log: max(o.LogEvery, 1), samples: o.SampleEvery, eval: t.EvalEvery, checkpoint: t.CheckpointEvery, steps: t.Steps},
 		sampleRows: o.SampleRows, maxSkipped: t.MaxSkippedSteps, guardStops: t.Guard == config.GuardStop, keep: o.KeepCheckpoints, seed: t.Seed,
 		config: text, metrics: m, slowFixed: fixed, slowAuto: auto, showsTau: m.objective == rewards.ObjectiveMaxEntListwise,
-		requestTimeout: cfg.Cluster.RequestTimeout,
 	}, nil
 }
 

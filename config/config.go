@@ -467,9 +467,10 @@ type Cluster struct {
 	MaxMessageBytes int `koanf:"max_message_bytes" help:"gRPC max message size in bytes (every node)"`
 	// WeightChunkBytes is the largest PolicyWeights chunk.
 	WeightChunkBytes int `koanf:"weight_chunk_bytes" help:"bytes per weight-sync chunk (< max_message_bytes)"`
-	// RequestTimeout bounds a request to a stage actor; at least
-	// minRequestTimeout.
-	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of one request to a stage actor (>= 10ms)"`
+	// RequestTimeout bounds a request to a stage actor: at least
+	// minRequestTimeout, or 0 (the default) for each stage's own, sized
+	// from the work a request holds (at least 30 s).
+	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of one request to a stage actor (>= 10ms; 0: each stage's sized from its work, at least 30s)"`
 	// TLS is the mutual TLS of every connection between nodes.
 	TLS TLS `koanf:"tls" help:"mutual TLS between nodes"`
 	// Insecure allows plaintext between nodes on a non-loopback host.

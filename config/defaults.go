@@ -1,9 +1,5 @@
 package config
 
-import (
-	"time"
-)
-
 // Default returns the built-in configuration: 2-digit addition on the
 // small preset, a warm start of at most 1000 steps (it stops once greedy
 // accuracy holds 40%), then 200 steps of GRPO. The RL
@@ -111,7 +107,6 @@ func Default() *Config {
 			RewardEvaluators: 1,
 			MaxMessageBytes:  64 << 20, // go-deps §11: raise gRPC's 4 MiB on every node
 			WeightChunkBytes: 1 << 20,
-			RequestTimeout:   30 * time.Second,
 		},
 		Trace: Trace{
 			Protocol:    "grpc",

@@ -370,8 +370,8 @@ func validateCluster(v *validator, c *Config) {
 	v.atLeast("cluster.max_message_bytes", cl.MaxMessageBytes, 4<<20)
 	v.atLeast("cluster.weight_chunk_bytes", cl.WeightChunkBytes, 1024)
 	v.conflict(cl.WeightChunkBytes < cl.MaxMessageBytes, "cluster.weight_chunk_bytes", cl.WeightChunkBytes, fmt.Sprintf("must be below cluster.max_message_bytes (%d)", cl.MaxMessageBytes))
-	v.need(cl.RequestTimeout >= minRequestTimeout, "cluster.request_timeout", cl.RequestTimeout,
-		fmt.Sprintf("must be at least %s (no stage answers sooner: every step would be skipped)", minRequestTimeout))
+	v.need(cl.RequestTimeout == 0 || cl.RequestTimeout >= minRequestTimeout, "cluster.request_timeout", cl.RequestTimeout,
+		fmt.Sprintf("must be 0 (sized from the work) or at least %s (no stage answers sooner: every step would be skipped)", minRequestTimeout))
 }
 
 // loopback reports whether host is a loopback address or name.

@@ -170,7 +170,7 @@ func TestValidate(t *testing.T) {
 		{"max message bytes", func(c *Config) { c.Cluster.MaxMessageBytes = 1 << 20 }, "cluster.max_message_bytes", ErrRange},
 		{"chunk bytes", func(c *Config) { c.Cluster.WeightChunkBytes = 10 }, "cluster.weight_chunk_bytes", ErrRange},
 		{"chunk above message limit", func(c *Config) { c.Cluster.WeightChunkBytes = c.Cluster.MaxMessageBytes }, "cluster.weight_chunk_bytes", ErrConflict},
-		{"request timeout", func(c *Config) { c.Cluster.RequestTimeout = 0 }, "cluster.request_timeout", ErrRange},
+		{"request timeout", func(c *Config) { c.Cluster.RequestTimeout = -time.Second }, "cluster.request_timeout", ErrRange},
 		// trace
 		{"otlp endpoint", func(c *Config) { c.Trace.OTLPEndpoint = "localhost" }, "trace.otlp_endpoint", ErrRange},
 		{"protocol", func(c *Config) { c.Trace.Protocol = "udp" }, "trace.protocol", ErrRange},

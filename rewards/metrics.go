@@ -326,6 +326,36 @@ func (s StepMetrics) controllerBlock(m metricSet) {
 	m.set("weighting/beta", st.Beta)
 	m.set("weight_entropy_ema", st.TauEntropyEMA)
 	target := c.Tau.TargetAt(s.Step)
+	for _, kv := range s.controllerSettings(target) {
+		m.set(kv.key, kv.v)
+		m.set("weighting/"+kv.key, kv.v)
+	}
+	if c.Beta.Target > 0 && isFinite(c.KL) {
+		m.set("kl_error_to_target", c.KL-c.Beta.Target)
+		m.set("kl_ratio_to_target", c.KL/max(c.Beta.Target, 1e-8))
+	}
+	if c.Tau.Enabled && isFinite(c.WeightEntropy) {
+		e := c.WeightEntropy - target
+		m.set("weight_entropy_error", e)
+		m.set("weight_entropy_abs_error", math.Abs(e))
+		m.set("tau_loss", 0.5*e*e)
+		m.set("weighting/tau_loss", 0.5*e*e)
+	}
+	metaBlock(m, c.Meta, c.Grads)
+}
+
+// keyValue is one metric key and its value.
+type keyValue struct {
+	key string
+	v   float64
+}
+
+// controllerSettings are the controller keys mirrored under weighting/:
+// its settings and the step's changes of tau and beta (target is the
+// entropy target at the step).
+func (s StepMetrics) controllerSettings(target float64) []keyValue {
+	c := s.Controller
+	st := c.State
 	dTau, dBeta := 0.0, 0.0
 	if isFinite(c.PrevTau) {
 		dTau = st.Tau - c.PrevTau
@@ -337,10 +367,7 @@ func (s StepMetrics) controllerBlock(m metricSet) {
 	if c.Tau.Enabled {
 		targetKey = target
 	}
-	mirrored := []struct {
-		key string
-		v   float64
-	}{
+	kvs := []keyValue{
 		{"tau_log", st.TauLog},
 		{"q_temperature", c.QTemperature},
 		{"q_epsilon", c.QEpsilon},
@@ -366,27 +393,9 @@ func (s StepMetrics) controllerBlock(m metricSet) {
 		{"delta_beta_abs", math.Abs(dBeta)},
 	}
 	if c.Denominator > 0 {
-		mirrored = append(mirrored, struct {
-			key string
-			v   float64
-		}{"weight_norm_denom", c.Denominator})
+		kvs = append(kvs, keyValue{"weight_norm_denom", c.Denominator})
 	}
-	for _, kv := range mirrored {
-		m.set(kv.key, kv.v)
-		m.set("weighting/"+kv.key, kv.v)
-	}
-	if c.Beta.Target > 0 && isFinite(c.KL) {
-		m.set("kl_error_to_target", c.KL-c.Beta.Target)
-		m.set("kl_ratio_to_target", c.KL/max(c.Beta.Target, 1e-8))
-	}
-	if c.Tau.Enabled && isFinite(c.WeightEntropy) {
-		e := c.WeightEntropy - target
-		m.set("weight_entropy_error", e)
-		m.set("weight_entropy_abs_error", math.Abs(e))
-		m.set("tau_loss", 0.5*e*e)
-		m.set("weighting/tau_loss", 0.5*e*e)
-	}
-	metaBlock(m, c.Meta, c.Grads)
+	return kvs
 }
 
 // metaBlock fills the meta/... keys.

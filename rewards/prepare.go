@@ -195,34 +195,18 @@ func Prepare(in PrepareInput, cfg PrepareConfig, tau, beta float64) (*Prepared, 
 	}
 	st.BaseReward = meanFinite(u)
 	if cfg.Objective == ObjectiveGRPOEntropyBonus {
-		b, err := PolicyEntropyBonus(u, in.EntropySums, in.TokenCounts, in.K, cfg.EntropyBonusCoef)
-		if err != nil {
+		if err := out.addEntropyBonus(in, cfg, u); err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
-		for i := range u {
-			u[i] += b.Bonus[i]
-		}
-		if err := checkFinite("utilities with bonus", u); err != nil {
-			return nil, fmt.Errorf("prepare: entropy bonus: %w", err)
-		}
-		st.Bonus = &b
 	}
 	out.Utilities = u
 	if out.Advantages, err = GroupAdvantages(u, in.K, cfg.ScaleRewards); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	if cfg.Seed.Enabled {
-		s, err := SeedScales(in.Completions, in.BehaviorLogpSums, in.TokenCounts, in.K, cfg.Seed)
-		if err != nil {
+		if err := out.seedScale(in, cfg); err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
-		if out.Advantages, err = ScaleGroups(out.Advantages, in.K, s.Scale); err != nil {
-			return nil, fmt.Errorf("prepare: %w", err)
-		}
-		if err := checkFinite("scaled advantages", out.Advantages); err != nil {
-			return nil, fmt.Errorf("prepare: seed-grpo: %w", err)
-		}
-		st.Seed = &s
 	}
 	if out.Q, err = QDistribution(u, in.K, cfg.QTemperature, cfg.QEpsilon); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
@@ -239,6 +223,40 @@ func Prepare(in PrepareInput, cfg PrepareConfig, tau, beta float64) (*Prepared, 
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	return out, nil
+}
+
+// addEntropyBonus adds the policy-entropy bonus to the utilities u in
+// place (grpo_entropy_bonus) and keeps its statistics.
+func (out *Prepared) addEntropyBonus(in PrepareInput, cfg PrepareConfig, u []float64) error {
+	b, err := PolicyEntropyBonus(u, in.EntropySums, in.TokenCounts, in.K, cfg.EntropyBonusCoef)
+	if err != nil {
+		return err
+	}
+	for i := range u {
+		u[i] += b.Bonus[i]
+	}
+	if err := checkFinite("utilities with bonus", u); err != nil {
+		return fmt.Errorf("entropy bonus: %w", err)
+	}
+	out.Stats.Bonus = &b
+	return nil
+}
+
+// seedScale scales each group's advantages by SEED-GRPO's uncertainty
+// factor and keeps its statistics.
+func (out *Prepared) seedScale(in PrepareInput, cfg PrepareConfig) error {
+	s, err := SeedScales(in.Completions, in.BehaviorLogpSums, in.TokenCounts, in.K, cfg.Seed)
+	if err != nil {
+		return err
+	}
+	if out.Advantages, err = ScaleGroups(out.Advantages, in.K, s.Scale); err != nil {
+		return err
+	}
+	if err := checkFinite("scaled advantages", out.Advantages); err != nil {
+		return fmt.Errorf("seed-grpo: %w", err)
+	}
+	out.Stats.Seed = &s
+	return nil
 }
 
 // BaseUtilities are the utilities before any entropy bonus (spec §1.2):

@@ -180,19 +180,7 @@ func GSPO(cfg Config, b Batch, lp []float64) (Result, error) {
 		if n[i] == 0 {
 			continue
 		}
-		row := b.Mask[i*b.T : (i+1)*b.T]
-		var logRatio, behRatio, klSum float64
-		for t, m := range row {
-			if m == 0 {
-				continue
-			}
-			k := i*b.T + t
-			old := b.old(lp, k)
-			logRatio += m * (lp[k] - old)
-			if useIS {
-				behRatio += m * (old - b.BehaviourLogp[k])
-			}
-		}
+		logRatio, behRatio := b.seqLogRatios(lp, i, useIS)
 		s, ds := ratio(logRatio/n[i], 0)
 		sc, g := clampGrad(s, 1-epsLow, 1+epsHigh)
 		adv := b.Advantages[i]
@@ -206,18 +194,7 @@ func GSPO(cfg Config, b Batch, lp []float64) (Result, error) {
 		isSum += c
 		st.PolicyLoss += inv * c * -mv
 		dSeq := inv * c * -adv * (da*ds + db*g*ds) / n[i] // per unit token mask
-		for t, m := range row {
-			if m == 0 {
-				continue
-			}
-			k := i*b.T + t
-			res.DLogp[k] = dSeq * m
-			if cfg.Beta != 0 {
-				kv, kd := k3(b.RefLogp[k], lp[k])
-				klSum += m * kv
-				res.DLogp[k] += inv * cfg.Beta * kd * m / n[i]
-			}
-		}
+		klSum := b.spreadSeqGrad(res.DLogp, lp, i, dSeq, inv*cfg.Beta, n[i], cfg.Beta != 0)
 		st.KLLoss += inv * cfg.Beta * klSum / n[i]
 		st.RatioMean += s
 		st.ClipLow += b2f(s < 1-epsLow && adv < 0)
@@ -235,4 +212,40 @@ func GSPO(cfg Config, b Batch, lp []float64) (Result, error) {
 	st.KL = meanK3(b, lp)
 	res.Loss = st.PolicyLoss + st.KLLoss
 	return res, nil
+}
+
+// seqLogRatios returns sequence i's masked sums Σ_t m(lp − old) and, when
+// useIS, Σ_t m(old − behaviour).
+func (b Batch) seqLogRatios(lp []float64, i int, useIS bool) (logRatio, behRatio float64) {
+	for t, m := range b.Mask[i*b.T : (i+1)*b.T] {
+		if m == 0 {
+			continue
+		}
+		k := i*b.T + t
+		old := b.old(lp, k)
+		logRatio += m * (lp[k] - old)
+		if useIS {
+			behRatio += m * (old - b.BehaviourLogp[k])
+		}
+	}
+	return logRatio, behRatio
+}
+
+// spreadSeqGrad sets sequence i's token gradients in d: dSeq·m for the
+// surrogate, plus klScale·m·∂k3/∂lp / n when withKL, and returns
+// Σ_t m·k3_t (0 without KL).
+func (b Batch) spreadSeqGrad(d, lp []float64, i int, dSeq, klScale, n float64, withKL bool) (klSum float64) {
+	for t, m := range b.Mask[i*b.T : (i+1)*b.T] {
+		if m == 0 {
+			continue
+		}
+		k := i*b.T + t
+		d[k] = dSeq * m
+		if withKL {
+			kv, kd := k3(b.RefLogp[k], lp[k])
+			klSum += m * kv
+			d[k] += klScale * kd * m / n
+		}
+	}
+	return klSum
 }

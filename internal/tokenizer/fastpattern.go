@@ -111,33 +111,11 @@ func translateAlternative(alt string) (string, bool) {
 		c := alt[i]
 		switch {
 		case c == '\\' && i+1 < len(alt):
-			i++
-			switch e := alt[i]; e {
-			case 's':
-				if inClass {
-					b.WriteString(unicodeSpace)
-				} else {
-					b.WriteString("[" + unicodeSpace + "]")
-				}
-			case 'S':
-				if inClass {
-					return "", false
-				}
-				b.WriteString("[^" + unicodeSpace + "]")
-			case 'p', 'P':
-				end := strings.IndexByte(alt[i:], '}')
-				if i+1 >= len(alt) || alt[i+1] != '{' || end < 0 {
-					return "", false
-				}
-				b.WriteByte('\\')
-				b.WriteString(alt[i : i+end+1])
-				i += end
-			case 'r', 'n', 't', 'f', 'v', '\\', '.', '-', '[', ']', '(', ')', '{', '}', '*', '+', '?', '|', '^', '$', '/', '\'', '"', '!', '#', '%', '&', ',', ':', ';', '<', '=', '>', '@', '_', '`', '~':
-				b.WriteByte('\\')
-				b.WriteByte(e)
-			default:
-				return "", false // \d, \w, \b, \u, \x, ... differ or are not needed
+			n, ok := translateEscape(&b, alt, i+1, inClass)
+			if !ok {
+				return "", false
 			}
+			i += n
 		case c == '(' && i+2 < len(alt) && alt[i+1] == '?' && (alt[i+2] == '=' || alt[i+2] == '!' || alt[i+2] == '<' || alt[i+2] == '>'):
 			return "", false // lookaround, atomic group
 		case inClass:
@@ -166,6 +144,39 @@ func translateAlternative(alt string) (string, bool) {
 		}
 	}
 	return b.String(), !inClass
+}
+
+// translateEscape writes the RE2 form of the escape whose letter is
+// alt[i] (after a backslash) and returns how many bytes of alt it read;
+// ok is false for one whose meaning differs or that is not needed.
+func translateEscape(b *strings.Builder, alt string, i int, inClass bool) (n int, ok bool) {
+	switch e := alt[i]; e {
+	case 's':
+		if inClass {
+			b.WriteString(unicodeSpace)
+		} else {
+			b.WriteString("[" + unicodeSpace + "]")
+		}
+	case 'S':
+		if inClass {
+			return 0, false
+		}
+		b.WriteString("[^" + unicodeSpace + "]")
+	case 'p', 'P':
+		end := strings.IndexByte(alt[i:], '}')
+		if i+1 >= len(alt) || alt[i+1] != '{' || end < 0 {
+			return 0, false
+		}
+		b.WriteByte('\\')
+		b.WriteString(alt[i : i+end+1])
+		return 1 + end, true
+	case 'r', 'n', 't', 'f', 'v', '\\', '.', '-', '[', ']', '(', ')', '{', '}', '*', '+', '?', '|', '^', '$', '/', '\'', '"', '!', '#', '%', '&', ',', ':', ';', '<', '=', '>', '@', '_', '`', '~':
+		b.WriteByte('\\')
+		b.WriteByte(e)
+	default:
+		return 0, false // \d, \w, \b, \u, \x, ... differ or are not needed
+	}
+	return 1, true
 }
 
 // find returns the byte spans of the matches, as Oniguruma finds them

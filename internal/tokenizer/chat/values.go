@@ -377,55 +377,49 @@ func arith(op string, x, y any) (any, error) {
 	if op == "~" {
 		return toString(x) + toString(y), nil
 	}
-	if op == "+" {
-		if a, ok := x.(string); ok {
-			if b, ok := y.(string); ok {
-				return a + b, nil
-			}
-			return nil, fmt.Errorf("cannot add %s to a string", describe(y))
-		}
-		if a, ok := x.([]any); ok {
-			if b, ok := y.([]any); ok {
-				return append(append([]any(nil), a...), b...), nil
-			}
-		}
-	}
-	if op == "*" {
-		if s, ok := x.(string); ok {
-			if n, ok := y.(int); ok {
-				return strings.Repeat(s, max(n, 0)), nil
-			}
-		}
+	if v, ok, err := sequenceArith(op, x, y); ok || err != nil {
+		return v, err
 	}
 	ai, aInt := x.(int)
 	bi, bInt := y.(int)
-	if aInt && bInt {
-		switch op {
-		case "+":
-			return ai + bi, nil
-		case "-":
-			return ai - bi, nil
-		case "*":
-			return ai * bi, nil
-		case "//", "%":
-			if bi == 0 {
-				return nil, fmt.Errorf("division by zero")
-			}
-			q, r := ai/bi, ai%bi
-			if r != 0 && (r < 0) != (bi < 0) { // Python floors
-				q, r = q-1, r+bi
-			}
-			if op == "//" {
-				return q, nil
-			}
-			return r, nil
-		}
+	if aInt && bInt && op != "/" && op != "**" {
+		return intArith(op, ai, bi)
 	}
 	a, okA := number(x)
 	b, okB := number(y)
 	if !okA || !okB {
 		return nil, fmt.Errorf("cannot apply %s to %s and %s", op, describe(x), describe(y))
 	}
+	if op == "**" && aInt && bInt && bi >= 0 {
+		return int(math.Pow(a, b)), nil
+	}
+	return floatArith(op, a, b)
+}
+
+// sequenceArith is + on strings and lists and * of a string by an int;
+// ok is false for other operands.
+func sequenceArith(op string, x, y any) (v any, ok bool, err error) {
+	switch a := x.(type) {
+	case string:
+		if op == "+" {
+			if b, ok := y.(string); ok {
+				return a + b, true, nil
+			}
+			return nil, false, fmt.Errorf("cannot add %s to a string", describe(y))
+		}
+		if n, isInt := y.(int); op == "*" && isInt {
+			return strings.Repeat(a, max(n, 0)), true, nil
+		}
+	case []any:
+		if b, isList := y.([]any); op == "+" && isList {
+			return append(append([]any(nil), a...), b...), true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// intArith is + - * // and % on two ints, flooring as Python does.
+func intArith(op string, a, b int) (any, error) {
 	switch op {
 	case "+":
 		return a + b, nil
@@ -433,28 +427,47 @@ func arith(op string, x, y any) (any, error) {
 		return a - b, nil
 	case "*":
 		return a * b, nil
-	case "/":
+	case "//", "%":
 		if b == 0 {
 			return nil, fmt.Errorf("division by zero")
 		}
-		return a / b, nil
-	case "//":
-		if b == 0 {
-			return nil, fmt.Errorf("division by zero")
+		q, r := a/b, a%b
+		if r != 0 && (r < 0) != (b < 0) { // Python floors
+			q, r = q-1, r+b
 		}
-		return math.Floor(a / b), nil
-	case "%":
-		if b == 0 {
-			return nil, fmt.Errorf("division by zero")
+		if op == "//" {
+			return q, nil
 		}
-		return a - b*math.Floor(a/b), nil
-	case "**":
-		if aInt && bInt && bi >= 0 {
-			return int(math.Pow(a, b)), nil
-		}
-		return math.Pow(a, b), nil
+		return r, nil
 	}
 	return nil, fmt.Errorf("operator %s: not supported", op)
+}
+
+// floatArith is + - * / // % and ** on two numbers.
+func floatArith(op string, a, b float64) (any, error) {
+	switch op {
+	case "+":
+		return a + b, nil
+	case "-":
+		return a - b, nil
+	case "*":
+		return a * b, nil
+	case "**":
+		return math.Pow(a, b), nil
+	}
+	if op != "/" && op != "//" && op != "%" {
+		return nil, fmt.Errorf("operator %s: not supported", op)
+	}
+	if b == 0 {
+		return nil, fmt.Errorf("division by zero")
+	}
+	switch op {
+	case "/":
+		return a / b, nil
+	case "//":
+		return math.Floor(a / b), nil
+	}
+	return a - b*math.Floor(a/b), nil
 }
 
 // tests are Jinja's "is" tests.
@@ -743,24 +756,7 @@ func stringMethod(s, name string) function {
 	case "lower":
 		return func([]any, map[string]any) (any, error) { return strings.ToLower(s), nil }
 	case "startswith", "endswith":
-		return func(args []any, _ map[string]any) (any, error) {
-			if len(args) == 0 {
-				return nil, fmt.Errorf("%s needs an argument", name)
-			}
-			f := strings.HasPrefix
-			if name == "endswith" {
-				f = strings.HasSuffix
-			}
-			if list, ok := args[0].([]any); ok {
-				for _, p := range list {
-					if f(s, toString(p)) {
-						return true, nil
-					}
-				}
-				return false, nil
-			}
-			return f(s, toString(args[0])), nil
-		}
+		return affixMethod(s, name)
 	case "split":
 		return func(args []any, _ map[string]any) (any, error) {
 			var parts []string
@@ -784,6 +780,29 @@ func stringMethod(s, name string) function {
 		}
 	}
 	return nil
+}
+
+// affixMethod is s.startswith or s.endswith (name), whose argument is a
+// string or a list of strings any of which may match.
+func affixMethod(s, name string) function {
+	f := strings.HasPrefix
+	if name == "endswith" {
+		f = strings.HasSuffix
+	}
+	return func(args []any, _ map[string]any) (any, error) {
+		if len(args) == 0 {
+			return nil, fmt.Errorf("%s needs an argument", name)
+		}
+		if list, ok := args[0].([]any); ok {
+			for _, p := range list {
+				if f(s, toString(p)) {
+					return true, nil
+				}
+			}
+			return false, nil
+		}
+		return f(s, toString(args[0])), nil
+	}
 }
 
 // sortedKeys lists a map's keys in order (for deterministic errors).
