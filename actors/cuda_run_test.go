@@ -148,34 +148,7 @@ func (s onDeviceSampler) Sample(prompts [][]int, n int, opt gpu.SampleOptions) (
 // node's generator or reference scorer) builds the model that chunks of a
 // device model make on its device, with the sender's weights.
 func TestChunksAssembleOnCUDA(t *testing.T) {
-	dev, err := gpu.OpenDevice("cuda")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	s := testSettings(t, testConfig(t, nil))
-	host, err := gpu.NewModel(s.model, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := host.On(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := chunkModel(messages.NewMeta("r", 1, "w", 1), m, 1<<12, &tensorLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := messages.Assembler{MaxBytes: s.model.WeightBytes()}
-	var got *gpu.Model
-	for _, c := range chunks {
-		if got, err = addWeightChunk(&a, s.model, dev, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !isOn(got, dev) {
-		t.Fatal("chunks assembled off the device")
-	}
+	host, _, _, got := chunkRoundTrip(t, gpu.DTypeFloat32)
 	if !slices.Equal(got.Weights(), host.Weights()) {
 		t.Fatal("assembled weights differ from the sender's")
 	}
@@ -188,37 +161,13 @@ func TestChunksAssembleOnCUDA(t *testing.T) {
 // weights are the sender's, and which scores as the sender does, bit for
 // bit.
 func TestBF16ChunksRoundTrip(t *testing.T) {
-	dev, err := gpu.OpenDeviceWith("cuda", gpu.DeviceOptions{DType: gpu.DTypeBF16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	s := testSettings(t, testConfig(t, nil))
-	host, err := gpu.NewModel(s.model, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sender, err := host.On(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := chunkModel(messages.NewMeta("r", 1, "w", 1), sender, 1<<12, &tensorLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sender, chunks, got := chunkRoundTrip(t, gpu.DTypeBF16)
 	want, bytes := bf16Expected(t, sender)
-	if got := chunkBytes(chunks); got != bytes {
-		t.Errorf("chunks hold %d bytes, want %d (of %d as float32)", got, bytes, 4*sender.NumParams())
+	if n := chunkBytes(chunks); n != bytes {
+		t.Errorf("chunks hold %d bytes, want %d (of %d as float32)", n, bytes, 4*sender.NumParams())
 	}
-	a := messages.Assembler{MaxBytes: s.model.WeightBytes()}
-	var got *gpu.Model
-	for _, c := range chunks {
-		if got, err = addWeightChunk(&a, s.model, dev, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !isOn(got, dev) || got.DType() != gpu.DTypeBF16 {
-		t.Fatalf("assembled on %v in %s, want the bf16 device", isOn(got, dev), got.DType())
+	if got.DType() != gpu.DTypeBF16 {
+		t.Fatalf("assembled in %s, want bf16", got.DType())
 	}
 	if w := got.Weights(); !slices.Equal(w, want) {
 		t.Fatal("assembled weights are not the sender's with its product weights rounded to bf16")
@@ -237,6 +186,39 @@ func TestBF16ChunksRoundTrip(t *testing.T) {
 			t.Fatalf("sequence %d scores %v, the sender %v", i, gs[i].LogProbs, ws[i].LogProbs)
 		}
 	}
+}
+
+// chunkRoundTrip makes a tiny model on the host and on a cuda device of
+// dtype, cuts the device one into chunks and assembles them on that
+// device, as a GPU worker node does: the host model, the sender, its
+// chunks and the model they make (checked to be on the device).
+func chunkRoundTrip(t *testing.T, dtype string) (host, sender *gpu.Model, chunks []*messages.PolicyWeights, got *gpu.Model) {
+	t.Helper()
+	dev, err := gpu.OpenDeviceWith("cuda", gpu.DeviceOptions{DType: dtype})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	s := testSettings(t, testConfig(t, nil))
+	if host, err = gpu.NewModel(s.model, 3); err != nil {
+		t.Fatal(err)
+	}
+	if sender, err = host.On(dev); err != nil {
+		t.Fatal(err)
+	}
+	if chunks, err = chunkModel(messages.NewMeta("r", 1, "w", 1), sender, 1<<12, &tensorLayout{}); err != nil {
+		t.Fatal(err)
+	}
+	a := messages.Assembler{MaxBytes: s.model.WeightBytes()}
+	for _, c := range chunks {
+		if got, err = addWeightChunk(&a, s.model, dev, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !isOn(got, dev) {
+		t.Fatal("chunks assembled off the device")
+	}
+	return host, sender, chunks, got
 }
 
 // bf16Expected is m's weights with its product weights rounded to bf16,
