@@ -106,22 +106,28 @@ lint: ## gofmt check and go vet (also the openblas build and the purego build: t
 CUDA_CACHE ?= $(or $(MGRPO_CUDA_CACHE),$(HOME)/.cache/mgrpo-cuda)
 CUDA_ENV = CGO_CFLAGS="-I$(CUDA_CACHE)/usr/include -Wno-deprecated-declarations" CGO_LDFLAGS="-L$(CUDA_CACHE)/usr/lib/x86_64-linux-gnu/stubs"
 NVRTC_ENV = CGO_CFLAGS="-I$(CUDA_CACHE)/usr/include" CGO_LDFLAGS="-L$(CUDA_CACHE)/nvrtc/lib" LD_LIBRARY_PATH="$(CUDA_CACHE)/nvrtc/lib"
-cuda-check: ## without a GPU: vet and build the cuda tag, compile every kernel to PTX with NVRTC (compute_80, _90), run the kernel tests on the CPU emulator (~800 MB fetched once)
+cuda-check: ## without a GPU: vet and build the cuda tag, compile every kernel to PTX with NVRTC (compute_80, _90), run the kernel tests, an all-GPU run and a GPU worker node on the CPU emulator (~800 MB fetched once)
 	@.ci/cuda-cache "$(CUDA_CACHE)"
 	$(CUDA_ENV) $(GO) vet -tags cuda ./gpu/... ./actors/... ./cmd/...
 	$(CUDA_ENV) $(GO) build -tags cuda -o /dev/null ./cmd/mgrpo-node
 	$(NVRTC_ENV) $(GO) test -count=1 -tags nvrtc,cudaemu -run PTX ./gpu/cuda
-	$(GO) vet -tags cudaemu ./gpu/...
+	$(GO) vet -tags cudaemu ./gpu/... ./actors/...
 	$(GO) test -tags cudaemu ./gpu/cuda/...
-	$(GO) test -tags cudaemu -run CUDA ./gpu
+	$(GO) test -tags cudaemu -run CUDA ./gpu ./actors
+	$(GO) test -tags cudaemu -run GPUNode ./tests
 
 # CUDA_HOME is the CUDA toolkit of a GPU machine: headers in include/, libraries in CUDA_LIB.
 CUDA_HOME ?= /usr/local/cuda
 CUDA_LIB ?= $(CUDA_HOME)/lib64
-build-cuda: deps ## build bin/mgrpo-node-cuda: OpenBLAS plus cuBLAS (-tags cuda; needs the CUDA toolkit, runs only where a GPU is)
+# The cuda build takes the identity of the plain one built with it (buildinfo.twin: its CPU code is
+# that binary's), so that GPU and CPU nodes of one build form a cluster; mgrpo-node hands
+# --model.device cuda runs to the mgrpo-node-cuda beside it (docs/ENGINE.md, "Builds").
+build-cuda: build ## build bin/mgrpo-node-cuda beside bin/mgrpo-node: OpenBLAS plus the CUDA engine (-tags cuda; needs a CUDA 12 or 13 toolkit at CUDA_HOME; starts only where the NVIDIA driver is)
 	@test -f $(CUDA_HOME)/include/cuda.h || { echo "build-cuda: no CUDA toolkit at CUDA_HOME=$(CUDA_HOME) (no include/cuda.h); install it or set CUDA_HOME"; exit 2; }
+	twin=$$(sha256sum $(BIN) | cut -c1-12) && \
 	CGO_CFLAGS="-I$(CUDA_HOME)/include -Wno-deprecated-declarations" \
-	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas -ldflags '$(LDFLAGS)' -o $(BIN)-cuda ./cmd/mgrpo-node
+	CGO_LDFLAGS="-L$(CUDA_LIB) -L$(OPENBLAS_DIR) -lopenblas" $(GO) build -tags cuda,openblas \
+	  -ldflags "$(LDFLAGS) -X github.com/mgrpo/mgrpo/internal/buildinfo.twin=$$twin" -o $(BIN)-cuda ./cmd/mgrpo-node
 
 # Jaeger v2 for tests and demos, built from the module proxy in its own tools module (go-deps §8:
 # `go install` is refused, and its 300+ modules stay out of go.mod). Cached in .tools/: a warm

@@ -96,12 +96,8 @@ func (s *actorStages) scoreReference(ctx context.Context, parts []*messages.Roll
 	return replies[*messages.RefScored](r)
 }
 
-func (s *actorStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
-	lr, err := first(scatter[*messages.PreparedBatch, *learnerReply](ctx, s, messages.Stage_LEARN, []*messages.PreparedBatch{pb}))
-	if err != nil {
-		return nil, nil, err
-	}
-	return lr.report, lr.policy, nil
+func (s *actorStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error) {
+	return first(scatter[*messages.PreparedBatch, *learnerReply](ctx, s, messages.Stage_LEARN, []*messages.PreparedBatch{pb}))
 }
 
 func (s *actorStages) control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error) {

@@ -131,6 +131,9 @@ func (a *coordinator) memberOf(pid *actor.PID) (*pool, *member) {
 // not survive a reconnect: every registration watches afresh), sent the
 // weights it needs ahead of any work, and added to its pool. A node that
 // registers again (it was dropped, then came back) replaces its old entry.
+// The node is answered first: its answer would otherwise wait behind the
+// weights on the connection (a GB for a model of SmolLM2-135M's shape and
+// its reference), longer than the node waits for it.
 func (a *coordinator) register(c actor.Context, m *messages.Register) {
 	if a.members.opt == nil {
 		return
@@ -139,6 +142,7 @@ func (a *coordinator) register(c actor.Context, m *messages.Register) {
 		a.dropNode(c, m.GetNodeId(), "it registered again")
 	}
 	n := &workerNode{id: m.GetNodeId(), address: m.GetAddress()}
+	c.Respond(&messages.Registered{NodeId: n.id})
 	var roles []string
 	for _, sa := range m.GetActors() {
 		p, ok := a.pools[sa.GetStage()]
@@ -153,7 +157,6 @@ func (a *coordinator) register(c actor.Context, m *messages.Register) {
 		roles = append(roles, p.name)
 	}
 	a.members.admitted(n, roles)
-	c.Respond(&messages.Registered{NodeId: n.id})
 }
 
 // dropNode forgets a worker node: every actor of it leaves its pool, then

@@ -141,12 +141,24 @@ func padTokens(rows [][]float32, width int) []float64 {
 	return out
 }
 
-// learnerReply is the learner actor's answer in process: the report and
-// the new weights as an immutable snapshot (across a network the weights
-// go as PolicyWeights chunks instead).
+// learnerReply is the learner's answer in process: the report, the new
+// weights as an immutable snapshot (across a network the weights go as
+// PolicyWeights chunks instead) and how long making it took (a copy on
+// the learner's device, GPU to GPU on cuda: part of the weight sync).
 type learnerReply struct {
-	report *messages.StepReport
-	policy *gpu.Model
+	report   *messages.StepReport
+	policy   *gpu.Model
+	snapshot time.Duration
+}
+
+// snapshot returns the learner's new weights for the generators and how
+// long the copy took, traced as ctx's span's child learn.snapshot.
+func snapshot(ctx context.Context, tr oteltrace.Tracer, l *gpu.Learner) (*gpu.Model, time.Duration) {
+	start := time.Now()
+	m := l.Snapshot()
+	took := time.Since(start)
+	childSpan(ctx, tr, spanLearn+".snapshot", start.Add(took), took)
+	return m, took
 }
 
 // learnerActor owns the gpu.Learner, the trainable weights and the
@@ -169,13 +181,15 @@ func (a *learnerActor) Receive(c actor.Context) {
 	case *messages.PreparedBatch:
 		ctx, span := a.tel.actorSpan(m.GetMeta(), spanLearn, "learner")
 		report, err := learn(a.learner, a.settings, m)
-		endSpan(span, err)
 		if err != nil {
+			endSpan(span, err)
 			c.Respond(notice(m.GetMeta(), "learner", skip(messages.Stage_LEARN, err)))
 			return
 		}
 		learnPhaseSpans(ctx, a.tel.tracer, report)
-		c.Respond(&learnerReply{report: report, policy: a.learner.Snapshot()})
+		policy, took := snapshot(ctx, a.tel.tracer, a.learner)
+		endSpan(span, nil)
+		c.Respond(&learnerReply{report: report, policy: policy, snapshot: took})
 	case *messages.CheckpointRequest:
 		c.Respond(checkpointDone(m.GetMeta(), saveLearner(a.learner, a.settings.tokenizer, m.GetDir())))
 	}

@@ -69,13 +69,13 @@ func (f *freezingStages) scoreReference(ctx context.Context, parts []*messages.R
 	return rss, err
 }
 
-func (f *freezingStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
+func (f *freezingStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error) {
 	f.freeze(pb)
-	r, m, err := f.inner.learn(ctx, pb)
+	lr, err := f.inner.learn(ctx, pb)
 	if err == nil {
-		f.freeze(r)
+		f.freeze(lr.report)
 	}
-	return r, m, err
+	return lr, err
 }
 
 func (f *freezingStages) control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error) {
@@ -313,7 +313,7 @@ func TestChunkedWeightsRoundTrip(t *testing.T) {
 		if got != nil {
 			t.Fatalf("model complete before chunk %d", i)
 		}
-		if got, err = addWeightChunk(&a, s.model, chunks[i]); err != nil {
+		if got, err = addWeightChunk(&a, s.model, nil, chunks[i]); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	}
 	memoryLine, restoreLimit := setMemoryLimit(plan, os.Getenv(goMemoryLimitEnv))
 	defer restoreLimit()
-	dev, err := gpu.OpenDevice(cfg.Model.Device)
+	dev, err := openDevice(cfg.Model)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func runIn(ctx context.Context, cfg *config.Config, s *settings, env runEnv, dir
 	}
 	defer stopPage()
 	if env.device.Name() != "cpu" {
-		fmt.Fprintf(out, "learner on %s\n", env.device.Info())
+		fmt.Fprintf(out, "models on %s\n", env.device.Info()) // the learner, the generators and the reference scorer
 	}
 	if ln != nil {
 		fmt.Fprintf(out, "learner node: worker nodes join with --cluster.seeds %s (actors at %s)\n", ln.Seed(), ln.Address())
@@ -246,6 +246,9 @@ func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards
 	if err != nil {
 		return Models{}, control, err
 	}
+	if policy, ref, err = onDevice(r.env.device, policy, ref); err != nil {
+		return Models{}, control, err
+	}
 	m := Models{Learner: l, Reference: ref, Policy: policy}
 	if resume == "" {
 		return m, control, nil
@@ -255,6 +258,25 @@ func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards
 	}
 	fmt.Fprintf(r.out, "resumed from %s at step %d\n", resume, r.firstStep)
 	return m, control, nil
+}
+
+// onDevice puts the policy the generators start from and the reference
+// on the run's device (model.device), once each (a new run's two are one
+// model), so that every actor of the process samples and scores where the
+// learner trains; models made there (a warm start's) stay as they are.
+func onDevice(dev gpu.Device, policy, ref *gpu.Model) (*gpu.Model, *gpu.Model, error) {
+	p, err := policy.On(dev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the policy on %s: %w", dev.Name(), err)
+	}
+	if ref == policy {
+		return p, p, nil
+	}
+	r, err := ref.On(dev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the reference on %s: %w", dev.Name(), err)
+	}
+	return p, r, nil
 }
 
 // resume restores what checkpoint ckpt holds besides the policy: the
@@ -281,6 +303,11 @@ func (r *runner) resume(ckpt string, m *Models) (rewards.ControllerState, error)
 	}
 	if m.Behaviour, err = loadBehaviour(ckpt); err != nil {
 		return control, err
+	}
+	for step, w := range m.Behaviour {
+		if m.Behaviour[step], err = w.On(r.env.device); err != nil {
+			return control, fmt.Errorf("behaviour weights of step %d: %w", step, err)
+		}
 	}
 	return control, r.loadGuard(ckpt)
 }

@@ -536,3 +536,10 @@ func (o optimSettings) learnerConfig(s optim.Schedule, dev gpu.Device) gpu.Learn
 	c.LR, c.Schedule, c.Device = s.Base, s, dev
 	return c
 }
+
+// openDevice opens this process's device, model.device, with its
+// products' precision, model.dtype (bf16 needs cuda: config.Validate
+// refuses it on the CPU).
+func openDevice(m config.Model) (gpu.Device, error) {
+	return gpu.OpenDeviceWith(m.Device, gpu.DeviceOptions{DType: m.DType})
+}

@@ -150,11 +150,12 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 		return nil, skip(messages.Stage_PREPARE, err)
 	}
 	trace.Inject(ctx, prepared.GetMeta())
-	report, policy, err := t.stages.learn(ctx, prepared) // StepReport, new weights (learn: loss, backward, AdamW)
+	lr, err := t.stages.learn(ctx, prepared) // StepReport, new weights (learn: loss, backward, AdamW; a snapshot)
 	if err != nil {
 		return nil, stateErr(messages.Stage_LEARN, err)
 	}
-	t.policy = policy
+	report := lr.report
+	t.policy = lr.policy
 	learned := time.Since(start)
 	st := stepStats(report, p)
 	trace.Inject(ctx, st.GetMeta())
@@ -165,8 +166,8 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	t.control = up.GetState()
 	return &Outcome{Report: report, Prepared: p, Scored: b.ref.GetScored(), Control: used, Update: up,
 		Timings: map[string]time.Duration{
-			"generate_reward": b.generate, "reference": b.reference, "learn": learned,
-			"control": time.Since(start) - learned, "weight_sync": b.sync,
+			"generate_reward": b.generate, "reference": b.reference, "learn": learned - lr.snapshot,
+			"control": time.Since(start) - learned, "weight_sync": b.sync + lr.snapshot,
 		}}, nil
 }
 

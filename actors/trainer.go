@@ -26,7 +26,7 @@ type stages interface {
 	// scoreReference scores each part and reference-scores the Scored it
 	// becomes: score and reference in one pass over the parts.
 	scoreReference(ctx context.Context, parts []*messages.Rollouts) ([]*messages.RefScored, error)
-	learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error)
+	learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error)
 	control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error)
 	// publish hands the new weights to the generators.
 	publish(ctx context.Context, policy *gpu.Model) error
@@ -224,12 +224,13 @@ func (s *localStages) scoreReference(_ context.Context, parts []*messages.Rollou
 	})
 }
 
-func (s *localStages) learn(_ context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
+func (s *localStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error) {
 	r, err := learn(s.learner, s.learning, pb)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return r, s.learner.Snapshot(), nil
+	policy, took := snapshot(ctx, quiet().tracer, s.learner)
+	return &learnerReply{report: r, policy: policy, snapshot: took}, nil
 }
 
 func (s *localStages) control(_ context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error) {

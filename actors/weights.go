@@ -21,7 +21,10 @@ type policySnapshot struct {
 // chunkModel splits m's weights into PolicyWeights chunks of at most
 // maxBytes of tensor data each, tagged with m's version, with the tensor
 // names and shapes of l (read from m the first time). The weights are
-// copied once (Model.Weights), and the chunks share that copy.
+// copied once (Model.Weights), and the chunks share that copy. A model
+// whose products run in bf16 (model.dtype bf16) sends its product weights
+// as bf16 (half the bytes): their rounding is all its products read, so a
+// receiver computing in bf16 computes exactly what it does.
 func chunkModel(meta *messages.StepMeta, m *gpu.Model, maxBytes int, l *tensorLayout) ([]*messages.PolicyWeights, error) {
 	tensors, err := l.tensors(m)
 	if err != nil {
@@ -35,23 +38,29 @@ func chunkModel(meta *messages.StepMeta, m *gpu.Model, maxBytes int, l *tensorLa
 // (a tensor at a time), then laid over each snapshot's one copy of its
 // weights. The zero value reads it from the first model it is given.
 type tensorLayout struct {
-	cfg    gpu.Config
-	shapes []messages.Tensor // no Data
+	cfg     gpu.Config
+	shapes  []messages.Tensor // no Data
+	product []bool            // by tensor: read only as a product weight (Model.ProductWeights)
 }
 
-// tensors returns m's tensors as views of one copy of its weights.
+// tensors returns m's tensors as views of one copy of its weights, the
+// product weights of a bf16 model to travel as bf16.
 func (l *tensorLayout) tensors(m *gpu.Model) ([]messages.Tensor, error) {
 	if l.shapes == nil || l.cfg != m.Config() {
 		if err := l.read(m); err != nil {
 			return nil, err
 		}
 	}
+	half := m.DType() == gpu.DTypeBF16
 	flat := m.Weights()
 	out := make([]messages.Tensor, len(l.shapes))
 	off := 0
 	for i, t := range l.shapes {
 		n := numel(t.Shape)
 		out[i] = messages.Tensor{Name: t.Name, Shape: t.Shape, Data: flat[off : off+n : off+n]}
+		if half && l.product[i] {
+			out[i].DType = messages.DType_BF16
+		}
 		off += n
 	}
 	return out, nil
@@ -78,7 +87,7 @@ func (l *tensorLayout) read(m *gpu.Model) error {
 	if total != m.NumParams() {
 		return fmt.Errorf("%w: tensors of %d weights in a buffer of %d", messages.ErrShape, total, m.NumParams())
 	}
-	l.cfg, l.shapes = m.Config(), shapes
+	l.cfg, l.shapes, l.product = m.Config(), shapes, m.ProductWeights()
 	return nil
 }
 
@@ -92,9 +101,9 @@ func numel(shape []int64) int {
 }
 
 // addWeightChunk adds one chunk to a; once every chunk of the version has
-// arrived it returns the model they make (weights in the sender's tensor
-// order, which is gpu's layout order), else nil.
-func addWeightChunk(a *messages.Assembler, cfg gpu.Config, w *messages.PolicyWeights) (*gpu.Model, error) {
+// arrived it returns the model they make on dev (weights in the sender's
+// tensor order, which is gpu's layout order), else nil.
+func addWeightChunk(a *messages.Assembler, cfg gpu.Config, dev gpu.Device, w *messages.PolicyWeights) (*gpu.Model, error) {
 	done, err := a.Add(w)
 	if err != nil || !done {
 		return nil, err
@@ -103,7 +112,7 @@ func addWeightChunk(a *messages.Assembler, cfg gpu.Config, w *messages.PolicyWei
 	if err != nil {
 		return nil, err
 	}
-	m, err := gpu.NewModelFromWeights(cfg, flat, a.Version())
+	m, err := gpu.NewModelOn(dev, cfg, flat, a.Version()) // flat is the model's, or uploaded and dropped
 	if err != nil {
 		return nil, fmt.Errorf("assemble weights version %d: %w", a.Version(), err)
 	}
@@ -116,9 +125,8 @@ func addWeightChunk(a *messages.Assembler, cfg gpu.Config, w *messages.PolicyWei
 var errNoWeights = errors.New("actors: no weights received yet")
 
 // weightReceiver assembles the PolicyWeights chunks one stage actor is
-// sent into models of cfg. device is where the stage runs its models
-// (model.device): every Model is built on the host today, and an engine
-// that keeps weights on the device builds the assembled ones there.
+// sent into models of cfg on device, where the stage runs its models
+// (model.device: a GPU node's weights go to its GPU once assembled).
 type weightReceiver struct {
 	cfg    gpu.Config
 	device gpu.Device
@@ -135,7 +143,7 @@ func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyW
 		w.asm = &messages.Assembler{MaxBytes: w.cfg.WeightBytes()} // no more than the model holds
 	}
 	w.meter.WeightsReceived(chunkBytes([]*messages.PolicyWeights{m}))
-	model, err := addWeightChunk(w.asm, w.cfg, m)
+	model, err := addWeightChunk(w.asm, w.cfg, w.device, m)
 	switch {
 	case err != nil:
 		c.Logger().Warn("weight chunk rejected", "actor", id, "err", err)

@@ -32,7 +32,7 @@ func TestTensorLayout(t *testing.T) {
 		a := messages.Assembler{MaxBytes: cfg.WeightBytes()}
 		var got *gpu.Model
 		for _, c := range chunks {
-			if got, err = addWeightChunk(&a, cfg, c); err != nil {
+			if got, err = addWeightChunk(&a, cfg, nil, c); err != nil {
 				t.Fatal(err)
 			}
 		}

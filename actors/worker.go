@@ -50,7 +50,7 @@ func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 		defer cancel()
 		mp.Shutdown(flush)
 	}()
-	dev, err := gpu.OpenDevice(cfg.Model.Device) // this machine's: the weights the learner sends run on it
+	dev, err := openDevice(cfg.Model) // this machine's: the weights the learner sends run on it
 	if err != nil {
 		return err
 	}
@@ -258,6 +258,10 @@ func (w *worker) joinStages(reply *messages.JoinReply) (stageSettings, error) {
 	s, err := workerStages(cfg, model, tok)
 	if err != nil {
 		return stageSettings{}, err
+	}
+	if own := w.cfg.Model; own.Device == "cuda" && own.DType != cfg.Model.DType {
+		fmt.Fprintf(w.out, "warning: the run's products are %s, this node's GPU's %s: its samples and scores differ from the learner's GPU's; start the node with --model.dtype %s\n",
+			cfg.Model.DType, own.DType, cfg.Model.DType)
 	}
 	if w.tracing, err = newTracing(context.Background(), cfg, w.id, w.cfg.Cluster.Roles()); err != nil {
 		return stageSettings{}, err

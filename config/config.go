@@ -54,10 +54,13 @@ type Model struct {
 	// Checkpoint is a checkpoint directory (config.json + model.safetensors)
 	// to start from; "" starts from random weights (and a warm start).
 	Checkpoint string `koanf:"checkpoint" help:"checkpoint directory to load (\"\" = random init)"`
-	// Device is cpu or cuda (cuda needs a binary built with -tags cuda).
-	Device string `koanf:"device" help:"cpu|cuda"`
-	// DType is the parameter type; only float32 is supported.
-	DType string `koanf:"dtype" help:"parameter dtype (float32)"`
+	// Device is cpu or cuda (the GPU: mgrpo-node hands the run to
+	// mgrpo-node-cuda, built with make build-cuda).
+	Device string `koanf:"device" help:"cpu|cuda (cuda: the run goes to mgrpo-node-cuda beside mgrpo-node)"`
+	// DType is the precision of the matrix products: float32 (on cuda
+	// TF32 tensor cores), or bf16 (cuda only: bf16 products with fp32
+	// sums, fp32 weights, gradients and optimiser, as PyTorch's autocast).
+	DType string `koanf:"dtype" help:"products' precision: float32 (TF32 on cuda) | bf16 (cuda only; fp32 weights and optimiser)"`
 	// Seed seeds the weight initialisation.
 	Seed int64 `koanf:"seed" help:"weight initialisation seed"`
 }

@@ -24,7 +24,7 @@ const RunConfigFile = "config.yaml"
 // into passes (train.micro_batch: the same step, to float rounding),
 // which checkpoints it keeps, its safety limits (skipped steps, update size), its metrics outputs
 // (output.tensorboard, the metrics endpoints, metrics.top_k_kl), where it runs
-// (model.device, cluster.*) and how it is traced. model.checkpoint is the run's starting
+// (model.device and its precision model.dtype, cluster.*) and how it is traced. model.checkpoint is the run's starting
 // point, replaced on resume by its own checkpoint (Validate refuses setting
 // it together with train.resume). Every other key changes what the
 // checkpoint means (model, task, rewards, objective, loss, generation,
@@ -33,7 +33,7 @@ func resumeMayChange(key string) bool {
 	switch key {
 	case "train.steps", "train.micro_batch", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
 		"train.max_skipped_steps", "optim.max_update_ratio", "output.keep_checkpoints",
-		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.checkpoint",
+		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.dtype", "model.checkpoint",
 		"output.tensorboard", "output.prometheus_port", "output.otlp_metrics_endpoint", "output.serve", "metrics.top_k_kl":
 		return true
 	}
@@ -50,7 +50,7 @@ func resumeMayChange(key string) bool {
 // train.eval_prompts, train.max_skipped_steps, optim.max_update_ratio, output.log_every,
 // output.sample_every, output.sample_rows, output.keep_checkpoints,
 // output.tensorboard, output.prometheus_port, output.otlp_metrics_endpoint,
-// output.serve, metrics.top_k_kl, model.device, cluster.* and trace.* (and train.resume and
+// output.serve, metrics.top_k_kl, model.device, model.dtype, cluster.* and trace.* (and train.resume and
 // model.checkpoint, which a resume sets itself).
 func CheckResume(saved, effective *Config) error {
 	t := keys()

@@ -34,6 +34,7 @@ func TestCheckResume(t *testing.T) {
 		{"cluster.*", func(c *Config) { c.Cluster.Port = 9000; c.Cluster.RequestTimeout = time.Minute }, ""},
 		{"trace.*", func(c *Config) { c.Trace.OTLPEndpoint = "127.0.0.1:4317"; c.Trace.SampleRatio = 0.5 }, ""},
 		{"model.device", func(c *Config) { c.Model.Device = "cuda" }, ""},
+		{"model.dtype", func(c *Config) { c.Model.Device, c.Model.DType = "cuda", "bf16" }, ""},
 		{"model.checkpoint (the run loads its own)", func(c *Config) { c.Model.Checkpoint = "" }, ""},
 		{"nil and empty weights are equal", func(c *Config) { c.Rewards.Weights = []float64{} }, ""},
 

@@ -33,6 +33,7 @@ func TestValidate(t *testing.T) {
 		{"rope theta", func(c *Config) { c.Model.RopeTheta = 0 }, "model.rope_theta", ErrRange},
 		{"device", func(c *Config) { c.Model.Device = "tpu" }, "model.device", ErrRange},
 		{"dtype", func(c *Config) { c.Model.DType = "float16" }, "model.dtype", ErrRange},
+		{"bf16 on the cpu", func(c *Config) { c.Model.DType = "bf16" }, "model.dtype", ErrConflict},
 		// task
 		{"task name", func(c *Config) { c.Task.Name = "chess" }, "task.name", ErrRange},
 		{"digits", func(c *Config) { c.Task.Digits = 0 }, "task.digits", ErrRange},

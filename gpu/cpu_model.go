@@ -82,3 +82,6 @@ func (m *cpuModel) release(bt *batch[float32]) {
 	}
 	m.spare[[2]int{bt.B, bt.T}] = bt
 }
+
+// device is where the model's weights live: host memory.
+func (m *cpuModel) device() Device { return CPU{} }

@@ -74,7 +74,7 @@ func (d *cudaDevice) Info() string {
 	if d.attn != cuda.MathFP32 {
 		attn = fmt.Sprintf("%s on the tensor cores (head widths 32, 64, 128)", d.attn)
 	}
-	return fmt.Sprintf("cuda: %s; the whole learner on the device, %s products (%s), attention %s", d.rt.Device(), d.math, d.dtype(), attn)
+	return fmt.Sprintf("cuda: %s; learner, sampling and scoring on the device, %s products (%s), attention %s", d.rt.Device(), d.math, d.dtype(), attn)
 }
 
 // dtype is the DType the device's precision stands for.

@@ -43,13 +43,18 @@ func newCUDAModel(d *cudaDevice, cfg Config) (*cudaModel, error) {
 }
 
 // newCUDAModelFrom returns a model over a device-to-device copy of src's
-// weights (a learner's snapshot).
+// weights (a learner's snapshot). It returns once the copy is done, so
+// that whoever times a snapshot (the run's weight sync) times the copy,
+// not the work queued after it.
 func newCUDAModelFrom(src *cudaNet) (*cudaModel, error) {
 	m, err := newCUDAModel(src.dev, src.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	if err := m.net.copyFrom(src); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	if err := m.net.rt.Synchronize(); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	return m, nil
@@ -119,3 +124,9 @@ func (m *cudaModel) ReadWeights(dst []float32, offset int) error {
 	defer runtime.KeepAlive(m)
 	return m.net.readWeights(dst, offset)
 }
+
+// device is the device the model's weights live on.
+func (m *cudaModel) device() Device { return m.dev }
+
+// dtype is the precision of the model's products (Model.DType).
+func (m *cudaModel) dtype() string { return m.dev.dtype() }

@@ -124,6 +124,13 @@ type DeviceOptions struct {
 	Attention string
 }
 
+// ProbeCUDA describes the GPU that OpenDevice("cuda") would open, e.g.
+// "GPU 0: NVIDIA H100 80GB HBM3 (79.1 GiB, sm_90)", without opening it
+// (no context, no kernels compiled: quick): what `mgrpo-node device-check`
+// prints before a run is handed to the cuda binary. Its error matches
+// ErrNoDevice: no GPU, or a binary built without CUDA (CUDABuilt).
+func ProbeCUDA() (string, error) { return probeCUDA() }
+
 // OpenDevice returns the named device: "cpu", or "cuda" (GPU 0, or the
 // first of CUDA_VISIBLE_DEVICES) in a binary built with -tags cuda, with
 // the default precision. Close it when done.

@@ -50,6 +50,55 @@ func NewModelFromWeights(cfg Config, w []float32, version int64) (*Model, error)
 	return newModel(cfg, append([]float32(nil), w...), version), nil
 }
 
+// NewModelOn returns a model on dev (nil: the CPU) over w, laid out as
+// TensorNames lists, at version: how a worker node puts the weights it is
+// sent on its device, and a run its reference. It takes w: the CPU's
+// model keeps it as its weights, a GPU's uploads it and lets it go, so the
+// caller must not change it afterwards (NewModelFromWeights copies). A
+// model that does not fit in the device's free memory is refused
+// (ErrMemory).
+func NewModelOn(dev Device, cfg Config, w []float32, version int64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(w) != cfg.NumParams() {
+		return nil, fmt.Errorf("%w: %d weights, config needs %d", ErrBadInput, len(w), cfg.NumParams())
+	}
+	if dev == nil {
+		dev = CPU{}
+	}
+	e, err := dev.newModelEngine(cfg, w)
+	if err != nil {
+		return nil, fmt.Errorf("model on %s: %w", dev.Name(), err)
+	}
+	return &Model{cfg: cfg, version: version, eng: e}, nil
+}
+
+// placed is a model engine that names the device its weights live on.
+type placed interface{ device() Device }
+
+// On returns m on dev (nil: the CPU): m itself when its weights live there
+// already (a snapshot of a learner on dev), else a copy made there through
+// the host (NewModelOn).
+func (m *Model) On(dev Device) (*Model, error) {
+	if dev == nil {
+		dev = CPU{}
+	}
+	if p, ok := m.eng.(placed); ok && p.device() == dev {
+		return m, nil
+	}
+	return NewModelOn(dev, m.cfg, m.Weights(), m.version)
+}
+
+// DType is the precision of m's matrix products: DTypeBF16 on a device
+// that runs them in bf16 (DeviceOptions), else DTypeFloat32.
+func (m *Model) DType() string {
+	if d, ok := m.eng.(interface{ dtype() string }); ok {
+		return d.dtype()
+	}
+	return DTypeFloat32
+}
+
 // newModel returns a CPU model over w, which it takes.
 func newModel(cfg Config, w []float32, version int64) *Model {
 	return &Model{cfg: cfg, version: version, eng: newCPUModel(cfg, w, nil)}
@@ -84,6 +133,21 @@ func (m *Model) TensorNames() []string {
 		names[i] = s.Name
 	}
 	return names
+}
+
+// ProductWeights reports, for each tensor in TensorNames order, whether
+// the model reads it only as the weight of a matrix product: the q, k, v,
+// o and MLP projections, and lm_head when it is not tied. Where the
+// products run in bf16 (DType) only such a tensor's bf16 rounding counts,
+// so it can travel as bf16 with nothing lost; the embedding (gathered in
+// fp32), norms and biases cannot.
+func (m *Model) ProductWeights() []bool {
+	l := newLayout(m.cfg)
+	out := make([]bool, len(l.specs))
+	for i, s := range l.specs {
+		out[i] = len(s.Shape) == 2 && s.Name != "model.embed_tokens.weight"
+	}
+	return out
 }
 
 // Tensor returns a copy of one named tensor and its shape.

@@ -80,6 +80,53 @@ func (FinishReason) EnumDescriptor() ([]byte, []int) {
 	return file_messages_step_proto_rawDescGZIP(), []int{0}
 }
 
+// DType is how a tensor's elements travel.
+type DType int32
+
+const (
+	DType_FLOAT32 DType = 0 // little-endian float32, 4 bytes
+	DType_BF16    DType = 1 // little-endian bfloat16 (a float32's top half, rounded to nearest even), 2 bytes
+)
+
+// Enum value maps for DType.
+var (
+	DType_name = map[int32]string{
+		0: "FLOAT32",
+		1: "BF16",
+	}
+	DType_value = map[string]int32{
+		"FLOAT32": 0,
+		"BF16":    1,
+	}
+)
+
+func (x DType) Enum() *DType {
+	p := new(DType)
+	*p = x
+	return p
+}
+
+func (x DType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DType) Descriptor() protoreflect.EnumDescriptor {
+	return file_messages_step_proto_enumTypes[1].Descriptor()
+}
+
+func (DType) Type() protoreflect.EnumType {
+	return &file_messages_step_proto_enumTypes[1]
+}
+
+func (x DType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DType.Descriptor instead.
+func (DType) EnumDescriptor() ([]byte, []int) {
+	return file_messages_step_proto_rawDescGZIP(), []int{1}
+}
+
 // Stage names a pipeline stage.
 type Stage int32
 
@@ -129,11 +176,11 @@ func (x Stage) String() string {
 }
 
 func (Stage) Descriptor() protoreflect.EnumDescriptor {
-	return file_messages_step_proto_enumTypes[1].Descriptor()
+	return file_messages_step_proto_enumTypes[2].Descriptor()
 }
 
 func (Stage) Type() protoreflect.EnumType {
-	return &file_messages_step_proto_enumTypes[1]
+	return &file_messages_step_proto_enumTypes[2]
 }
 
 func (x Stage) Number() protoreflect.EnumNumber {
@@ -142,7 +189,7 @@ func (x Stage) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Stage.Descriptor instead.
 func (Stage) EnumDescriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{1}
+	return file_messages_step_proto_rawDescGZIP(), []int{2}
 }
 
 // SkipReason says why a batch was dropped.
@@ -200,11 +247,11 @@ func (x SkipReason) String() string {
 }
 
 func (SkipReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_messages_step_proto_enumTypes[2].Descriptor()
+	return file_messages_step_proto_enumTypes[3].Descriptor()
 }
 
 func (SkipReason) Type() protoreflect.EnumType {
-	return &file_messages_step_proto_enumTypes[2]
+	return &file_messages_step_proto_enumTypes[3]
 }
 
 func (x SkipReason) Number() protoreflect.EnumNumber {
@@ -213,7 +260,7 @@ func (x SkipReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SkipReason.Descriptor instead.
 func (SkipReason) EnumDescriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{2}
+	return file_messages_step_proto_rawDescGZIP(), []int{3}
 }
 
 // StepMeta is the shared header: which run, step and batch a message
@@ -950,14 +997,15 @@ func (x *PreparedBatch) GetController() *ControllerState {
 	return nil
 }
 
-// TensorChunk is a slice of one float32 tensor's bytes.
+// TensorChunk is a slice of one tensor's bytes, as it travels (dtype).
 type TensorChunk struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`                                // HF tensor name, e.g. model.layers.0.mlp.up_proj.weight
 	Shape         []int64                `protobuf:"varint,2,rep,packed,name=shape,proto3" json:"shape,omitempty"`                      // full tensor shape, [out, in] for linear weights
-	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`                           // byte offset of data in the full tensor
-	Data          []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`                                // little-endian float32
-	TotalBytes    int64                  `protobuf:"varint,5,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"` // byte size of the full tensor
+	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`                           // byte offset of data in the full tensor as it travels
+	Data          []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`                                // little-endian elements of dtype
+	TotalBytes    int64                  `protobuf:"varint,5,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"` // byte size of the full tensor as it travels: numel · dtype's size
+	Dtype         DType                  `protobuf:"varint,6,opt,name=dtype,proto3,enum=mgrpo.messages.DType" json:"dtype,omitempty"`   // the same in every piece of a tensor
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1025,6 +1073,13 @@ func (x *TensorChunk) GetTotalBytes() int64 {
 		return x.TotalBytes
 	}
 	return 0
+}
+
+func (x *TensorChunk) GetDtype() DType {
+	if x != nil {
+		return x.Dtype
+	}
+	return DType_FLOAT32
 }
 
 // PolicyWeights is one chunk of a weight snapshot; chunk_count chunks with
@@ -2228,14 +2283,15 @@ const file_messages_step_proto_rawDesc = "" +
 	"advantages\x12?\n" +
 	"\n" +
 	"controller\x18\x05 \x01(\v2\x1f.mgrpo.messages.ControllerStateR\n" +
-	"controllerJ\x04\b\x06\x10\a\"\x84\x01\n" +
+	"controllerJ\x04\b\x06\x10\a\"\xb1\x01\n" +
 	"\vTensorChunk\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05shape\x18\x02 \x03(\x03R\x05shape\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x12\n" +
 	"\x04data\x18\x04 \x01(\fR\x04data\x12\x1f\n" +
 	"\vtotal_bytes\x18\x05 \x01(\x03R\n" +
-	"totalBytes\"\xd0\x01\n" +
+	"totalBytes\x12+\n" +
+	"\x05dtype\x18\x06 \x01(\x0e2\x15.mgrpo.messages.DTypeR\x05dtype\"\xd0\x01\n" +
 	"\rPolicyWeights\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x1f\n" +
@@ -2357,7 +2413,10 @@ const file_messages_step_proto_rawDesc = "" +
 	"\x12FINISH_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04STOP\x10\x01\x12\n" +
 	"\n" +
-	"\x06LENGTH\x10\x02*v\n" +
+	"\x06LENGTH\x10\x02*\x1e\n" +
+	"\x05DType\x12\v\n" +
+	"\aFLOAT32\x10\x00\x12\b\n" +
+	"\x04BF16\x10\x01*v\n" +
 	"\x05Stage\x12\x15\n" +
 	"\x11STAGE_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bGENERATE\x10\x01\x12\n" +
@@ -2395,74 +2454,76 @@ func file_messages_step_proto_rawDescGZIP() []byte {
 	return file_messages_step_proto_rawDescData
 }
 
-var file_messages_step_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_messages_step_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_messages_step_proto_goTypes = []any{
 	(FinishReason)(0),           // 0: mgrpo.messages.FinishReason
-	(Stage)(0),                  // 1: mgrpo.messages.Stage
-	(SkipReason)(0),             // 2: mgrpo.messages.SkipReason
-	(*StepMeta)(nil),            // 3: mgrpo.messages.StepMeta
-	(*Prompt)(nil),              // 4: mgrpo.messages.Prompt
-	(*PromptBatch)(nil),         // 5: mgrpo.messages.PromptBatch
-	(*Rollout)(nil),             // 6: mgrpo.messages.Rollout
-	(*Rollouts)(nil),            // 7: mgrpo.messages.Rollouts
-	(*Scored)(nil),              // 8: mgrpo.messages.Scored
-	(*Relay)(nil),               // 9: mgrpo.messages.Relay
-	(*TokenLogprobs)(nil),       // 10: mgrpo.messages.TokenLogprobs
-	(*RefScored)(nil),           // 11: mgrpo.messages.RefScored
-	(*PreparedBatch)(nil),       // 12: mgrpo.messages.PreparedBatch
-	(*TensorChunk)(nil),         // 13: mgrpo.messages.TensorChunk
-	(*PolicyWeights)(nil),       // 14: mgrpo.messages.PolicyWeights
-	(*ControllerState)(nil),     // 15: mgrpo.messages.ControllerState
-	(*MetaControllerState)(nil), // 16: mgrpo.messages.MetaControllerState
-	(*StepStats)(nil),           // 17: mgrpo.messages.StepStats
-	(*ControllerUpdate)(nil),    // 18: mgrpo.messages.ControllerUpdate
-	(*StepReport)(nil),          // 19: mgrpo.messages.StepReport
-	(*PolicyMetrics)(nil),       // 20: mgrpo.messages.PolicyMetrics
-	(*HighKLToken)(nil),         // 21: mgrpo.messages.HighKLToken
-	(*CheckpointRequest)(nil),   // 22: mgrpo.messages.CheckpointRequest
-	(*CheckpointDone)(nil),      // 23: mgrpo.messages.CheckpointDone
-	(*SkipNotice)(nil),          // 24: mgrpo.messages.SkipNotice
-	nil,                         // 25: mgrpo.messages.StepMeta.TraceEntry
+	(DType)(0),                  // 1: mgrpo.messages.DType
+	(Stage)(0),                  // 2: mgrpo.messages.Stage
+	(SkipReason)(0),             // 3: mgrpo.messages.SkipReason
+	(*StepMeta)(nil),            // 4: mgrpo.messages.StepMeta
+	(*Prompt)(nil),              // 5: mgrpo.messages.Prompt
+	(*PromptBatch)(nil),         // 6: mgrpo.messages.PromptBatch
+	(*Rollout)(nil),             // 7: mgrpo.messages.Rollout
+	(*Rollouts)(nil),            // 8: mgrpo.messages.Rollouts
+	(*Scored)(nil),              // 9: mgrpo.messages.Scored
+	(*Relay)(nil),               // 10: mgrpo.messages.Relay
+	(*TokenLogprobs)(nil),       // 11: mgrpo.messages.TokenLogprobs
+	(*RefScored)(nil),           // 12: mgrpo.messages.RefScored
+	(*PreparedBatch)(nil),       // 13: mgrpo.messages.PreparedBatch
+	(*TensorChunk)(nil),         // 14: mgrpo.messages.TensorChunk
+	(*PolicyWeights)(nil),       // 15: mgrpo.messages.PolicyWeights
+	(*ControllerState)(nil),     // 16: mgrpo.messages.ControllerState
+	(*MetaControllerState)(nil), // 17: mgrpo.messages.MetaControllerState
+	(*StepStats)(nil),           // 18: mgrpo.messages.StepStats
+	(*ControllerUpdate)(nil),    // 19: mgrpo.messages.ControllerUpdate
+	(*StepReport)(nil),          // 20: mgrpo.messages.StepReport
+	(*PolicyMetrics)(nil),       // 21: mgrpo.messages.PolicyMetrics
+	(*HighKLToken)(nil),         // 22: mgrpo.messages.HighKLToken
+	(*CheckpointRequest)(nil),   // 23: mgrpo.messages.CheckpointRequest
+	(*CheckpointDone)(nil),      // 24: mgrpo.messages.CheckpointDone
+	(*SkipNotice)(nil),          // 25: mgrpo.messages.SkipNotice
+	nil,                         // 26: mgrpo.messages.StepMeta.TraceEntry
 }
 var file_messages_step_proto_depIdxs = []int32{
-	25, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
-	3,  // 1: mgrpo.messages.PromptBatch.meta:type_name -> mgrpo.messages.StepMeta
-	4,  // 2: mgrpo.messages.PromptBatch.prompts:type_name -> mgrpo.messages.Prompt
+	26, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
+	4,  // 1: mgrpo.messages.PromptBatch.meta:type_name -> mgrpo.messages.StepMeta
+	5,  // 2: mgrpo.messages.PromptBatch.prompts:type_name -> mgrpo.messages.Prompt
 	0,  // 3: mgrpo.messages.Rollout.finish_reason:type_name -> mgrpo.messages.FinishReason
-	3,  // 4: mgrpo.messages.Rollouts.meta:type_name -> mgrpo.messages.StepMeta
-	4,  // 5: mgrpo.messages.Rollouts.prompts:type_name -> mgrpo.messages.Prompt
-	6,  // 6: mgrpo.messages.Rollouts.rollouts:type_name -> mgrpo.messages.Rollout
-	3,  // 7: mgrpo.messages.Scored.meta:type_name -> mgrpo.messages.StepMeta
-	7,  // 8: mgrpo.messages.Scored.rollouts:type_name -> mgrpo.messages.Rollouts
-	3,  // 9: mgrpo.messages.Relay.meta:type_name -> mgrpo.messages.StepMeta
-	7,  // 10: mgrpo.messages.Relay.rollouts:type_name -> mgrpo.messages.Rollouts
-	3,  // 11: mgrpo.messages.RefScored.meta:type_name -> mgrpo.messages.StepMeta
-	8,  // 12: mgrpo.messages.RefScored.scored:type_name -> mgrpo.messages.Scored
-	10, // 13: mgrpo.messages.RefScored.ref:type_name -> mgrpo.messages.TokenLogprobs
-	3,  // 14: mgrpo.messages.PreparedBatch.meta:type_name -> mgrpo.messages.StepMeta
-	11, // 15: mgrpo.messages.PreparedBatch.ref_scored:type_name -> mgrpo.messages.RefScored
-	15, // 16: mgrpo.messages.PreparedBatch.controller:type_name -> mgrpo.messages.ControllerState
-	3,  // 17: mgrpo.messages.PolicyWeights.meta:type_name -> mgrpo.messages.StepMeta
-	13, // 18: mgrpo.messages.PolicyWeights.tensors:type_name -> mgrpo.messages.TensorChunk
-	3,  // 19: mgrpo.messages.ControllerState.meta:type_name -> mgrpo.messages.StepMeta
-	16, // 20: mgrpo.messages.ControllerState.meta_controller:type_name -> mgrpo.messages.MetaControllerState
-	3,  // 21: mgrpo.messages.StepStats.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 22: mgrpo.messages.ControllerUpdate.meta:type_name -> mgrpo.messages.StepMeta
-	15, // 23: mgrpo.messages.ControllerUpdate.state:type_name -> mgrpo.messages.ControllerState
-	3,  // 24: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
-	20, // 25: mgrpo.messages.StepReport.policy_metrics:type_name -> mgrpo.messages.PolicyMetrics
-	21, // 26: mgrpo.messages.PolicyMetrics.high_kl:type_name -> mgrpo.messages.HighKLToken
-	3,  // 27: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 28: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 29: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
-	1,  // 30: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
-	2,  // 31: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	4,  // 4: mgrpo.messages.Rollouts.meta:type_name -> mgrpo.messages.StepMeta
+	5,  // 5: mgrpo.messages.Rollouts.prompts:type_name -> mgrpo.messages.Prompt
+	7,  // 6: mgrpo.messages.Rollouts.rollouts:type_name -> mgrpo.messages.Rollout
+	4,  // 7: mgrpo.messages.Scored.meta:type_name -> mgrpo.messages.StepMeta
+	8,  // 8: mgrpo.messages.Scored.rollouts:type_name -> mgrpo.messages.Rollouts
+	4,  // 9: mgrpo.messages.Relay.meta:type_name -> mgrpo.messages.StepMeta
+	8,  // 10: mgrpo.messages.Relay.rollouts:type_name -> mgrpo.messages.Rollouts
+	4,  // 11: mgrpo.messages.RefScored.meta:type_name -> mgrpo.messages.StepMeta
+	9,  // 12: mgrpo.messages.RefScored.scored:type_name -> mgrpo.messages.Scored
+	11, // 13: mgrpo.messages.RefScored.ref:type_name -> mgrpo.messages.TokenLogprobs
+	4,  // 14: mgrpo.messages.PreparedBatch.meta:type_name -> mgrpo.messages.StepMeta
+	12, // 15: mgrpo.messages.PreparedBatch.ref_scored:type_name -> mgrpo.messages.RefScored
+	16, // 16: mgrpo.messages.PreparedBatch.controller:type_name -> mgrpo.messages.ControllerState
+	1,  // 17: mgrpo.messages.TensorChunk.dtype:type_name -> mgrpo.messages.DType
+	4,  // 18: mgrpo.messages.PolicyWeights.meta:type_name -> mgrpo.messages.StepMeta
+	14, // 19: mgrpo.messages.PolicyWeights.tensors:type_name -> mgrpo.messages.TensorChunk
+	4,  // 20: mgrpo.messages.ControllerState.meta:type_name -> mgrpo.messages.StepMeta
+	17, // 21: mgrpo.messages.ControllerState.meta_controller:type_name -> mgrpo.messages.MetaControllerState
+	4,  // 22: mgrpo.messages.StepStats.meta:type_name -> mgrpo.messages.StepMeta
+	4,  // 23: mgrpo.messages.ControllerUpdate.meta:type_name -> mgrpo.messages.StepMeta
+	16, // 24: mgrpo.messages.ControllerUpdate.state:type_name -> mgrpo.messages.ControllerState
+	4,  // 25: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
+	21, // 26: mgrpo.messages.StepReport.policy_metrics:type_name -> mgrpo.messages.PolicyMetrics
+	22, // 27: mgrpo.messages.PolicyMetrics.high_kl:type_name -> mgrpo.messages.HighKLToken
+	4,  // 28: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
+	4,  // 29: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
+	4,  // 30: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
+	2,  // 31: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
+	3,  // 32: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_messages_step_proto_init() }
@@ -2475,7 +2536,7 @@ func file_messages_step_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_step_proto_rawDesc), len(file_messages_step_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"unsafe"
+
+	"github.com/mgrpo/mgrpo/internal/bf16"
 )
 
 // Tensor is a named float32 tensor as Go values.
@@ -15,15 +17,19 @@ type Tensor struct {
 	Name  string
 	Shape []int64 // e.g. [out, in] for a linear weight
 	Data  []float32
+	// DType is how ChunkWeights sends Data: FLOAT32 as it is, BF16 rounded
+	// to bfloat16 (half the bytes; the Assembler widens it back, exactly).
+	// The Assembler reports the dtype each tensor travelled as.
+	DType DType
 }
 
 // ChunkWeights splits a snapshot into PolicyWeights messages whose tensor
 // data total at most maxChunkBytes each (a tensor larger than that is
-// split across chunks). Every chunk gets a DeriveMeta copy of meta. The
-// tensors are only read; on a little-endian machine (the wire's order)
-// the chunks' data is the tensors' own memory, not a copy, so the caller
-// hands over tensors that nothing changes any more. maxChunkBytes must be
-// at least 4.
+// split across chunks), each tensor as its DType. Every chunk gets a
+// DeriveMeta copy of meta. The tensors are only read; on a little-endian
+// machine (the wire's order) a FLOAT32 tensor's chunks are its own memory,
+// not a copy, so the caller hands over tensors that nothing changes any
+// more (a BF16 one's are a rounded copy). maxChunkBytes must be at least 4.
 func ChunkWeights(meta *StepMeta, version int64, tensors []Tensor, maxChunkBytes int) []*PolicyWeights {
 	if maxChunkBytes < 4 {
 		panic(fmt.Sprintf("messages: ChunkWeights maxChunkBytes=%d < 4", maxChunkBytes))
@@ -38,17 +44,18 @@ func ChunkWeights(meta *StepMeta, version int64, tensors []Tensor, maxChunkBytes
 		used = 0
 	}
 	for _, t := range tensors {
-		total := int64(4 * len(t.Data))
+		size := dtypeSize(t.DType)
+		total := int64(size * len(t.Data))
 		for off := 0; ; {
-			if used == limit {
+			if limit-used < size {
 				flush()
 			}
-			n := min(len(t.Data)-off, (limit-used)/4)
+			n := min(len(t.Data)-off, (limit-used)/size)
 			cur.Tensors = append(cur.Tensors, &TensorChunk{
-				Name: t.Name, Shape: append([]int64(nil), t.Shape...),
-				Offset: int64(4 * off), Data: floatBytes(t.Data[off : off+n]), TotalBytes: total,
+				Name: t.Name, Shape: append([]int64(nil), t.Shape...), Dtype: t.DType,
+				Offset: int64(size * off), Data: encodeAs(t.DType, t.Data[off:off+n]), TotalBytes: total,
 			})
-			used += 4 * n
+			used += size * n
 			if off += n; off == len(t.Data) {
 				break
 			}
@@ -61,6 +68,42 @@ func ChunkWeights(meta *StepMeta, version int64, tensors []Tensor, maxChunkBytes
 		c.ChunkIndex, c.ChunkCount = int32(i), int32(len(chunks))
 	}
 	return chunks
+}
+
+// dtypeSize is the bytes of one element travelling as d (0: an unknown
+// dtype).
+func dtypeSize(d DType) int {
+	switch d {
+	case DType_FLOAT32:
+		return elemBytes
+	case DType_BF16:
+		return 2
+	}
+	return 0
+}
+
+// encodeAs is x as the little-endian bytes of dtype d.
+func encodeAs(d DType, x []float32) []byte {
+	if d != DType_BF16 {
+		return floatBytes(x)
+	}
+	b := make([]byte, 2*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint16(b[2*i:], bf16.Round(v))
+	}
+	return b
+}
+
+// decodeAs fills dst from src, the little-endian elements of dtype d
+// (at least len(dst) of them); bfloat16 widens exactly.
+func decodeAs(d DType, dst []float32, src []byte) {
+	if d != DType_BF16 {
+		decodeFloats(dst, src)
+		return
+	}
+	for i := range dst {
+		dst[i] = bf16.Float32(binary.LittleEndian.Uint16(src[2*i:]))
+	}
 }
 
 // floatBytes is x as little-endian bytes: x's own memory where the
@@ -106,15 +149,17 @@ const DefaultMaxBytes int64 = 1 << 34
 const elemBytes = 4
 
 // Assembler rebuilds a snapshot from PolicyWeights chunks arriving in any
-// order. Chunks are untrusted: one that does not fit the snapshot (bad
-// header, a shape or total_bytes that disagrees with the tensor's other
-// pieces or with numel·4, a byte range outside the tensor or overlapping
-// one already received, a version over MaxBytes, or a last chunk that
+// order, each tensor as float32 whatever dtype it travelled as. Chunks are
+// untrusted: one that does not fit the snapshot (bad header, an unknown
+// dtype, a shape, dtype or total_bytes that disagrees with the tensor's
+// other pieces or with numel times the dtype's size, a byte range outside
+// the tensor, not of whole elements or overlapping one already received,
+// a version whose float32 tensors pass MaxBytes, or a last chunk that
 // leaves a tensor incomplete) is an ErrChunk and leaves the Assembler
 // exactly as it was. Tensor buffers are allocated only after their chunk
 // has been checked. It is not safe for concurrent use; an actor owns one.
 type Assembler struct {
-	// MaxBytes caps the declared bytes of all tensors of one version;
+	// MaxBytes caps the float32 bytes of all tensors of one version;
 	// zero or negative means DefaultMaxBytes. When it is set, a version's
 	// tensors share one buffer of MaxBytes, allocated with the first of
 	// them, one after another as they first arrive (Flat).
@@ -124,14 +169,14 @@ type Assembler struct {
 	count   int32
 	seen    map[int32]bool
 	tensors map[string]*partial
-	bytes   int64     // declared bytes of all tensors in tensors
+	bytes   int64     // float32 bytes of all tensors in tensors
 	arena   []float32 // with MaxBytes set: the tensors' data so far, in the order they first arrived
 }
 
 // partial is one tensor being assembled.
 type partial struct {
 	t        Tensor
-	total    int64
+	total    int64  // bytes as it travels
 	first    [2]int // (chunk index, position) of its first piece
 	spans    []span // byte ranges received, sorted, disjoint, adjacent ones merged
 	received int64  // bytes received
@@ -144,6 +189,7 @@ type span struct{ lo, hi int64 }
 // pending is what a checked chunk adds to one tensor.
 type pending struct {
 	shape []int64
+	dtype DType
 	total int64
 	isNew bool
 	first [2]int
@@ -202,44 +248,52 @@ func (a *Assembler) check(w *PolicyWeights) (map[string]*pending, error) {
 }
 
 // pendingFor returns the pending additions to c's tensor, creating them
-// after checking c's shape and total_bytes against the tensor's other
-// pieces, or for a new tensor against numel·4 and the byte limit (bytes
-// holds the declared bytes so far and grows by a new tensor's).
+// after checking c's shape, dtype and total_bytes against the tensor's
+// other pieces, or for a new tensor against numel times its dtype's size
+// and the byte limit (bytes holds the float32 bytes so far and grows by a
+// new tensor's).
 func (a *Assembler) pendingFor(adds map[string]*pending, c *TensorChunk, bytes *int64) (*pending, error) {
 	name := c.GetName()
 	if p, ok := adds[name]; ok {
-		return p, sameHeader(name, p.shape, p.total, c)
+		return p, sameHeader(name, p, c)
 	}
 	if t, ok := a.tensors[name]; ok {
-		p := &pending{shape: t.t.Shape, total: t.total, first: t.first}
+		p := &pending{shape: t.t.Shape, dtype: t.t.DType, total: t.total, first: t.first}
 		adds[name] = p
-		return p, sameHeader(name, p.shape, p.total, c)
+		return p, sameHeader(name, p, c)
 	}
-	total, err := tensorBytes(c.GetShape(), a.maxBytes())
+	size := int64(dtypeSize(c.GetDtype()))
+	if size == 0 {
+		return nil, fmt.Errorf("%w: tensor %s of unknown dtype %d", ErrChunk, name, c.GetDtype())
+	}
+	mem, err := tensorBytes(c.GetShape(), a.maxBytes())
 	if err != nil {
 		return nil, fmt.Errorf("tensor %s: %w", name, err)
 	}
-	if c.GetTotalBytes() != total {
-		return nil, fmt.Errorf("%w: tensor %s of shape %v has total_bytes %d, want %d", ErrChunk, name, c.GetShape(), c.GetTotalBytes(), total)
+	if total := mem / elemBytes * size; c.GetTotalBytes() != total {
+		return nil, fmt.Errorf("%w: tensor %s of shape %v as %s has total_bytes %d, want %d", ErrChunk, name, c.GetShape(), c.GetDtype(), c.GetTotalBytes(), total)
 	}
-	if total > a.maxBytes()-*bytes {
-		return nil, fmt.Errorf("%w: tensor %s of %d bytes takes version %d past %d bytes", ErrChunk, name, total, a.version, a.maxBytes())
+	if mem > a.maxBytes()-*bytes {
+		return nil, fmt.Errorf("%w: tensor %s of %d bytes takes version %d past %d bytes", ErrChunk, name, mem, a.version, a.maxBytes())
 	}
-	*bytes += total
-	p := &pending{shape: c.GetShape(), total: total, isNew: true, first: [2]int{math.MaxInt, 0}}
+	*bytes += mem
+	p := &pending{shape: c.GetShape(), dtype: c.GetDtype(), total: c.GetTotalBytes(), isNew: true, first: [2]int{math.MaxInt, 0}}
 	adds[name] = p
 	return p, nil
 }
 
-// sameHeader checks that c repeats its tensor's shape and total_bytes.
-func sameHeader(name string, shape []int64, total int64, c *TensorChunk) error {
-	if !slices.Equal(c.GetShape(), shape) || c.GetTotalBytes() != total {
-		return fmt.Errorf("%w: tensor %s piece of shape %v and %d bytes, earlier pieces %v and %d", ErrChunk, name, c.GetShape(), c.GetTotalBytes(), shape, total)
+// sameHeader checks that c repeats the shape, dtype and total_bytes of
+// its tensor's earlier pieces p.
+func sameHeader(name string, p *pending, c *TensorChunk) error {
+	if !slices.Equal(c.GetShape(), p.shape) || c.GetDtype() != p.dtype || c.GetTotalBytes() != p.total {
+		return fmt.Errorf("%w: tensor %s piece of shape %v, %s and %d bytes, earlier pieces %v, %s and %d",
+			ErrChunk, name, c.GetShape(), c.GetDtype(), c.GetTotalBytes(), p.shape, p.dtype, p.total)
 	}
 	return nil
 }
 
-// tensorBytes is 4·numel for shape (a nil shape is a scalar), or an
+// tensorBytes is 4·numel for shape (a nil shape is a scalar): its bytes
+// as float32, or an
 // ErrChunk for a negative dimension or a size over max.
 func tensorBytes(shape []int64, max int64) (int64, error) {
 	n := int64(elemBytes)
@@ -262,9 +316,9 @@ func tensorBytes(shape []int64, max int64) (int64, error) {
 // received ranges in t (nil for a new tensor) and those already pending,
 // then records it.
 func (p *pending) addPiece(t *partial, c *TensorChunk, pos [2]int) error {
-	off, n := c.GetOffset(), int64(len(c.GetData()))
-	if off < 0 || off%elemBytes != 0 || n%elemBytes != 0 || off > p.total || n > p.total-off {
-		return fmt.Errorf("%w: tensor %s piece at offset %d with %d bytes outside [0, %d) or not whole float32s", ErrChunk, c.GetName(), off, n, p.total)
+	off, n, size := c.GetOffset(), int64(len(c.GetData())), int64(dtypeSize(p.dtype))
+	if off < 0 || off%size != 0 || n%size != 0 || off > p.total || n > p.total-off {
+		return fmt.Errorf("%w: tensor %s piece at offset %d with %d bytes outside [0, %d) or not whole %s elements", ErrChunk, c.GetName(), off, n, p.total, p.dtype)
 	}
 	s := span{off, off + n}
 	if t != nil && overlaps(t.spans, s) || overlaps(p.spans, s) {
@@ -303,9 +357,10 @@ func (a *Assembler) checkComplete(adds map[string]*pending) error {
 func (a *Assembler) apply(w *PolicyWeights, adds map[string]*pending) {
 	for _, c := range w.GetTensors() {
 		if p, name := adds[c.GetName()], c.GetName(); p.isNew && a.tensors[name] == nil {
-			data, at := a.alloc(int(p.total / elemBytes))
-			a.tensors[name] = &partial{t: Tensor{Name: name, Shape: slices.Clone(p.shape), Data: data}, total: p.total, at: at}
-			a.bytes += p.total
+			numel := p.total / int64(dtypeSize(p.dtype))
+			data, at := a.alloc(int(numel))
+			a.tensors[name] = &partial{t: Tensor{Name: name, Shape: slices.Clone(p.shape), Data: data, DType: p.dtype}, total: p.total, at: at}
+			a.bytes += numel * elemBytes
 		}
 	}
 	for name, p := range adds {
@@ -317,8 +372,10 @@ func (a *Assembler) apply(w *PolicyWeights, adds map[string]*pending) {
 		t.first = p.first
 	}
 	for _, c := range w.GetTensors() {
-		data, t := c.GetData(), a.tensors[c.GetName()].t.Data[c.GetOffset()/elemBytes:]
-		decodeFloats(t[:len(data)/elemBytes], data)
+		d := c.GetDtype()
+		size := dtypeSize(d)
+		data, t := c.GetData(), a.tensors[c.GetName()].t.Data[c.GetOffset()/int64(size):]
+		decodeAs(d, t[:len(data)/size], data)
 	}
 	a.seen[w.GetChunkIndex()] = true
 }

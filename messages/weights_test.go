@@ -27,6 +27,11 @@ func piece(name string, shape []int64, total, off int64, data ...float32) *Tenso
 	return &TensorChunk{Name: name, Shape: shape, TotalBytes: total, Offset: off, Data: encodeFloats(data)}
 }
 
+// piece16 is a piece of a tensor that travels as bf16.
+func piece16(name string, shape []int64, total, off int64, data ...float32) *TensorChunk {
+	return &TensorChunk{Name: name, Shape: shape, TotalBytes: total, Offset: off, Data: encodeAs(DType_BF16, data), Dtype: DType_BF16}
+}
+
 // TestAssemblerRejectsBadChunks sends `before` correct chunks of version 5,
 // then one bad chunk, then the remaining correct chunks: the bad chunk must
 // be an ErrChunk that leaves the assembler as it was, so the correct
@@ -77,6 +82,14 @@ func TestAssemblerRejectsBadChunks(t *testing.T) {
 		{"total differs within a chunk", 0, 0, chunk(5, 0, 4, piece("a", a22, 16, 0, 1), piece("a", a22, 32, 4, 2))},
 		{"shape [100] with 1 float", 1, 0, chunk(5, 1, 4, piece("c", []int64{100}, 4, 0, 1))},
 		{"scalar with 4 floats", 1, 0, chunk(5, 1, 4, piece("c", nil, 16, 0, 1, 2, 3, 4))},
+		// bf16: the dtype is the tensor's, its size sets total_bytes and alignment
+		{"dtype differs from first piece", 1, 0, chunk(5, 1, 4, piece16("a", a22, 16, 8, 3, 4))},
+		{"dtype differs within a chunk", 0, 0, chunk(5, 0, 4, piece16("c", []int64{4}, 8, 0, 1), piece("c", []int64{4}, 8, 2, 2))},
+		{"unknown dtype", 1, 0, chunk(5, 1, 4, &TensorChunk{Name: "c", Shape: []int64{1}, TotalBytes: 4, Data: encodeFloats([]float32{1}), Dtype: 7})},
+		{"bf16 with a float32 total", 1, 0, chunk(5, 1, 4, piece16("c", []int64{2}, 8, 0, 1, 2))},
+		{"bf16 ragged data", 1, 0, chunk(5, 1, 4, &TensorChunk{Name: "c", Shape: []int64{2}, TotalBytes: 4, Data: []byte{1, 2, 3}, Dtype: DType_BF16})},
+		{"bf16 misaligned offset", 1, 0, chunk(5, 1, 4, piece16("c", []int64{2}, 4, 1, 1))},
+		{"bf16 version over MaxBytes", 3, 28, chunk(5, 3, 4, piece("b", b3, 12, 8, 7), piece16("c", []int64{1}, 2, 0, 1))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,7 +172,7 @@ func state(a *Assembler) string {
 		for i, v := range p.t.Data {
 			bits[i] = math.Float32bits(v)
 		}
-		fmt.Fprintf(&b, "%q %q %v %v total %d first %v spans %v received %d|", name, p.t.Name, p.t.Shape, bits, p.total, p.first, p.spans, p.received)
+		fmt.Fprintf(&b, "%q %q %v %v %v total %d first %v spans %v received %d|", name, p.t.Name, p.t.Shape, p.t.DType, bits, p.total, p.first, p.spans, p.received)
 	}
 	return b.String()
 }
@@ -247,6 +260,7 @@ func fuzzChunk(r *byteReader) *PolicyWeights {
 		for i := range c.Data {
 			c.Data[i] = r.next()
 		}
+		c.Dtype = DType(r.next() % 3) // float32, bf16 or unknown
 		w.Tensors = append(w.Tensors, c)
 	}
 	return w
@@ -333,5 +347,53 @@ func TestFloatBytes(t *testing.T) {
 	}
 	if len(floatBytes(nil)) != 0 {
 		t.Error("floatBytes(nil) is not empty")
+	}
+}
+
+// TestBF16Chunks sends tensors as float32 and as bf16, cut at several
+// chunk sizes (bf16 pieces of one element; pieces that leave two bytes of
+// a chunk unused): the bf16 ones travel in half the bytes and assemble to
+// their bf16 rounding exactly (rounding both ways, a tie to even, an
+// exact value), the float32 ones bit for bit, each reporting its dtype.
+func TestBF16Chunks(t *testing.T) {
+	sent := []Tensor{
+		{Name: "w", Shape: []int64{2, 3}, Data: []float32{1, 1.00390625, 1.00390625 + 1.0/(1<<20), -2.5, 0.1, 1.01171875}, DType: DType_BF16},
+		{Name: "n", Shape: []int64{3}, Data: []float32{0.1, 0.2, 0.3}},
+		{Name: "v", Shape: []int64{1}, Data: []float32{-0.7}, DType: DType_BF16},
+	}
+	want := []Tensor{
+		{Name: "w", Shape: []int64{2, 3}, Data: []float32{1, 1, 1.0078125, -2.5, 0.10009765625, 1.015625}, DType: DType_BF16},
+		sent[1],
+		{Name: "v", Shape: []int64{1}, Data: []float32{-0.69921875}, DType: DType_BF16},
+	}
+	for _, size := range []int{4, 6, 8, 64} {
+		chunks := ChunkWeights(meta(), 1, sent, size)
+		var bytes int
+		for _, c := range chunks {
+			used := 0
+			for _, p := range c.GetTensors() {
+				used += len(p.GetData())
+			}
+			if used > size/4*4 {
+				t.Errorf("chunk size %d: a chunk of %d bytes", size, used)
+			}
+			bytes += used
+		}
+		if bytes != 2*6+4*3+2*1 {
+			t.Errorf("chunk size %d: %d bytes sent, want 26", size, bytes)
+		}
+		a := Assembler{MaxBytes: 4 * 10}
+		for i := len(chunks) - 1; i >= 0; i-- {
+			if _, err := a.Add(chunks[i]); err != nil {
+				t.Fatalf("chunk size %d: %v", size, err)
+			}
+		}
+		checkTensors(t, &a, want)
+		got, _ := a.Tensors()
+		for i := range want {
+			if got[i].DType != want[i].DType {
+				t.Errorf("chunk size %d: tensor %s reports %s, want %s", size, got[i].Name, got[i].DType, want[i].DType)
+			}
+		}
 	}
 }

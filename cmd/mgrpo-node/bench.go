@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 
@@ -27,7 +28,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.MinTime, "min_time", 0, "measure each figure for at least this long (0: 1s)")
 	fs.IntVar(&o.Reps, "reps", 10, "and at least this many timed runs; each figure is their median")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
-	device := fs.String("device", "cpu", "device of the learner step: cpu, or cuda in a binary built with -tags cuda (then scoring and sampling too)")
+	device := fs.String("device", "cpu", "device of the learner step, sampling and scoring: cpu, or cuda (mgrpo-node hands it to mgrpo-node-cuda)")
 	dtype := fs.String("dtype", gpu.DTypeFloat32, "precision of the products: float32 (TF32 on cuda) or bf16 (cuda: bf16 products, fp32 weights and optimiser)")
 	fs.BoolVar(&o.SkipSample, "skip_sample", false, "leave sampling out (long completions of the large presets take long)")
 	peer := fs.String("peer", "", "directory of the PyTorch peer (its bench.py): compare side by side")
@@ -40,6 +41,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if err := checkBenchFlags(presets, o, *peer, *rounds); err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node bench: %v\n", err)
 		return exitUsage
+	}
+	if *device == "cuda" && !gpu.CUDABuilt {
+		return handOff("bench --device cuda", append([]string{"bench"}, args...), os.Environ(), stderr)
 	}
 	dev, err := gpu.OpenDeviceWith(*device, gpu.DeviceOptions{DType: *dtype})
 	if err != nil {

@@ -38,7 +38,14 @@ Commands:
   traces      list the slowest steps from Jaeger (--slow)
   certs       write a CA and node certificates for mutual TLS between nodes
   report      write the page of one or more runs, overlaid (RUN_DIR...)
+  device-check print the GPU that --model.device cuda would use (mgrpo-node-cuda)
   help        this text
+
+GPU (--model.device cuda, model.dtype float32 or bf16; bench --device cuda):
+  mgrpo-node starts on any machine and computes on the CPU; it hands a GPU
+  run to mgrpo-node-cuda (make build-cuda), found beside it, on PATH or by
+  MGRPO_CUDA_BINARY, with the same arguments and environment, once that
+  binary's device-check has found a GPU; if none, one line and exit code 2.
 
 Configuration, lowest layer first (later layers override earlier ones):
   1. built-in defaults (2-digit addition, small preset, GRPO)

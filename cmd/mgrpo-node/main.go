@@ -17,6 +17,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/spf13/pflag"
 )
 
@@ -59,6 +60,8 @@ func subcommand(name string) (func(args []string, stdout, stderr io.Writer) int,
 		return runCerts, true
 	case "report":
 		return runReport, true
+	case "device-check":
+		return runDeviceCheck, true
 	}
 	return nil, false
 }
@@ -96,6 +99,9 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, errorLine(err))
 		return exitUsage
+	}
+	if cfg.Model.Device == "cuda" && !gpu.CUDABuilt {
+		return handOff("--model.device cuda", args, env, stderr)
 	}
 	ctx, stop := interruptible(stderr, os.Exit, interruptNotice(cfg.Cluster))
 	defer stop()

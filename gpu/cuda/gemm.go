@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/mgrpo/mgrpo/internal/bf16"
 )
 
 // Math is how a Gemm multiplies and what its A and B hold.
@@ -127,17 +129,10 @@ func (g Gemm) columnMajor() Gemm {
 // BF16 rounds x to bfloat16 (round to nearest even, as CUDA's
 // __float2bfloat16 and the kernels' f32_to_bf16), returning its bits: the
 // top 16 bits of a float32. NaN becomes the canonical 0x7fff.
-func BF16(x float32) uint16 {
-	u := math.Float32bits(x)
-	if u&0x7fff_ffff > 0x7f80_0000 {
-		return 0x7fff
-	}
-	u += 0x7fff + (u>>16)&1
-	return uint16(u >> 16)
-}
+func BF16(x float32) uint16 { return bf16.Round(x) }
 
 // BF16ToFloat32 widens bfloat16 bits to the float32 they denote (exact).
-func BF16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+func BF16ToFloat32(h uint16) float32 { return bf16.Float32(h) }
 
 // TF32 rounds x to the tensor cores' TF32 (a float32 with a 10-bit
 // mantissa), to nearest with ties away from zero as PTX's cvt.rna.tf32.f32;

@@ -8,7 +8,11 @@
 // the version alone may name two commits alike. The identity adds the
 // SHA-256 of the executable itself: two builds that could compute
 // different numbers (another commit, another toolchain, OpenBLAS or not)
-// are different files.
+// are different files. The one exception is a GPU build made beside a
+// plain one (make build-cuda): mgrpo-node-cuda is stamped with the hash of
+// the mgrpo-node built with it from the same tree (twin) and takes that
+// identity, since its CPU code is that binary's; so a GPU node and a CPU
+// node of one build form a cluster.
 //
 //	buildinfo.Version() // "v0.3.0-12-gabc1234" or "dev"
 //	buildinfo.ID()      // "v0.3.0-12-gabc1234 sha256:4f1c2a9be07d"
@@ -25,6 +29,11 @@ import (
 
 // version is stamped by the Makefile at link time; empty otherwise.
 var version string
+
+// twin is stamped by make build-cuda into mgrpo-node-cuda: the first
+// hashLen hex digits of the SHA-256 of the mgrpo-node built beside it
+// (empty otherwise).
+var twin string
 
 // hashLen is how many hex digits of the executable's SHA-256 an identity
 // carries (48 bits: no two builds a cluster meets share them by chance).
@@ -54,9 +63,18 @@ func Version() string {
 }
 
 // ID is Version and the start of the executable's SHA-256 ("sha256:?"
-// when the executable cannot be read). Nodes of different IDs refuse each
-// other.
-func ID() string { return Version() + " sha256:" + executableHash() }
+// when the executable cannot be read), or of its twin's for a GPU build
+// stamped with one. Nodes of different IDs refuse each other.
+func ID() string {
+	if twin != "" {
+		return Version() + " sha256:" + twin
+	}
+	return Version() + " sha256:" + executableHash()
+}
+
+// Executable is the start of the running executable's own SHA-256 (ID's,
+// but for a GPU build that takes its twin's identity).
+func Executable() string { return "sha256:" + executableHash() }
 
 // executableHash is computed once per process, from the running program
 // itself: on Linux /proc/self/exe, which stays the file the process was

@@ -41,3 +41,16 @@ func TestID(t *testing.T) {
 		t.Errorf("ID changed between calls")
 	}
 }
+
+// TestIDTwin: a build stamped with its twin's hash (mgrpo-node-cuda) takes
+// the twin's identity; Executable still names its own file.
+func TestIDTwin(t *testing.T) {
+	defer func(old string) { twin = old }(twin)
+	twin = "0123456789ab"
+	if id := ID(); id != Version()+" sha256:0123456789ab" {
+		t.Errorf("ID() = %q, want the twin's hash", id)
+	}
+	if own := Executable(); own != "sha256:"+executableHash() || own == "sha256:"+twin {
+		t.Errorf("Executable() = %q, want this file's hash", own)
+	}
+}
