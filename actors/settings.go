@@ -382,13 +382,14 @@ func hasFile(dir, name string) bool {
 
 // modelConfig resolves the policy's dimensions for the built-in tokenizer:
 // the preset's (gpu.Preset, the one preset table), overridden by every
-// non-zero explicit dimension; model.kv_heads 0 means model.heads. A
+// non-zero explicit dimension and model.rope_theta; model.kv_heads 0
+// means model.heads; a tied preset stays tied. A
 // preset gpu does not know, dimensions no model can have, and a
 // completion that leaves no room for the prompt in the context are
 // refused as the configuration errors they are (config validates every
 // other key without knowing the presets).
 func modelConfig(m config.Model, completionLen int) (gpu.Config, error) {
-	c := gpu.Config{Vocab: gpu.PresetVocab, NormEps: 1e-6}
+	c := gpu.Config{Vocab: gpu.PresetVocab, NormEps: 1e-6, RopeTheta: 10000}
 	if m.Preset != "" {
 		p, err := gpu.Preset(m.Preset)
 		if err != nil {
@@ -412,7 +413,10 @@ func modelConfig(m config.Model, completionLen int) (gpu.Config, error) {
 	if m.KVHeads == 0 && (m.Preset == "" || m.Heads != 0) {
 		c.KVHeads = c.Heads
 	}
-	c.RopeTheta, c.TieEmbeddings = m.RopeTheta, m.TieEmbeddings
+	if m.RopeTheta != 0 {
+		c.RopeTheta = m.RopeTheta
+	}
+	c.TieEmbeddings = c.TieEmbeddings || m.TieEmbeddings
 	return c, checkModel(c, completionLen)
 }
 

@@ -9,8 +9,10 @@ import (
 )
 
 // TestModelConfig: presets resolve to gpu's table with every explicit
-// dimension applied; a preset gpu does not know and dimensions no model can
-// have are configuration errors naming the key.
+// dimension and model.rope_theta applied (0 keeps the preset's: a run of
+// smollm2-135m had Llama's 10000 and an untied lm_head, 162.8 M weights
+// instead of its 134.5 M); a preset gpu does not know and dimensions no
+// model can have are configuration errors naming the key.
 func TestModelConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -21,8 +23,10 @@ func TestModelConfig(t *testing.T) {
 		{name: "preset with context override", m: config.Model{Preset: "base", Context: 128}, want: gpu.Config{Vocab: 98, Hidden: 128, Layers: 4, Heads: 4, KVHeads: 4, MLP: 384, Context: 128, RopeTheta: 10000, NormEps: 1e-6}},
 		{name: "explicit heads resets kv heads", m: config.Model{Preset: "tiny", Heads: 4}, want: gpu.Config{Vocab: 98, Hidden: 32, Layers: 2, Heads: 4, KVHeads: 4, MLP: 64, Context: 64, RopeTheta: 10000, NormEps: 1e-6}},
 		{name: "explicit GQA", m: config.Model{Hidden: 48, Layers: 1, Heads: 4, KVHeads: 2, MLP: 96, Context: 16}, want: gpu.Config{Vocab: 98, Hidden: 48, Layers: 1, Heads: 4, KVHeads: 2, MLP: 96, Context: 16, RopeTheta: 10000, NormEps: 1e-6}},
+		{name: "explicit theta, tied", m: config.Model{Preset: "tiny", RopeTheta: 5e5, TieEmbeddings: true}, want: gpu.Config{Vocab: 98, Hidden: 32, Layers: 2, Heads: 2, KVHeads: 2, MLP: 64, Context: 64, RopeTheta: 5e5, NormEps: 1e-6, TieEmbeddings: true}},
+		{name: "smollm2-135m keeps its theta and tie", m: config.Model{Preset: "smollm2-135m"}, want: gpu.Config{Vocab: 49152, Hidden: 576, Layers: 30, Heads: 9, KVHeads: 3, MLP: 1536, Context: 2048, RopeTheta: 1e5, NormEps: 1e-5, TieEmbeddings: true}},
+		{name: "qwen2.5-0.5b keeps its theta and tie", m: config.Model{Preset: "qwen2.5-0.5b"}, want: gpu.Config{Vocab: 151936, Hidden: 896, Layers: 24, Heads: 14, KVHeads: 2, MLP: 4864, Context: 2048, RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true, Arch: gpu.ArchQwen2}},
 	} {
-		tc.m.RopeTheta = 10000
 		if got, err := modelConfig(tc.m, 8); err != nil || got != tc.want {
 			t.Errorf("%s: modelConfig = %+v, %v; want %+v", tc.name, got, err, tc.want)
 		}

@@ -47,10 +47,12 @@ type Model struct {
 	MLP int `koanf:"mlp" help:"MLP inner size (0 = preset)"`
 	// Context is the maximum sequence length in tokens; 0 takes the preset's.
 	Context int `koanf:"context" help:"context length in tokens (0 = preset)"`
-	// RopeTheta is the RoPE base frequency.
-	RopeTheta float64 `koanf:"rope_theta" help:"RoPE base frequency"`
-	// TieEmbeddings shares the token embedding with lm_head.
-	TieEmbeddings bool `koanf:"tie_embeddings" help:"tie lm_head to the token embedding"`
+	// RopeTheta is the RoPE base frequency; 0 takes the preset's (10000
+	// for tiny, small, base and explicit dimensions).
+	RopeTheta float64 `koanf:"rope_theta" help:"RoPE base frequency (0 = preset)"`
+	// TieEmbeddings shares the token embedding with lm_head; a preset
+	// whose model is tied (smollm2-135m, qwen2.5-0.5b) is tied either way.
+	TieEmbeddings bool `koanf:"tie_embeddings" help:"tie lm_head to the token embedding (tied presets are always tied)"`
 	// Checkpoint is a checkpoint directory (config.json + model.safetensors)
 	// to start from; "" starts from random weights (and a warm start).
 	Checkpoint string `koanf:"checkpoint" help:"checkpoint directory to load (\"\" = random init)"`

@@ -9,11 +9,10 @@ package config
 func Default() *Config {
 	return &Config{
 		Model: Model{
-			Preset:    "small",
-			RopeTheta: 10000, // DESIGN §4
-			Device:    "cpu",
-			DType:     "float32",
-			Seed:      1,
+			Preset: "small",
+			Device: "cpu",
+			DType:  "float32",
+			Seed:   1,
 		},
 		Task: Task{
 			Name:      "addition",

@@ -147,7 +147,7 @@ func validateModel(v *validator, c *Config) {
 		}
 	}
 	v.conflict(m.Preset != "" || m.Context > 0, "model.context", m.Context, `must be set when model.preset is ""`)
-	v.positive("model.rope_theta", m.RopeTheta)
+	v.nonNegative("model.rope_theta", m.RopeTheta)
 	v.oneOf("model.device", m.Device, "cpu", "cuda")
 	v.oneOf("model.dtype", m.DType, "float32", "bf16")
 	v.conflict(m.DType != "bf16" || m.Device == "cuda", "model.dtype", m.DType, "needs model.device cuda (the CPU computes in float32)")

@@ -30,7 +30,7 @@ func TestValidate(t *testing.T) {
 		{"explicit context missing", func(c *Config) {
 			c.Model = Model{Hidden: 32, Layers: 1, Heads: 2, MLP: 64, RopeTheta: 1e4, Device: "cpu", DType: "float32"}
 		}, "model.context", ErrConflict},
-		{"rope theta", func(c *Config) { c.Model.RopeTheta = 0 }, "model.rope_theta", ErrRange},
+		{"rope theta", func(c *Config) { c.Model.RopeTheta = -1 }, "model.rope_theta", ErrRange},
 		{"device", func(c *Config) { c.Model.Device = "tpu" }, "model.device", ErrRange},
 		{"dtype", func(c *Config) { c.Model.DType = "float16" }, "model.dtype", ErrRange},
 		{"bf16 on the cpu", func(c *Config) { c.Model.DType = "bf16" }, "model.dtype", ErrConflict},
