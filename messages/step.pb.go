@@ -757,6 +757,88 @@ func (x *Relay) GetNext() string {
 	return ""
 }
 
+// Chain asks a generator to sample prompts and to hand the Rollouts on, as
+// a Relay from whoever asked it, to the reward evaluator reward on the node
+// at address, which relays its Scored to the reference scorer reference
+// beside it, whose RefScored answers the chain: a part's generation,
+// rewards and reference log-probs in one trip. A part with a group left
+// incomplete is answered with its Rollouts, for its step to re-sample.
+type Chain struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Prompts       *PromptBatch           `protobuf:"bytes,2,opt,name=prompts,proto3" json:"prompts,omitempty"`
+	Address       string                 `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`     // the node of the reward evaluator
+	Reward        string                 `protobuf:"bytes,4,opt,name=reward,proto3" json:"reward,omitempty"`       // actor id of the reward evaluator, at address
+	Reference     string                 `protobuf:"bytes,5,opt,name=reference,proto3" json:"reference,omitempty"` // actor id of the reference scorer, beside it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Chain) Reset() {
+	*x = Chain{}
+	mi := &file_messages_step_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Chain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Chain) ProtoMessage() {}
+
+func (x *Chain) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_step_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Chain.ProtoReflect.Descriptor instead.
+func (*Chain) Descriptor() ([]byte, []int) {
+	return file_messages_step_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Chain) GetMeta() *StepMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *Chain) GetPrompts() *PromptBatch {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+func (x *Chain) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Chain) GetReward() string {
+	if x != nil {
+		return x.Reward
+	}
+	return ""
+}
+
+func (x *Chain) GetReference() string {
+	if x != nil {
+		return x.Reference
+	}
+	return ""
+}
+
 // TokenLogprobs is one sequence's per-token log-probs.
 type TokenLogprobs struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -767,7 +849,7 @@ type TokenLogprobs struct {
 
 func (x *TokenLogprobs) Reset() {
 	*x = TokenLogprobs{}
-	mi := &file_messages_step_proto_msgTypes[7]
+	mi := &file_messages_step_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +861,7 @@ func (x *TokenLogprobs) String() string {
 func (*TokenLogprobs) ProtoMessage() {}
 
 func (x *TokenLogprobs) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[7]
+	mi := &file_messages_step_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +874,7 @@ func (x *TokenLogprobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenLogprobs.ProtoReflect.Descriptor instead.
 func (*TokenLogprobs) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{7}
+	return file_messages_step_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TokenLogprobs) GetLogp() []float32 {
@@ -815,7 +897,7 @@ type RefScored struct {
 
 func (x *RefScored) Reset() {
 	*x = RefScored{}
-	mi := &file_messages_step_proto_msgTypes[8]
+	mi := &file_messages_step_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +909,7 @@ func (x *RefScored) String() string {
 func (*RefScored) ProtoMessage() {}
 
 func (x *RefScored) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[8]
+	mi := &file_messages_step_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +922,7 @@ func (x *RefScored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefScored.ProtoReflect.Descriptor instead.
 func (*RefScored) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{8}
+	return file_messages_step_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RefScored) GetMeta() *StepMeta {
@@ -887,7 +969,7 @@ type PreparedBatch struct {
 
 func (x *PreparedBatch) Reset() {
 	*x = PreparedBatch{}
-	mi := &file_messages_step_proto_msgTypes[9]
+	mi := &file_messages_step_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +981,7 @@ func (x *PreparedBatch) String() string {
 func (*PreparedBatch) ProtoMessage() {}
 
 func (x *PreparedBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[9]
+	mi := &file_messages_step_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +994,7 @@ func (x *PreparedBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreparedBatch.ProtoReflect.Descriptor instead.
 func (*PreparedBatch) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{9}
+	return file_messages_step_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PreparedBatch) GetMeta() *StepMeta {
@@ -964,7 +1046,7 @@ type TensorChunk struct {
 
 func (x *TensorChunk) Reset() {
 	*x = TensorChunk{}
-	mi := &file_messages_step_proto_msgTypes[10]
+	mi := &file_messages_step_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -976,7 +1058,7 @@ func (x *TensorChunk) String() string {
 func (*TensorChunk) ProtoMessage() {}
 
 func (x *TensorChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[10]
+	mi := &file_messages_step_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -989,7 +1071,7 @@ func (x *TensorChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorChunk.ProtoReflect.Descriptor instead.
 func (*TensorChunk) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{10}
+	return file_messages_step_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TensorChunk) GetName() string {
@@ -1042,7 +1124,7 @@ type PolicyWeights struct {
 
 func (x *PolicyWeights) Reset() {
 	*x = PolicyWeights{}
-	mi := &file_messages_step_proto_msgTypes[11]
+	mi := &file_messages_step_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1136,7 @@ func (x *PolicyWeights) String() string {
 func (*PolicyWeights) ProtoMessage() {}
 
 func (x *PolicyWeights) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[11]
+	mi := &file_messages_step_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1149,7 @@ func (x *PolicyWeights) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyWeights.ProtoReflect.Descriptor instead.
 func (*PolicyWeights) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{11}
+	return file_messages_step_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PolicyWeights) GetMeta() *StepMeta {
@@ -1123,7 +1205,7 @@ type ControllerState struct {
 
 func (x *ControllerState) Reset() {
 	*x = ControllerState{}
-	mi := &file_messages_step_proto_msgTypes[12]
+	mi := &file_messages_step_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1217,7 @@ func (x *ControllerState) String() string {
 func (*ControllerState) ProtoMessage() {}
 
 func (x *ControllerState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[12]
+	mi := &file_messages_step_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1230,7 @@ func (x *ControllerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerState.ProtoReflect.Descriptor instead.
 func (*ControllerState) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{12}
+	return file_messages_step_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ControllerState) GetMeta() *StepMeta {
@@ -1224,7 +1306,7 @@ type MetaControllerState struct {
 
 func (x *MetaControllerState) Reset() {
 	*x = MetaControllerState{}
-	mi := &file_messages_step_proto_msgTypes[13]
+	mi := &file_messages_step_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1318,7 @@ func (x *MetaControllerState) String() string {
 func (*MetaControllerState) ProtoMessage() {}
 
 func (x *MetaControllerState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[13]
+	mi := &file_messages_step_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1331,7 @@ func (x *MetaControllerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaControllerState.ProtoReflect.Descriptor instead.
 func (*MetaControllerState) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{13}
+	return file_messages_step_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MetaControllerState) GetEnabled() bool {
@@ -1364,7 +1446,7 @@ type StepStats struct {
 
 func (x *StepStats) Reset() {
 	*x = StepStats{}
-	mi := &file_messages_step_proto_msgTypes[14]
+	mi := &file_messages_step_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1458,7 @@ func (x *StepStats) String() string {
 func (*StepStats) ProtoMessage() {}
 
 func (x *StepStats) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[14]
+	mi := &file_messages_step_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1471,7 @@ func (x *StepStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStats.ProtoReflect.Descriptor instead.
 func (*StepStats) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{14}
+	return file_messages_step_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StepStats) GetMeta() *StepMeta {
@@ -1437,7 +1519,7 @@ type ControllerUpdate struct {
 
 func (x *ControllerUpdate) Reset() {
 	*x = ControllerUpdate{}
-	mi := &file_messages_step_proto_msgTypes[15]
+	mi := &file_messages_step_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1449,7 +1531,7 @@ func (x *ControllerUpdate) String() string {
 func (*ControllerUpdate) ProtoMessage() {}
 
 func (x *ControllerUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[15]
+	mi := &file_messages_step_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1462,7 +1544,7 @@ func (x *ControllerUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerUpdate.ProtoReflect.Descriptor instead.
 func (*ControllerUpdate) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{15}
+	return file_messages_step_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ControllerUpdate) GetMeta() *StepMeta {
@@ -1546,7 +1628,7 @@ type StepReport struct {
 
 func (x *StepReport) Reset() {
 	*x = StepReport{}
-	mi := &file_messages_step_proto_msgTypes[16]
+	mi := &file_messages_step_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1640,7 @@ func (x *StepReport) String() string {
 func (*StepReport) ProtoMessage() {}
 
 func (x *StepReport) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[16]
+	mi := &file_messages_step_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1653,7 @@ func (x *StepReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepReport.ProtoReflect.Descriptor instead.
 func (*StepReport) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{16}
+	return file_messages_step_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StepReport) GetMeta() *StepMeta {
@@ -1749,7 +1831,7 @@ type PolicyMetrics struct {
 
 func (x *PolicyMetrics) Reset() {
 	*x = PolicyMetrics{}
-	mi := &file_messages_step_proto_msgTypes[17]
+	mi := &file_messages_step_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1843,7 @@ func (x *PolicyMetrics) String() string {
 func (*PolicyMetrics) ProtoMessage() {}
 
 func (x *PolicyMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[17]
+	mi := &file_messages_step_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1856,7 @@ func (x *PolicyMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyMetrics.ProtoReflect.Descriptor instead.
 func (*PolicyMetrics) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{17}
+	return file_messages_step_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PolicyMetrics) GetTokens() int64 {
@@ -1892,7 +1974,7 @@ type HighKLToken struct {
 
 func (x *HighKLToken) Reset() {
 	*x = HighKLToken{}
-	mi := &file_messages_step_proto_msgTypes[18]
+	mi := &file_messages_step_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +1986,7 @@ func (x *HighKLToken) String() string {
 func (*HighKLToken) ProtoMessage() {}
 
 func (x *HighKLToken) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[18]
+	mi := &file_messages_step_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +1999,7 @@ func (x *HighKLToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HighKLToken.ProtoReflect.Descriptor instead.
 func (*HighKLToken) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{18}
+	return file_messages_step_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HighKLToken) GetCompletion() int32 {
@@ -1988,7 +2070,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_messages_step_proto_msgTypes[19]
+	mi := &file_messages_step_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2082,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[19]
+	mi := &file_messages_step_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2095,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{19}
+	return file_messages_step_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CheckpointRequest) GetMeta() *StepMeta {
@@ -2041,7 +2123,7 @@ type CheckpointDone struct {
 
 func (x *CheckpointDone) Reset() {
 	*x = CheckpointDone{}
-	mi := &file_messages_step_proto_msgTypes[20]
+	mi := &file_messages_step_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2135,7 @@ func (x *CheckpointDone) String() string {
 func (*CheckpointDone) ProtoMessage() {}
 
 func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[20]
+	mi := &file_messages_step_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2148,7 @@ func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDone.ProtoReflect.Descriptor instead.
 func (*CheckpointDone) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{20}
+	return file_messages_step_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckpointDone) GetMeta() *StepMeta {
@@ -2097,7 +2179,7 @@ type SkipNotice struct {
 
 func (x *SkipNotice) Reset() {
 	*x = SkipNotice{}
-	mi := &file_messages_step_proto_msgTypes[21]
+	mi := &file_messages_step_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2191,7 @@ func (x *SkipNotice) String() string {
 func (*SkipNotice) ProtoMessage() {}
 
 func (x *SkipNotice) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[21]
+	mi := &file_messages_step_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2204,7 @@ func (x *SkipNotice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipNotice.ProtoReflect.Descriptor instead.
 func (*SkipNotice) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{21}
+	return file_messages_step_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SkipNotice) GetMeta() *StepMeta {
@@ -2209,7 +2291,13 @@ const file_messages_step_proto_rawDesc = "" +
 	"\x05Relay\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x124\n" +
 	"\brollouts\x18\x02 \x01(\v2\x18.mgrpo.messages.RolloutsR\brollouts\x12\x12\n" +
-	"\x04next\x18\x03 \x01(\tR\x04next\"#\n" +
+	"\x04next\x18\x03 \x01(\tR\x04next\"\xbc\x01\n" +
+	"\x05Chain\x12,\n" +
+	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x125\n" +
+	"\aprompts\x18\x02 \x01(\v2\x1b.mgrpo.messages.PromptBatchR\aprompts\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06reward\x18\x04 \x01(\tR\x06reward\x12\x1c\n" +
+	"\treference\x18\x05 \x01(\tR\treference\"#\n" +
 	"\rTokenLogprobs\x12\x12\n" +
 	"\x04logp\x18\x01 \x03(\x02R\x04logp\"\xbc\x01\n" +
 	"\tRefScored\x12,\n" +
@@ -2396,7 +2484,7 @@ func file_messages_step_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_step_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_messages_step_proto_goTypes = []any{
 	(FinishReason)(0),           // 0: mgrpo.messages.FinishReason
 	(Stage)(0),                  // 1: mgrpo.messages.Stage
@@ -2408,25 +2496,26 @@ var file_messages_step_proto_goTypes = []any{
 	(*Rollouts)(nil),            // 7: mgrpo.messages.Rollouts
 	(*Scored)(nil),              // 8: mgrpo.messages.Scored
 	(*Relay)(nil),               // 9: mgrpo.messages.Relay
-	(*TokenLogprobs)(nil),       // 10: mgrpo.messages.TokenLogprobs
-	(*RefScored)(nil),           // 11: mgrpo.messages.RefScored
-	(*PreparedBatch)(nil),       // 12: mgrpo.messages.PreparedBatch
-	(*TensorChunk)(nil),         // 13: mgrpo.messages.TensorChunk
-	(*PolicyWeights)(nil),       // 14: mgrpo.messages.PolicyWeights
-	(*ControllerState)(nil),     // 15: mgrpo.messages.ControllerState
-	(*MetaControllerState)(nil), // 16: mgrpo.messages.MetaControllerState
-	(*StepStats)(nil),           // 17: mgrpo.messages.StepStats
-	(*ControllerUpdate)(nil),    // 18: mgrpo.messages.ControllerUpdate
-	(*StepReport)(nil),          // 19: mgrpo.messages.StepReport
-	(*PolicyMetrics)(nil),       // 20: mgrpo.messages.PolicyMetrics
-	(*HighKLToken)(nil),         // 21: mgrpo.messages.HighKLToken
-	(*CheckpointRequest)(nil),   // 22: mgrpo.messages.CheckpointRequest
-	(*CheckpointDone)(nil),      // 23: mgrpo.messages.CheckpointDone
-	(*SkipNotice)(nil),          // 24: mgrpo.messages.SkipNotice
-	nil,                         // 25: mgrpo.messages.StepMeta.TraceEntry
+	(*Chain)(nil),               // 10: mgrpo.messages.Chain
+	(*TokenLogprobs)(nil),       // 11: mgrpo.messages.TokenLogprobs
+	(*RefScored)(nil),           // 12: mgrpo.messages.RefScored
+	(*PreparedBatch)(nil),       // 13: mgrpo.messages.PreparedBatch
+	(*TensorChunk)(nil),         // 14: mgrpo.messages.TensorChunk
+	(*PolicyWeights)(nil),       // 15: mgrpo.messages.PolicyWeights
+	(*ControllerState)(nil),     // 16: mgrpo.messages.ControllerState
+	(*MetaControllerState)(nil), // 17: mgrpo.messages.MetaControllerState
+	(*StepStats)(nil),           // 18: mgrpo.messages.StepStats
+	(*ControllerUpdate)(nil),    // 19: mgrpo.messages.ControllerUpdate
+	(*StepReport)(nil),          // 20: mgrpo.messages.StepReport
+	(*PolicyMetrics)(nil),       // 21: mgrpo.messages.PolicyMetrics
+	(*HighKLToken)(nil),         // 22: mgrpo.messages.HighKLToken
+	(*CheckpointRequest)(nil),   // 23: mgrpo.messages.CheckpointRequest
+	(*CheckpointDone)(nil),      // 24: mgrpo.messages.CheckpointDone
+	(*SkipNotice)(nil),          // 25: mgrpo.messages.SkipNotice
+	nil,                         // 26: mgrpo.messages.StepMeta.TraceEntry
 }
 var file_messages_step_proto_depIdxs = []int32{
-	25, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
+	26, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
 	3,  // 1: mgrpo.messages.PromptBatch.meta:type_name -> mgrpo.messages.StepMeta
 	4,  // 2: mgrpo.messages.PromptBatch.prompts:type_name -> mgrpo.messages.Prompt
 	0,  // 3: mgrpo.messages.Rollout.finish_reason:type_name -> mgrpo.messages.FinishReason
@@ -2437,32 +2526,34 @@ var file_messages_step_proto_depIdxs = []int32{
 	7,  // 8: mgrpo.messages.Scored.rollouts:type_name -> mgrpo.messages.Rollouts
 	3,  // 9: mgrpo.messages.Relay.meta:type_name -> mgrpo.messages.StepMeta
 	7,  // 10: mgrpo.messages.Relay.rollouts:type_name -> mgrpo.messages.Rollouts
-	3,  // 11: mgrpo.messages.RefScored.meta:type_name -> mgrpo.messages.StepMeta
-	8,  // 12: mgrpo.messages.RefScored.scored:type_name -> mgrpo.messages.Scored
-	10, // 13: mgrpo.messages.RefScored.ref:type_name -> mgrpo.messages.TokenLogprobs
-	3,  // 14: mgrpo.messages.PreparedBatch.meta:type_name -> mgrpo.messages.StepMeta
-	11, // 15: mgrpo.messages.PreparedBatch.ref_scored:type_name -> mgrpo.messages.RefScored
-	15, // 16: mgrpo.messages.PreparedBatch.controller:type_name -> mgrpo.messages.ControllerState
-	3,  // 17: mgrpo.messages.PolicyWeights.meta:type_name -> mgrpo.messages.StepMeta
-	13, // 18: mgrpo.messages.PolicyWeights.tensors:type_name -> mgrpo.messages.TensorChunk
-	3,  // 19: mgrpo.messages.ControllerState.meta:type_name -> mgrpo.messages.StepMeta
-	16, // 20: mgrpo.messages.ControllerState.meta_controller:type_name -> mgrpo.messages.MetaControllerState
-	3,  // 21: mgrpo.messages.StepStats.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 22: mgrpo.messages.ControllerUpdate.meta:type_name -> mgrpo.messages.StepMeta
-	15, // 23: mgrpo.messages.ControllerUpdate.state:type_name -> mgrpo.messages.ControllerState
-	3,  // 24: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
-	20, // 25: mgrpo.messages.StepReport.policy_metrics:type_name -> mgrpo.messages.PolicyMetrics
-	21, // 26: mgrpo.messages.PolicyMetrics.high_kl:type_name -> mgrpo.messages.HighKLToken
-	3,  // 27: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 28: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
-	3,  // 29: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
-	1,  // 30: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
-	2,  // 31: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	3,  // 11: mgrpo.messages.Chain.meta:type_name -> mgrpo.messages.StepMeta
+	5,  // 12: mgrpo.messages.Chain.prompts:type_name -> mgrpo.messages.PromptBatch
+	3,  // 13: mgrpo.messages.RefScored.meta:type_name -> mgrpo.messages.StepMeta
+	8,  // 14: mgrpo.messages.RefScored.scored:type_name -> mgrpo.messages.Scored
+	11, // 15: mgrpo.messages.RefScored.ref:type_name -> mgrpo.messages.TokenLogprobs
+	3,  // 16: mgrpo.messages.PreparedBatch.meta:type_name -> mgrpo.messages.StepMeta
+	12, // 17: mgrpo.messages.PreparedBatch.ref_scored:type_name -> mgrpo.messages.RefScored
+	16, // 18: mgrpo.messages.PreparedBatch.controller:type_name -> mgrpo.messages.ControllerState
+	3,  // 19: mgrpo.messages.PolicyWeights.meta:type_name -> mgrpo.messages.StepMeta
+	14, // 20: mgrpo.messages.PolicyWeights.tensors:type_name -> mgrpo.messages.TensorChunk
+	3,  // 21: mgrpo.messages.ControllerState.meta:type_name -> mgrpo.messages.StepMeta
+	17, // 22: mgrpo.messages.ControllerState.meta_controller:type_name -> mgrpo.messages.MetaControllerState
+	3,  // 23: mgrpo.messages.StepStats.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 24: mgrpo.messages.ControllerUpdate.meta:type_name -> mgrpo.messages.StepMeta
+	16, // 25: mgrpo.messages.ControllerUpdate.state:type_name -> mgrpo.messages.ControllerState
+	3,  // 26: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
+	21, // 27: mgrpo.messages.StepReport.policy_metrics:type_name -> mgrpo.messages.PolicyMetrics
+	22, // 28: mgrpo.messages.PolicyMetrics.high_kl:type_name -> mgrpo.messages.HighKLToken
+	3,  // 29: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 30: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
+	3,  // 31: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
+	1,  // 32: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
+	2,  // 33: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_messages_step_proto_init() }
@@ -2476,7 +2567,7 @@ func file_messages_step_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_step_proto_rawDesc), len(file_messages_step_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
