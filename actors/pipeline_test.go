@@ -69,6 +69,19 @@ func (f *freezingStages) scoreReference(ctx context.Context, parts []*messages.R
 	return rss, err
 }
 
+func (f *freezingStages) generateReference(ctx context.Context, parts []*messages.PromptBatch) ([]chained, error) {
+	freezeAll(f, parts)
+	cs, err := f.inner.generateReference(ctx, parts)
+	for _, c := range cs {
+		if c.ref != nil {
+			f.freeze(c.ref)
+		} else {
+			f.freeze(c.ro)
+		}
+	}
+	return cs, err
+}
+
 func (f *freezingStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*messages.StepReport, *gpu.Model, error) {
 	f.freeze(pb)
 	r, m, err := f.inner.learn(ctx, pb)
