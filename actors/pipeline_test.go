@@ -272,6 +272,45 @@ func (e emptyFirst) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]gpu
 	return s, err
 }
 
+// TestChainFallsBack: a part whose group comes back incomplete is
+// answered by its generator rather than relayed on, and the step's batch
+// is made as without the chain (the group re-sampled, then every part
+// scored and reference-scored): the same batch, in one process and
+// through the actors.
+func TestChainFallsBack(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.Train.PromptsPerPart = 2 })
+	s := testSettings(t, cfg)
+	m := testModels(t, s)
+	var armed atomic.Bool
+	m.Policy = emptyFirst{Sampler: m.Policy, armed: &armed}
+	ctx := context.Background()
+	tr := NewTrainer(s, "test", m, testControl(s))
+	armed.Store(true)
+	ro, err := tr.rollouts(ctx, 0, 0, cfg.Train.PromptsPerStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tr.scoreReference(ctx, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := StartPipeline(s, testEnv(), m, testControl(s), s.pipeline, nil)
+	defer p.Stop()
+	for name, tr := range map[string]*Trainer{"one process": tr, "actors": p.Trainer} {
+		armed.Store(true)
+		got, err := tr.generateReference(ctx, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if armed.Load() {
+			t.Fatalf("%s: no group came back incomplete", name)
+		}
+		if !proto.Equal(got, want) {
+			t.Errorf("%s: the batch differs from the one made without the chain", name)
+		}
+	}
+}
+
 // TestIncompleteGroupsRetried: a group that comes back without tokens is
 // re-sampled (generation.retry_rounds) and the batch keeps every prompt.
 func TestIncompleteGroupsRetried(t *testing.T) {
