@@ -458,21 +458,22 @@ type chainParts []any
 // while the scatter is in flight, and returns its result.
 func runRelay(t *testing.T, parts int, setup, during []string) *scatterResult {
 	t.Helper()
-	ps := make([]any, parts)
-	for i := range ps {
-		ps[i] = &messages.Rollouts{Meta: &messages.StepMeta{Step: int64(i)}}
-	}
-	return runParent(t, ps, setup, during)
+	return runParent(t, numbered(parts, func(m *messages.StepMeta) any { return &messages.Rollouts{Meta: m} }), setup, during)
 }
 
 // runChain is runRelay for parts that start at the generators.
 func runChain(t *testing.T, parts int, setup, during []string) *scatterResult {
 	t.Helper()
-	ps := make(chainParts, parts)
+	return runParent(t, chainParts(numbered(parts, func(m *messages.StepMeta) any { return &messages.PromptBatch{Meta: m} })), setup, during)
+}
+
+// numbered makes n parts, part i with step i in its header.
+func numbered(n int, part func(*messages.StepMeta) any) []any {
+	ps := make([]any, n)
 	for i := range ps {
-		ps[i] = &messages.PromptBatch{Meta: &messages.StepMeta{Step: int64(i)}}
+		ps[i] = part(&messages.StepMeta{Step: int64(i)})
 	}
-	return runParent(t, ps, setup, during)
+	return ps
 }
 
 // runParent starts a relayParent, runs setup, sends it parts, runs during
