@@ -96,6 +96,30 @@ func (s *actorStages) scoreReference(ctx context.Context, parts []*messages.Roll
 	return replies[*messages.RefScored](r)
 }
 
+// generateReference sends each part to a generator whose Rollouts go on
+// to a reward evaluator and its Scored to a reference scorer beside that
+// (pool.relayTo): a part comes back as its RefScored, or as its Rollouts
+// where it was not relayed or had a group left incomplete.
+func (s *actorStages) generateReference(ctx context.Context, parts []*messages.PromptBatch) ([]chained, error) {
+	r, err := s.askStage(ctx, &stageRequest{stage: messages.Stage_GENERATE,
+		through: []messages.Stage{messages.Stage_REWARD, messages.Stage_REFERENCE}, parts: anys(parts)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chained, len(r.replies))
+	for i, x := range r.replies {
+		switch v := x.(type) {
+		case *messages.RefScored:
+			out[i].ref = v
+		case *messages.Rollouts:
+			out[i].ro = v
+		default:
+			return nil, skip(messages.Stage_GENERATE, fmt.Errorf("part %d: reply %T, want a RefScored or Rollouts: %w", i, x, messages.ErrShape))
+		}
+	}
+	return out, nil
+}
+
 func (s *actorStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error) {
 	return first(scatter[*messages.PreparedBatch, *learnerReply](ctx, s, messages.Stage_LEARN, []*messages.PreparedBatch{pb}))
 }

@@ -33,11 +33,14 @@ type coordinator struct {
 
 // stageRequest asks the coordinator to spread parts over one stage's pool
 // and answer with a stageReply; with then set, each part's answer goes on
-// to that stage, whose answers are the reply's (pool.scatterThen).
+// to that stage, whose answers are the reply's (pool.scatterThen); with
+// through set, each part is relayed through those stages where it can be
+// (pool.relayTo).
 type stageRequest struct {
-	stage messages.Stage
-	then  messages.Stage
-	parts []any
+	stage   messages.Stage
+	then    messages.Stage
+	through []messages.Stage
+	parts   []any
 }
 
 // stageReply carries the replies in part order, or the stage's error.
@@ -67,9 +70,12 @@ func (a *coordinator) Receive(c actor.Context) {
 		a.terminated(c, m.Who)
 	case *stageRequest:
 		sender := c.Sender()
-		a.pools[m.stage].scatterThen(c, m.parts, a.pools[m.then], func(replies []any, err error) {
-			c.Send(sender, &stageReply{replies: replies, err: err})
-		})
+		reply := func(replies []any, err error) { c.Send(sender, &stageReply{replies: replies, err: err}) }
+		if m.through != nil {
+			a.pools[m.stage].relayTo(c, m.parts, a.poolsOf(m.through), reply)
+			return
+		}
+		a.pools[m.stage].scatterThen(c, m.parts, a.pools[m.then], reply)
 	case *publishRequest:
 		c.Respond(&stageReply{}) // at once: see publisher.publish
 		a.weights.publish(c, m, a.pools[messages.Stage_GENERATE].members)
@@ -113,6 +119,15 @@ func (a *coordinator) terminated(c actor.Context, who *actor.PID) {
 	if pid != nil && p.stage == messages.Stage_GENERATE {
 		a.weights.sendLatest(c, pid) // weights sent while it was down are lost
 	}
+}
+
+// poolsOf returns the pools of stages, in order.
+func (a *coordinator) poolsOf(stages []messages.Stage) []*pool {
+	out := make([]*pool, len(stages))
+	for i, s := range stages {
+		out[i] = a.pools[s]
+	}
+	return out
 }
 
 // memberOf finds the pool member with pid.

@@ -17,10 +17,12 @@
 // Each stage is a plain function taking a message and returning a new
 // one (generate in generator.go, score in reward.go, referenceScore in
 // reference.go, prepare in prepare.go, learn in learner.go, control in
-// controller.go). Without dynamic sampling the batch that is scored is the
-// batch that is reference-scored, so score and referenceScore take each
-// part in one pass (scoreReference): a part's Scored goes straight on to a
-// reference scorer. A Trainer runs them through a stages value: directly
+// controller.go). Without dynamic sampling the batch that is generated is
+// the batch that is scored and reference-scored, so generate, score and
+// referenceScore take each part in one pass (generateReference): a part's
+// Rollouts go straight on to a reward evaluator and its Scored to a
+// reference scorer (a part that comes back with a group incomplete sends
+// the batch through the stages one after another: scoreReference). A Trainer runs them through a stages value: directly
 // (NewTrainer, localStages) or through the actors (StartPipeline,
 // actorStages), whose Receive methods are a type switch calling the same
 // functions. Generation, rewards and reference scoring take a step's
@@ -74,7 +76,10 @@
 // (pool.scatterThen: the reward evaluators' Scored to the reference
 // scorers) is relayed by its member to a member of the second stage beside
 // it, on its node or in this process (a Relay: both stages in one trip),
-// or, with none there, sent on by the coordinator once answered. The learner and the controller get no retries: a request
+// or, with none there, sent on by the coordinator once answered. A
+// generator's part is relayed likewise through two stages (pool.relayTo:
+// a Chain to a reward evaluator on any node with a reference scorer
+// beside it), or, with no such pair, answered by the generator. The learner and the controller get no retries: a request
 // to them that timed out may still run, so it ends the run (ErrNoAnswer)
 // rather than skipping the step or applying a batch twice. A panicking
 // stage actor is restarted with a backoff and the message it failed on is

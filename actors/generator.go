@@ -124,8 +124,9 @@ func newPolicySlot(s Sampler) *policySlot {
 func (s *policySlot) get() Sampler  { return s.policy.Load().s }
 func (s *policySlot) set(p Sampler) { s.policy.Store(&samplerBox{p}) }
 
-// generatorActor answers PromptBatch with Rollouts (or a SkipNotice) and
-// takes new weights as a policySnapshot (in process) or PolicyWeights
+// generatorActor answers PromptBatch with Rollouts (or a SkipNotice),
+// hands the Rollouts of a Chain on to its reward evaluator, and takes new
+// weights as a policySnapshot (in process) or PolicyWeights
 // chunks (across a network).
 type generatorActor struct {
 	id       string
@@ -153,27 +154,50 @@ func (a *generatorActor) Receive(c actor.Context) {
 			a.slot.set(model)
 		}
 	case *messages.PromptBatch:
-		_, span := a.tel.actorSpan(m.GetMeta(), spanGenerate+".part", a.id, attrPrompts.Int(len(m.GetPrompts())))
-		start := time.Now()
-		p := a.slot.get()
-		var ro *messages.Rollouts
-		err := errNoWeights
-		if p != nil {
-			ro, err = generate(p, a.settings, a.id, m)
-		}
-		if err == nil {
-			tokens := 0
-			for _, r := range ro.GetRollouts() {
-				tokens += len(r.GetTokenIds())
-			}
-			took := time.Since(start).Seconds()
-			span.SetAttributes(attrSamples.Int(len(ro.GetRollouts())), attrTokens.Int(tokens),
-				attrTokensPS.Float64(float64(tokens)/took), attrVersion.Int64(ro.GetMeta().GetPolicyVersion()))
-			a.tel.meter.Generated(a.id, tokens, took)
-		}
-		endSpan(span, err)
+		ro, err := a.generate(m)
 		respond(c, a.tel.meter, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
+	case *messages.Chain:
+		a.chain(c, m)
 	}
+}
+
+// generate samples pb in the actor's span and counts its tokens.
+func (a *generatorActor) generate(pb *messages.PromptBatch) (*messages.Rollouts, error) {
+	_, span := a.tel.actorSpan(pb.GetMeta(), spanGenerate+".part", a.id, attrPrompts.Int(len(pb.GetPrompts())))
+	start := time.Now()
+	p := a.slot.get()
+	var ro *messages.Rollouts
+	err := errNoWeights
+	if p != nil {
+		ro, err = generate(p, a.settings, a.id, pb)
+	}
+	if err == nil {
+		tokens := 0
+		for _, r := range ro.GetRollouts() {
+			tokens += len(r.GetTokenIds())
+		}
+		took := time.Since(start).Seconds()
+		span.SetAttributes(attrSamples.Int(len(ro.GetRollouts())), attrTokens.Int(tokens),
+			attrTokensPS.Float64(float64(tokens)/took), attrVersion.Int64(ro.GetMeta().GetPolicyVersion()))
+		a.tel.meter.Generated(a.id, tokens, took)
+	}
+	endSpan(span, err)
+	return ro, err
+}
+
+// chain generates m's prompts and hands the Rollouts, as a Relay from the
+// chain's sender, to the reward evaluator it names; rollouts with a group
+// left incomplete (which its step re-samples before any reward) and
+// failures answer the chain.
+func (a *generatorActor) chain(c actor.Context, m *messages.Chain) {
+	ro, err := a.generate(m.GetPrompts())
+	if err != nil || len(incompleteGroups(ro)) > 0 {
+		respond(c, a.tel.meter, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
+		return
+	}
+	a.tel.meter.Part("generate", false)
+	c.RequestWithCustomSender(actor.NewPID(m.GetAddress(), m.GetReward()),
+		&messages.Relay{Meta: ro.GetMeta(), Rollouts: ro, Next: m.GetReference()}, c.Sender())
 }
 
 // respond answers the request with msg, or with a SkipNotice for err,

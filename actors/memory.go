@@ -157,3 +157,37 @@ func setMemoryLimit(plan int64, userLimit string) (line string, restore func()) 
 	return fmt.Sprintf("memory: the run needs about %s; Go memory limit %s (%s sets another)", formatGB(plan), formatGB(limit), goMemoryLimitEnv),
 		func() { debug.SetMemoryLimit(prev) }
 }
+
+// goGCEnv is the environment variable that sets the garbage collector's
+// target; a worker node leaves a target set there as it is.
+const goGCEnv = "GOGC"
+
+// workerGCPercent is a worker node's garbage-collection target
+// (runtime/debug.SetGCPercent): a collection once the heap has grown by 4×
+// what was live after the last one, against the runtime's 1×. A worker's
+// heap is its model and the few messages of a step in flight, which it
+// allocates afresh every step; at 100 the three Go heaps of a 3-process
+// run on shared cores spent a measurable part of a step collecting
+// (docs/BENCHMARKS.md, "Fewer round trips").
+const workerGCPercent = 400
+
+// setWorkerGC sets workerGCPercent unless userGC (the environment's GOGC)
+// sets a target, and then, unless userLimit (GOMEMLIMIT) sets one, a Go
+// memory limit of the memory the machine has available to the process,
+// under which the collector runs however far the target is: the heap may
+// grow further between collections, never into what the machine lacks. It
+// returns the line that says so ("" when the environment decides) and a
+// function restoring both.
+func setWorkerGC(userGC, userLimit string) (line string, restore func()) {
+	if userGC != "" {
+		return "", func() {}
+	}
+	prevGC := debug.SetGCPercent(workerGCPercent)
+	prevLimit := debug.SetMemoryLimit(-1) // reads it
+	r := gpu.ReadMemory()
+	if userLimit == "" && r.Known {
+		debug.SetMemoryLimit(r.Machine + r.Held)
+	}
+	return fmt.Sprintf("memory: garbage collection at %s=%d (a worker's default; %s sets another)", goGCEnv, workerGCPercent, goGCEnv),
+		func() { debug.SetGCPercent(prevGC); debug.SetMemoryLimit(prevLimit) }
+}

@@ -54,6 +54,45 @@ func TestSetMemoryLimit(t *testing.T) {
 	}
 }
 
+// TestSetWorkerGC: a worker collects at workerGCPercent under a limit of
+// the memory available, unless the environment sets GOGC (then nothing
+// changes) or GOMEMLIMIT (then only the target does); restore puts both
+// back.
+func TestSetWorkerGC(t *testing.T) {
+	cases := []struct {
+		name, gogc, limit string
+		percent           int
+		newLimit          bool
+	}{
+		{"default", "", "", workerGCPercent, true},
+		{"GOMEMLIMIT set", "", "1GiB", workerGCPercent, false},
+		{"GOGC set", "50", "", -1, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
+			debug.SetGCPercent(gc)
+			line, restore := setWorkerGC(tc.gogc, tc.limit)
+			nowGC, nowLimit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
+			debug.SetGCPercent(nowGC)
+			restore()
+			if want := tc.percent; want < 0 && nowGC != gc || want >= 0 && nowGC != want {
+				t.Errorf("GC percent %d (before %d), want %d", nowGC, gc, tc.percent)
+			}
+			if known := gpu.ReadMemory().Known; (nowLimit != limit) != (tc.newLimit && known) {
+				t.Errorf("memory limit %d (before %d), want a new one: %v", nowLimit, limit, tc.newLimit && known)
+			}
+			if (line == "") != (tc.gogc != "") {
+				t.Errorf("line %q", line)
+			}
+			if g, l := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1); g != gc || l != limit {
+				t.Errorf("restored to %d, %d; want %d, %d", g, l, gc, limit)
+			}
+			debug.SetGCPercent(gc)
+		})
+	}
+}
+
 // TestFitHint: a run that does not fit is told the largest value of each
 // memory knob that makes it fit, each computed: it fits, one more does not.
 func TestFitHint(t *testing.T) {

@@ -69,6 +69,19 @@ func (f *freezingStages) scoreReference(ctx context.Context, parts []*messages.R
 	return rss, err
 }
 
+func (f *freezingStages) generateReference(ctx context.Context, parts []*messages.PromptBatch) ([]chained, error) {
+	freezeAll(f, parts)
+	cs, err := f.inner.generateReference(ctx, parts)
+	for _, c := range cs {
+		if c.ref != nil {
+			f.freeze(c.ref)
+		} else {
+			f.freeze(c.ro)
+		}
+	}
+	return cs, err
+}
+
 func (f *freezingStages) learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error) {
 	f.freeze(pb)
 	lr, err := f.inner.learn(ctx, pb)
@@ -257,6 +270,45 @@ func (e emptyFirst) Sample(prompts [][]int, n int, opt gpu.SampleOptions) ([]gpu
 		}
 	}
 	return s, err
+}
+
+// TestChainFallsBack: a part whose group comes back incomplete is
+// answered by its generator rather than relayed on, and the step's batch
+// is made as without the chain (the group re-sampled, then every part
+// scored and reference-scored): the same batch, in one process and
+// through the actors.
+func TestChainFallsBack(t *testing.T) {
+	cfg := testConfig(t, func(c *config.Config) { c.Train.PromptsPerPart = 2 })
+	s := testSettings(t, cfg)
+	m := testModels(t, s)
+	var armed atomic.Bool
+	m.Policy = emptyFirst{Sampler: m.Policy, armed: &armed}
+	ctx := context.Background()
+	tr := NewTrainer(s, "test", m, testControl(s))
+	armed.Store(true)
+	ro, err := tr.rollouts(ctx, 0, 0, cfg.Train.PromptsPerStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tr.scoreReference(ctx, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := StartPipeline(s, testEnv(), m, testControl(s), s.pipeline, nil)
+	defer p.Stop()
+	for name, tr := range map[string]*Trainer{"one process": tr, "actors": p.Trainer} {
+		armed.Store(true)
+		got, err := tr.generateReference(ctx, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if armed.Load() {
+			t.Fatalf("%s: no group came back incomplete", name)
+		}
+		if !proto.Equal(got, want) {
+			t.Errorf("%s: the batch differs from the one made without the chain", name)
+		}
+	}
 }
 
 // TestIncompleteGroupsRetried: a group that comes back without tokens is

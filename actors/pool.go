@@ -53,6 +53,9 @@ type gather struct {
 	left    int
 	over    bool
 	done    func(replies []any, err error)
+	// forward sends an answer that was not relayed on to the next stage
+	// (scatterThen); without it such an answer is the part's (relayTo).
+	forward bool
 }
 
 // task is one try of one part.
@@ -61,9 +64,9 @@ type task struct {
 	i    int
 	part any
 	try  int
-	then *pool          // the stage the answer goes on to (scatterThen); nil: the answer is the part's
+	then []*pool        // the stages the answer goes on to, in order (scatterThen, relayTo); nil: none
 	on   *member        // nil while waiting
-	next *member        // the member of then beside on that the part is relayed to; nil: none
+	via  []*member      // the members of then the part is relayed through, one a stage; nil: not relayed
 	span oteltrace.Span // the request's span, from the send to the answer
 	wait oteltrace.Span // from finding the pool empty to a member taking it; nil when it did not wait
 }
@@ -75,7 +78,7 @@ type task struct {
 // member). A part whose member leaves the pool is sent again at once, and
 // its late answer, if any, is ignored: each part counts once.
 func (p *pool) scatter(c actor.Context, parts []any, done func(replies []any, err error)) {
-	p.scatterThen(c, parts, nil, done)
+	p.start(c, parts, nil, false, done)
 }
 
 // scatterThen is scatter with each part's answer going on to the pool
@@ -85,12 +88,31 @@ func (p *pool) scatter(c actor.Context, parts []any, done func(replies []any, er
 // any other goes to then once answered. Each stage keeps its timeout and
 // retries, and each part still counts once.
 func (p *pool) scatterThen(c actor.Context, parts []any, then *pool, done func(replies []any, err error)) {
+	p.start(c, parts, []*pool{then}, true, done)
+}
+
+// relayTo is scatter with each part relayed, where it can be, through the
+// stages then (a generator's Rollouts to a reward evaluator on any node,
+// whose Scored goes to a reference scorer beside it: a Chain), the last
+// one's answer being the part's; a part that cannot be relayed (no reward
+// evaluator with a reference scorer beside it), or whose member answers
+// itself, has its member's answer. A lost member on the way sends the
+// part again, with a timeout of every stage on the way.
+func (p *pool) relayTo(c actor.Context, parts []any, then []*pool, done func(replies []any, err error)) {
+	p.start(c, parts, then, false, done)
+}
+
+// start sends every part of a scatter to a member.
+func (p *pool) start(c actor.Context, parts []any, then []*pool, forward bool, done func(replies []any, err error)) {
 	defer p.measure()
 	if len(parts) == 0 {
 		done(nil, nil)
 		return
 	}
-	g := &gather{replies: make([]any, len(parts)), left: len(parts), done: done}
+	if len(then) == 1 && then[0] == nil {
+		then = nil
+	}
+	g := &gather{replies: make([]any, len(parts)), left: len(parts), done: done, forward: forward}
 	for i, part := range parts {
 		p.dispatch(c, &task{g: g, i: i, part: part, then: then})
 	}
@@ -114,10 +136,9 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 			m = o
 		}
 	}
-	t.on, t.next = m, t.then.beside(m)
-	m.busy++
-	if t.next != nil {
-		t.next.busy++
+	t.on, t.via = m, route(m, t.then)
+	for _, v := range append([]*member{m}, t.via...) {
+		v.busy++
 	}
 	if p.running == nil {
 		p.running = map[*task]bool{}
@@ -130,17 +151,21 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 		ctx, t.span = p.tracer.Start(ctx, p.name+".request",
 			oteltrace.WithSpanKind(oteltrace.SpanKindProducer), oteltrace.WithAttributes(
 				attrActor.String(m.pid.GetId()), attrNode.String(nodeName(m)), attrPart.Int(t.i), attrTry.Int(t.try)))
-		if t.next != nil {
-			t.span.SetAttributes(attrRelay.String(t.next.pid.GetId()))
+		if t.via != nil {
+			t.span.SetAttributes(attrRelay.String(t.via[0].pid.GetId()))
 		}
 		if h := t.part.(messages.Header); oteltrace.SpanContextFromContext(ctx).IsValid() {
 			msg = messages.WithMeta(h, trace.WithSpan(ctx, h.GetMeta()))
 		}
 	}
-	if t.next != nil {
-		msg = relay(msg, t.next)
+	timeout := p.timeout
+	if t.via != nil {
+		msg = relay(msg, t.via)
+		for _, q := range t.then {
+			timeout += q.timeout
+		}
 	}
-	f := c.RequestFuture(m.pid, msg, p.timeout)
+	f := c.RequestFuture(m.pid, msg, timeout)
 	c.ReenterAfter(f, func(res any, err error) { p.answered(c, t, res, err) })
 }
 
@@ -159,13 +184,47 @@ func (p *pool) beside(m *member) *member {
 	return best
 }
 
-// relay wraps part, rollouts for a reward evaluator, in a Relay to next.
-func relay(part any, next *member) any {
-	ro, ok := part.(*messages.Rollouts)
-	if !ok {
-		panic(fmt.Sprintf("actors: relay of a %T", part)) // only reward parts go on to another stage
+// route picks the members a part that m takes is relayed through, one
+// for each stage of then, or returns nil when it cannot be relayed: a
+// reward evaluator's Scored goes to a reference scorer beside it (then:
+// the reference pool); a generator's Rollouts go to the least busy reward
+// evaluator with a reference scorer beside it, on any node (then: the
+// reward and reference pools).
+func route(m *member, then []*pool) []*member {
+	if slices.Contains(then, nil) {
+		return nil
 	}
-	return &messages.Relay{Meta: ro.GetMeta(), Rollouts: ro, Next: next.pid.GetId()}
+	switch len(then) {
+	case 1:
+		if next := then[0].beside(m); next != nil {
+			return []*member{next}
+		}
+	case 2:
+		var best, ref *member
+		for _, r := range then[0].members {
+			if b := then[1].beside(r); b != nil && (best == nil || r.busy < best.busy) {
+				best, ref = r, b
+			}
+		}
+		if best != nil {
+			return []*member{best, ref}
+		}
+	}
+	return nil
+}
+
+// relay wraps part in the message that has its member hand the answer on
+// through via: rollouts for a reward evaluator in a Relay, prompts for a
+// generator in a Chain.
+func relay(part any, via []*member) any {
+	switch m := part.(type) {
+	case *messages.Rollouts:
+		return &messages.Relay{Meta: m.GetMeta(), Rollouts: m, Next: via[0].pid.GetId()}
+	case *messages.PromptBatch:
+		return &messages.Chain{Meta: m.GetMeta(), Prompts: m, Address: via[0].pid.GetAddress(),
+			Reward: via[0].pid.GetId(), Reference: via[1].pid.GetId()}
+	}
+	panic(fmt.Sprintf("actors: relay of a %T", part)) // only reward and generator parts go on to other stages
 }
 
 // partContext is the trace context t's part carries, false when it
@@ -250,7 +309,7 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 		g.done(nil, fromNotice(n))
 		return
 	}
-	if t.then != nil && t.next == nil { // one stage of two done: the answer goes on
+	if g.forward && len(t.then) > 0 && t.via == nil { // one stage of two done: the answer goes on
 		p.forward(c, t, res)
 		return
 	}
@@ -265,9 +324,8 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 // release takes t, answered or lost, off its members.
 func (p *pool) release(t *task) {
 	delete(p.running, t)
-	t.on.busy--
-	if t.next != nil {
-		t.next.busy--
+	for _, v := range append([]*member{t.on}, t.via...) {
+		v.busy--
 	}
 }
 
@@ -279,8 +337,8 @@ func (p *pool) forward(c actor.Context, t *task, res any) {
 		t.g.done(nil, skip(p.stage, fmt.Errorf("%s: part %d answered %T: %w", p.name, t.i, res, messages.ErrShape)))
 		return
 	}
-	defer t.then.measure()
-	t.then.dispatch(c, &task{g: t.g, i: t.i, part: res})
+	defer t.then[0].measure()
+	t.then[0].dispatch(c, &task{g: t.g, i: t.i, part: res, then: t.then[1:]})
 }
 
 // add puts m in the pool and hands it the parts that were waiting.
@@ -329,7 +387,7 @@ func (p *pool) leave(pid *actor.PID) (*member, bool) {
 func (p *pool) reissue(c actor.Context, pid *actor.PID) {
 	defer p.measure()
 	for t := range p.running {
-		if !t.on.pid.Equal(pid) && (t.next == nil || !t.next.pid.Equal(pid)) {
+		if !t.on.pid.Equal(pid) && !slices.ContainsFunc(t.via, func(v *member) bool { return v.pid.Equal(pid) }) {
 			continue
 		}
 		p.release(t)

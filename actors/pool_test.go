@@ -350,12 +350,13 @@ func (r *relayReferee) Receive(c actor.Context) {
 // NODE ("... held": one that answers only after "release"); "lose rew
 // NODE" and "lose ref NODE" take that stage's first member on NODE out (a
 // stopped actor), "drop NODE" every member of NODE (a lost node);
-// []any is scattered over the reward pool, each answer going on to the
-// reference pool.
+// "gen NODE" adds a generator (relayGenerator); []any is scattered over
+// the reward pool, each answer going on to the reference pool, and a
+// chainParts over the generators, relayed through both.
 type relayParent struct {
-	rew, ref *pool
-	release  chan struct{}
-	released bool
+	gen, rew, ref *pool
+	release       chan struct{}
+	released      bool
 }
 
 func (p *relayParent) Receive(c actor.Context) {
@@ -363,12 +364,16 @@ func (p *relayParent) Receive(c actor.Context) {
 	case *actor.Started:
 		p.rew = &pool{name: "rew", stage: messages.Stage_REWARD, timeout: time.Minute, retries: 1}
 		p.ref = &pool{name: "ref", stage: messages.Stage_REFERENCE, timeout: time.Minute, retries: 1}
+		p.gen = &pool{name: "gen", stage: messages.Stage_GENERATE, timeout: time.Minute, retries: 1}
 	case string:
 		p.command(c, strings.Fields(m))
 		c.Respond(true)
 	case []any:
 		sender := c.Sender()
 		p.rew.scatterThen(c, m, p.ref, func(replies []any, err error) { c.Send(sender, &scatterResult{replies, err}) })
+	case chainParts:
+		sender := c.Sender()
+		p.gen.relayTo(c, m, []*pool{p.rew, p.ref}, func(replies []any, err error) { c.Send(sender, &scatterResult{replies, err}) })
 	}
 }
 
@@ -384,9 +389,12 @@ func (p *relayParent) command(c actor.Context, cmd []string) {
 	case "ref":
 		pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return &relayReferee{node: cmd[1], release: release} }))
 		p.ref.add(c, &member{pid: pid, node: cmd[1]})
+	case "gen":
+		pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return &relayGenerator{node: cmd[1], release: release} }))
+		p.gen.add(c, &member{pid: pid, node: cmd[1]})
 	case "lose", "drop":
 		var lost []*actor.PID
-		for _, q := range []*pool{p.rew, p.ref} {
+		for _, q := range []*pool{p.gen, p.rew, p.ref} {
 			for _, m := range q.members {
 				if m.node == cmd[len(cmd)-1] && (cmd[0] == "drop" || cmd[1] == q.name && len(lost) == 0) {
 					lost = append(lost, m.pid)
@@ -394,12 +402,14 @@ func (p *relayParent) command(c actor.Context, cmd []string) {
 			}
 		}
 		for _, pid := range lost { // as the coordinator: every pool left before any part goes again
-			p.rew.leave(pid)
-			p.ref.leave(pid)
+			for _, q := range []*pool{p.gen, p.rew, p.ref} {
+				q.leave(pid)
+			}
 		}
 		for _, pid := range lost {
-			p.rew.reissue(c, pid)
-			p.ref.reissue(c, pid)
+			for _, q := range []*pool{p.gen, p.rew, p.ref} {
+				q.reissue(c, pid)
+			}
 		}
 	case "release":
 		if !p.released {
@@ -409,9 +419,66 @@ func (p *relayParent) command(c actor.Context, cmd []string) {
 	}
 }
 
+// relayGenerator is a generator of node: it answers PromptBatch with
+// Rollouts whose batch id names it, and a Chain by relaying them to the
+// reward evaluator it names (as generatorActor), except on node "short",
+// whose rollouts count as incomplete and answer the chain. A held one
+// answers nothing until release is closed.
+type relayGenerator struct {
+	node    string
+	release chan struct{}
+}
+
+func (r *relayGenerator) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *messages.PromptBatch:
+		c.Respond(r.rollouts(m))
+	case *messages.Chain:
+		ro := r.rollouts(m.GetPrompts())
+		if r.node == "short" {
+			c.Respond(ro)
+			return
+		}
+		c.RequestWithCustomSender(actor.NewPID(m.GetAddress(), m.GetReward()),
+			&messages.Relay{Meta: ro.GetMeta(), Rollouts: ro, Next: m.GetReference()}, c.Sender())
+	}
+}
+
+func (r *relayGenerator) rollouts(pb *messages.PromptBatch) *messages.Rollouts {
+	if r.release != nil {
+		<-r.release
+	}
+	return &messages.Rollouts{Meta: &messages.StepMeta{Step: pb.GetMeta().GetStep(), BatchId: r.node}}
+}
+
+// chainParts are parts for relayParent's generators, to be relayed.
+type chainParts []any
+
 // runRelay starts a relayParent, runs setup, scatters parts, runs during
 // while the scatter is in flight, and returns its result.
 func runRelay(t *testing.T, parts int, setup, during []string) *scatterResult {
+	t.Helper()
+	return runParent(t, numbered(parts, func(m *messages.StepMeta) any { return &messages.Rollouts{Meta: m} }), setup, during)
+}
+
+// runChain is runRelay for parts that start at the generators.
+func runChain(t *testing.T, parts int, setup, during []string) *scatterResult {
+	t.Helper()
+	return runParent(t, chainParts(numbered(parts, func(m *messages.StepMeta) any { return &messages.PromptBatch{Meta: m} })), setup, during)
+}
+
+// numbered makes n parts, part i with step i in its header.
+func numbered(n int, part func(*messages.StepMeta) any) []any {
+	ps := make([]any, n)
+	for i := range ps {
+		ps[i] = part(&messages.StepMeta{Step: int64(i)})
+	}
+	return ps
+}
+
+// runParent starts a relayParent, runs setup, sends it parts, runs during
+// while they are in flight, and returns the result.
+func runParent(t *testing.T, parts any, setup, during []string) *scatterResult {
 	t.Helper()
 	sys := NewSystem(nil, nil)
 	defer sys.Shutdown()
@@ -426,11 +493,7 @@ func runRelay(t *testing.T, parts int, setup, during []string) *scatterResult {
 	for _, cmd := range setup {
 		ask(cmd)
 	}
-	var ps []any
-	for i := range parts {
-		ps = append(ps, &messages.Rollouts{Meta: &messages.StepMeta{Step: int64(i)}})
-	}
-	result := sys.Root.RequestFuture(parent, ps, time.Minute)
+	result := sys.Root.RequestFuture(parent, parts, time.Minute)
 	for _, cmd := range during {
 		ask(cmd)
 	}
@@ -493,5 +556,59 @@ func TestPoolForwardsStepMessages(t *testing.T) {
 	var s *SkipError
 	if !errors.As(r.err, &s) || s.Stage != messages.Stage_REWARD || s.Reason != messages.SkipReason_SHAPE_MISMATCH {
 		t.Fatalf("err = %v, want a REWARD/SHAPE_MISMATCH skip", r.err)
+	}
+}
+
+// TestPoolChains: a part goes to a generator whose Rollouts are relayed to
+// a reward evaluator (on any node) with a reference scorer beside it, and
+// its RefScored answers the part; with no such pair, or rollouts that
+// answer the chain themselves, the part's answer is its Rollouts. A part
+// whose generator, reward evaluator or reference scorer is lost goes again
+// (through the members then present), and a late answer to the lost try
+// is ignored: every part gets exactly one answer, of the last try.
+func TestPoolChains(t *testing.T) {
+	cases := []struct {
+		name          string
+		setup, during []string
+		gen           string // the node of every part's generator
+		scorer, ref   string // ... reward and reference member; "": answered with its Rollouts
+	}{
+		{"chained to another node", []string{"gen g", "rew a", "ref a"}, nil, "g", "a", "a"},
+		{"the reward evaluator with a reference beside", []string{"gen g", "rew a", "ref b", "rew b"}, nil, "g", "b", "b"},
+		{"no reference beside", []string{"gen g", "rew a", "ref b"}, nil, "g", "", ""},
+		{"no reward evaluator", []string{"gen g", "ref a"}, nil, "g", "", ""},
+		{"rollouts answer the chain", []string{"gen short", "rew a", "ref a"}, nil, "short", "", ""},
+		{"generator lost", []string{"gen g held", "rew a", "ref a"}, []string{"gen k", "lose gen g", "release"}, "k", "a", "a"},
+		{"reward node lost", []string{"gen g", "rew h held", "ref h"}, []string{"rew b", "ref b", "drop h", "release"}, "g", "b", "b"},
+		{"reference lost", []string{"gen g", "rew a", "ref a held"}, []string{"rew c", "ref c", "lose ref a", "release"}, "g", "c", "c"},
+		{"reward node lost, none left", []string{"gen g", "rew h held", "ref h"}, []string{"drop h", "release"}, "g", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runChain(t, 3, tc.setup, tc.during)
+			if r.err != nil || len(r.replies) != 3 {
+				t.Fatalf("replies %v, err %v", r.replies, r.err)
+			}
+			for i, x := range r.replies {
+				var ro *messages.Rollouts
+				var got []string
+				switch v := x.(type) {
+				case *messages.RefScored:
+					ro = v.GetScored().GetRollouts()
+					got = []string{ro.GetMeta().GetBatchId(), v.GetScored().GetRewardNames()[0], v.GetMeta().GetBatchId(), v.GetScored().GetRewardNames()[1]}
+				case *messages.Rollouts:
+					ro = v
+					got = []string{ro.GetMeta().GetBatchId(), "", "", "true"}
+				default:
+					t.Fatalf("part %d answered %T", i, x)
+				}
+				if want := []string{tc.gen, tc.scorer, tc.ref, "true"}; !slices.Equal(got, want) {
+					t.Errorf("part %d: generated on, scored on, reference on, relayed = %v, want %v", i, got, want)
+				}
+				if step := ro.GetMeta().GetStep(); step != int64(i) {
+					t.Errorf("part %d holds part %d", i, step)
+				}
+			}
+		})
 	}
 }

@@ -31,7 +31,8 @@ const (
 	spanEvaluate  = "evaluate"   // the held-out evaluation of an eval step
 	spanSave      = "checkpoint" // a checkpoint written after the step
 
-	spanRewardReference = "reward_reference" // each part scored, then reference-scored, in one pass
+	spanRewardReference   = "reward_reference"   // each part scored, then reference-scored, in one pass
+	spanGenerateReference = "generate_reference" // each part generated, scored and reference-scored in one pass
 )
 
 // Span attribute keys, spelled once.

@@ -92,7 +92,7 @@ func checkStepTrace(t *testing.T, id oteltrace.TraceID, spans []tracetest.SpanSt
 	if roots != 1 {
 		t.Errorf("trace %s has %d roots", id, roots)
 	}
-	want := []string{spanStep, spanGenerate, "generator.request", "generate.part", spanRewardReference, "reward.request",
+	want := []string{spanStep, spanGenerateReference, "generator.request", "generate.part",
 		"reward.part", "reward.function", "reference.part", spanPrepare,
 		"learner.request", spanLearn, "learn.forward", "learn.backward", "learn.optimizer", "controller.request", spanControl}
 	if step > 1 { // a batch's weights are handed over as it is produced: step 1's are the ones the generators start with

@@ -97,35 +97,32 @@ func (t *Trainer) startStep(ctx context.Context, n int64) (context.Context, otel
 // generators (publishFor), prompts, completions (incomplete groups
 // re-sampled, as the original's prepare_generation_batch), rewards (zero-
 // variance groups dropped and refilled under dynamic sampling) and
-// reference log-probs. Without dynamic sampling the batch that is scored
-// is the batch that is reference-scored, so each part goes through both
-// stages at once (scoreReference).
+// reference log-probs. Without dynamic sampling the batch that is
+// generated is the batch that is scored and reference-scored, so each part
+// goes through the three stages at once (generateReference).
 func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 	start := time.Now()
 	if err := t.publishFor(ctx, n); err != nil { // PolicyWeights to the generators
 		return nil, skip(messages.Stage_SYNC, err)
 	}
 	synced := time.Since(start)
-	ro, err := t.rollouts(ctx, n, 0, t.settings.prompts) // PromptBatch → Rollouts: generate, incomplete groups again
-	if err != nil {
-		return nil, err
-	}
 	if !t.settings.dynamic {
-		generated := time.Since(start)
-		ref, err := t.scoreReference(ctx, ro) // Scored → RefScored, part by part: score, then referenceScore
+		ref, err := t.generateReference(ctx, n) // PromptBatch → Rollouts → Scored → RefScored, part by part
 		if err != nil {
 			return nil, err
 		}
-		return &produced{ref: ref, sync: synced, generate: generated - synced, reference: time.Since(start) - generated}, nil
+		return &produced{ref: ref, sync: synced, generate: time.Since(start) - synced}, nil
+	}
+	ro, err := t.rollouts(ctx, n, 0, t.settings.prompts) // PromptBatch → Rollouts: generate, incomplete groups again
+	if err != nil {
+		return nil, err
 	}
 	sc, err := t.score(ctx, ro) // Scored: what the reward functions say (score)
 	if err != nil {
 		return nil, skip(messages.Stage_REWARD, err)
 	}
-	if t.settings.dynamic {
-		if sc, err = t.refill(ctx, n, sc); err != nil {
-			return nil, err
-		}
+	if sc, err = t.refill(ctx, n, sc); err != nil {
+		return nil, err
 	}
 	generated := time.Since(start)
 	ref, err := t.reference(ctx, sc) // RefScored: reference log-probs (referenceScore)
@@ -173,8 +170,8 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 
 // produced is a batch ready for the learner, with how long it took:
 // sync the weights' hand-over, generate generation and rewards (refills
-// included), reference the reference log-probs (and the rewards, when
-// each part goes through both stages at once).
+// included; the reference log-probs too when each part goes through the
+// three stages at once), reference the reference log-probs (0 then).
 type produced struct {
 	ref                       *messages.RefScored
 	sync, generate, reference time.Duration
@@ -216,6 +213,14 @@ func (t *Trainer) rollouts(ctx context.Context, step, round int64, n int) (*mess
 	if err != nil {
 		return nil, skip(messages.Stage_GENERATE, err)
 	}
+	return t.complete(ctx, step, round, ro)
+}
+
+// complete re-samples the groups of round's rollouts ro of step that came
+// back incomplete, for up to generation.retry_rounds rounds, and drops
+// those still incomplete.
+func (t *Trainer) complete(ctx context.Context, step, round int64, ro *messages.Rollouts) (*messages.Rollouts, error) {
+	var err error
 	for r := int64(1); r <= int64(t.settings.retries); r++ {
 		bad := incompleteGroups(ro)
 		if len(bad) == 0 {
@@ -234,6 +239,61 @@ func (t *Trainer) rollouts(ctx context.Context, step, round int64, n int) (*mess
 		return nil, skip(messages.Stage_GENERATE, err)
 	}
 	return ro, nil
+}
+
+// generateReference makes step n's batch without dynamic sampling: each
+// part generated, scored and reference-scored in one pass (a chain of the
+// three stages) or, when a part comes back as rollouts (a group left
+// incomplete, or no reward evaluator had a reference scorer beside it),
+// the whole batch as rollouts and scoreReference make it from the
+// rollouts: the same batch either way.
+func (t *Trainer) generateReference(ctx context.Context, n int64) (*messages.RefScored, error) {
+	pb, err := promptBatch(t.settings, t.runID, n, 0, t.settings.prompts, t.version.Load())
+	if err != nil {
+		return nil, skip(messages.Stage_GENERATE, err)
+	}
+	parts := messages.SplitPrompts(pb, t.settings.perPart)
+	sctx, span := t.stageSpan(ctx, spanGenerateReference, len(parts), attrPrompts.Int(len(pb.GetPrompts())))
+	cs, err := t.stages.generateReference(sctx, withSpan(sctx, parts))
+	endSpan(span, err)
+	if err != nil {
+		return nil, skip(messages.Stage_GENERATE, err)
+	}
+	refs, ros := make([]*messages.RefScored, len(cs)), make([]*messages.Rollouts, len(cs))
+	whole := true
+	for i, c := range cs {
+		refs[i], ros[i] = c.ref, c.ro
+		if c.ref != nil {
+			ros[i] = c.ref.GetScored().GetRollouts()
+		}
+		whole = whole && c.ref != nil
+	}
+	meta := messages.DeriveMeta(pb.GetMeta()) // as generate joins the parts' rollouts
+	meta.PolicyVersion = ros[0].GetMeta().GetPolicyVersion()
+	if whole {
+		rs, err := messages.JoinRefScored(messages.DeriveMeta(meta), refs)
+		if err != nil {
+			return nil, skip(messages.Stage_REFERENCE, err)
+		}
+		return rs, nil
+	}
+	ro := ros[0]
+	if len(ros) > 1 {
+		if ro, err = messages.JoinRollouts(meta, ros, nil); err != nil {
+			return nil, skip(messages.Stage_GENERATE, err)
+		}
+	}
+	if ro, err = t.complete(ctx, n, 0, ro); err != nil {
+		return nil, err
+	}
+	return t.scoreReference(ctx, ro) // Scored → RefScored, part by part: score, then referenceScore
+}
+
+// chained is one part's answer to generateReference: its reference-scored
+// batch, or its rollouts.
+type chained struct {
+	ref *messages.RefScored
+	ro  *messages.Rollouts
 }
 
 // refill applies dynamic sampling (DAPO): groups with equal utilities are

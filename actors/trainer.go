@@ -26,6 +26,10 @@ type stages interface {
 	// scoreReference scores each part and reference-scores the Scored it
 	// becomes: score and reference in one pass over the parts.
 	scoreReference(ctx context.Context, parts []*messages.Rollouts) ([]*messages.RefScored, error)
+	// generateReference generates each part and, where it can, scores and
+	// reference-scores its rollouts in the same pass: generate, score and
+	// reference as a chain.
+	generateReference(ctx context.Context, parts []*messages.PromptBatch) ([]chained, error)
 	learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error)
 	control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error)
 	// publish hands the new weights to the generators.
@@ -221,6 +225,23 @@ func (s *localStages) scoreReference(_ context.Context, parts []*messages.Rollou
 			return nil, skip(messages.Stage_REWARD, err)
 		}
 		return referenceScore(s.ref, s.stages.reference, sc)
+	})
+}
+
+func (s *localStages) generateReference(_ context.Context, parts []*messages.PromptBatch) ([]chained, error) {
+	return each(parts, func(pb *messages.PromptBatch) (chained, error) {
+		ro, err := generate(s.policy, s.stages.generate, "generator-0", pb)
+		if err != nil {
+			return chained{}, skip(messages.Stage_GENERATE, err)
+		}
+		if len(incompleteGroups(ro)) > 0 {
+			return chained{ro: ro}, nil
+		}
+		rs, err := s.scoreReference(context.Background(), []*messages.Rollouts{ro})
+		if err != nil {
+			return chained{}, err
+		}
+		return chained{ref: rs[0]}, nil
 	})
 }
 

@@ -41,6 +41,8 @@ var ErrRefused = errors.New("actors: refused by the learner")
 // node outlives runs and restarts of the learner.
 func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	w := &worker{cfg: cfg, out: out, id: newNodeID(strings.ReplaceAll(cfg.Cluster.Role, ",", "+"))}
+	gcLine, restoreGC := setWorkerGC(os.Getenv(goGCEnv), os.Getenv(goMemoryLimitEnv))
+	defer restoreGC()
 	mp, err := newMetrics(ctx, cfg, w.id, cfg.Cluster.Roles(), out) // the node's own, across runs
 	if err != nil {
 		return err
@@ -63,6 +65,9 @@ func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	defer mp.Instruments().WatchSupervision(n.System())()
 	w.node, w.meter, w.device = n, mp.Instruments(), dev
 	fmt.Fprintf(out, "node %s: %s, actors at %s, looking for the learner at %s\n", w.id, cfg.Cluster.Role, n.Address(), strings.Join(cfg.Cluster.Seeds, ", "))
+	if gcLine != "" {
+		fmt.Fprintln(out, gcLine)
+	}
 	for ctx.Err() == nil {
 		coord, err := w.findLearner(ctx)
 		if err != nil {

@@ -65,6 +65,8 @@ func samples(t *testing.T) []proto.Message {
 		rollouts(),
 		scored(t),
 		&Relay{Meta: meta(), Rollouts: rollouts(), Next: "reference-host-12-ab"},
+		&Chain{Meta: meta(), Prompts: &PromptBatch{Meta: meta(), Prompts: rollouts().Prompts, NumGenerations: 8},
+			Address: "10.0.0.7:8090", Reward: "reward-host-12-ab", Reference: "reference-host-12-ab"},
 		&TokenLogprobs{Logp: []float32{-1, float32(math.Inf(-1))}},
 		refScored(t),
 		&PreparedBatch{Meta: meta(), RefScored: refScored(t), Weights: []float64{0.6, 0.4}, Advantages: []float64{1, -1}, Controller: controller()},

@@ -804,6 +804,88 @@ func (x *Relay) GetNext() string {
 	return ""
 }
 
+// Chain asks a generator to sample prompts and to hand the Rollouts on, as
+// a Relay from whoever asked it, to the reward evaluator reward on the node
+// at address, which relays its Scored to the reference scorer reference
+// beside it, whose RefScored answers the chain: a part's generation,
+// rewards and reference log-probs in one trip. A part with a group left
+// incomplete is answered with its Rollouts, for its step to re-sample.
+type Chain struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Prompts       *PromptBatch           `protobuf:"bytes,2,opt,name=prompts,proto3" json:"prompts,omitempty"`
+	Address       string                 `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`     // the node of the reward evaluator
+	Reward        string                 `protobuf:"bytes,4,opt,name=reward,proto3" json:"reward,omitempty"`       // actor id of the reward evaluator, at address
+	Reference     string                 `protobuf:"bytes,5,opt,name=reference,proto3" json:"reference,omitempty"` // actor id of the reference scorer, beside it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Chain) Reset() {
+	*x = Chain{}
+	mi := &file_messages_step_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Chain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Chain) ProtoMessage() {}
+
+func (x *Chain) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_step_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Chain.ProtoReflect.Descriptor instead.
+func (*Chain) Descriptor() ([]byte, []int) {
+	return file_messages_step_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Chain) GetMeta() *StepMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *Chain) GetPrompts() *PromptBatch {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+func (x *Chain) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Chain) GetReward() string {
+	if x != nil {
+		return x.Reward
+	}
+	return ""
+}
+
+func (x *Chain) GetReference() string {
+	if x != nil {
+		return x.Reference
+	}
+	return ""
+}
+
 // TokenLogprobs is one sequence's per-token log-probs.
 type TokenLogprobs struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -814,7 +896,7 @@ type TokenLogprobs struct {
 
 func (x *TokenLogprobs) Reset() {
 	*x = TokenLogprobs{}
-	mi := &file_messages_step_proto_msgTypes[7]
+	mi := &file_messages_step_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +908,7 @@ func (x *TokenLogprobs) String() string {
 func (*TokenLogprobs) ProtoMessage() {}
 
 func (x *TokenLogprobs) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[7]
+	mi := &file_messages_step_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +921,7 @@ func (x *TokenLogprobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenLogprobs.ProtoReflect.Descriptor instead.
 func (*TokenLogprobs) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{7}
+	return file_messages_step_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TokenLogprobs) GetLogp() []float32 {
@@ -862,7 +944,7 @@ type RefScored struct {
 
 func (x *RefScored) Reset() {
 	*x = RefScored{}
-	mi := &file_messages_step_proto_msgTypes[8]
+	mi := &file_messages_step_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +956,7 @@ func (x *RefScored) String() string {
 func (*RefScored) ProtoMessage() {}
 
 func (x *RefScored) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[8]
+	mi := &file_messages_step_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +969,7 @@ func (x *RefScored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefScored.ProtoReflect.Descriptor instead.
 func (*RefScored) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{8}
+	return file_messages_step_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RefScored) GetMeta() *StepMeta {
@@ -934,7 +1016,7 @@ type PreparedBatch struct {
 
 func (x *PreparedBatch) Reset() {
 	*x = PreparedBatch{}
-	mi := &file_messages_step_proto_msgTypes[9]
+	mi := &file_messages_step_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +1028,7 @@ func (x *PreparedBatch) String() string {
 func (*PreparedBatch) ProtoMessage() {}
 
 func (x *PreparedBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[9]
+	mi := &file_messages_step_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,7 +1041,7 @@ func (x *PreparedBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreparedBatch.ProtoReflect.Descriptor instead.
 func (*PreparedBatch) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{9}
+	return file_messages_step_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PreparedBatch) GetMeta() *StepMeta {
@@ -1012,7 +1094,7 @@ type TensorChunk struct {
 
 func (x *TensorChunk) Reset() {
 	*x = TensorChunk{}
-	mi := &file_messages_step_proto_msgTypes[10]
+	mi := &file_messages_step_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1106,7 @@ func (x *TensorChunk) String() string {
 func (*TensorChunk) ProtoMessage() {}
 
 func (x *TensorChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[10]
+	mi := &file_messages_step_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1119,7 @@ func (x *TensorChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorChunk.ProtoReflect.Descriptor instead.
 func (*TensorChunk) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{10}
+	return file_messages_step_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TensorChunk) GetName() string {
@@ -1097,7 +1179,7 @@ type PolicyWeights struct {
 
 func (x *PolicyWeights) Reset() {
 	*x = PolicyWeights{}
-	mi := &file_messages_step_proto_msgTypes[11]
+	mi := &file_messages_step_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1191,7 @@ func (x *PolicyWeights) String() string {
 func (*PolicyWeights) ProtoMessage() {}
 
 func (x *PolicyWeights) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[11]
+	mi := &file_messages_step_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1204,7 @@ func (x *PolicyWeights) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyWeights.ProtoReflect.Descriptor instead.
 func (*PolicyWeights) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{11}
+	return file_messages_step_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PolicyWeights) GetMeta() *StepMeta {
@@ -1178,7 +1260,7 @@ type ControllerState struct {
 
 func (x *ControllerState) Reset() {
 	*x = ControllerState{}
-	mi := &file_messages_step_proto_msgTypes[12]
+	mi := &file_messages_step_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1272,7 @@ func (x *ControllerState) String() string {
 func (*ControllerState) ProtoMessage() {}
 
 func (x *ControllerState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[12]
+	mi := &file_messages_step_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1285,7 @@ func (x *ControllerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerState.ProtoReflect.Descriptor instead.
 func (*ControllerState) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{12}
+	return file_messages_step_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ControllerState) GetMeta() *StepMeta {
@@ -1279,7 +1361,7 @@ type MetaControllerState struct {
 
 func (x *MetaControllerState) Reset() {
 	*x = MetaControllerState{}
-	mi := &file_messages_step_proto_msgTypes[13]
+	mi := &file_messages_step_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1373,7 @@ func (x *MetaControllerState) String() string {
 func (*MetaControllerState) ProtoMessage() {}
 
 func (x *MetaControllerState) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[13]
+	mi := &file_messages_step_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1386,7 @@ func (x *MetaControllerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaControllerState.ProtoReflect.Descriptor instead.
 func (*MetaControllerState) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{13}
+	return file_messages_step_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MetaControllerState) GetEnabled() bool {
@@ -1419,7 +1501,7 @@ type StepStats struct {
 
 func (x *StepStats) Reset() {
 	*x = StepStats{}
-	mi := &file_messages_step_proto_msgTypes[14]
+	mi := &file_messages_step_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1513,7 @@ func (x *StepStats) String() string {
 func (*StepStats) ProtoMessage() {}
 
 func (x *StepStats) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[14]
+	mi := &file_messages_step_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1526,7 @@ func (x *StepStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStats.ProtoReflect.Descriptor instead.
 func (*StepStats) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{14}
+	return file_messages_step_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StepStats) GetMeta() *StepMeta {
@@ -1492,7 +1574,7 @@ type ControllerUpdate struct {
 
 func (x *ControllerUpdate) Reset() {
 	*x = ControllerUpdate{}
-	mi := &file_messages_step_proto_msgTypes[15]
+	mi := &file_messages_step_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1586,7 @@ func (x *ControllerUpdate) String() string {
 func (*ControllerUpdate) ProtoMessage() {}
 
 func (x *ControllerUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[15]
+	mi := &file_messages_step_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1599,7 @@ func (x *ControllerUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControllerUpdate.ProtoReflect.Descriptor instead.
 func (*ControllerUpdate) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{15}
+	return file_messages_step_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ControllerUpdate) GetMeta() *StepMeta {
@@ -1601,7 +1683,7 @@ type StepReport struct {
 
 func (x *StepReport) Reset() {
 	*x = StepReport{}
-	mi := &file_messages_step_proto_msgTypes[16]
+	mi := &file_messages_step_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1695,7 @@ func (x *StepReport) String() string {
 func (*StepReport) ProtoMessage() {}
 
 func (x *StepReport) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[16]
+	mi := &file_messages_step_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1708,7 @@ func (x *StepReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepReport.ProtoReflect.Descriptor instead.
 func (*StepReport) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{16}
+	return file_messages_step_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StepReport) GetMeta() *StepMeta {
@@ -1804,7 +1886,7 @@ type PolicyMetrics struct {
 
 func (x *PolicyMetrics) Reset() {
 	*x = PolicyMetrics{}
-	mi := &file_messages_step_proto_msgTypes[17]
+	mi := &file_messages_step_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1898,7 @@ func (x *PolicyMetrics) String() string {
 func (*PolicyMetrics) ProtoMessage() {}
 
 func (x *PolicyMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[17]
+	mi := &file_messages_step_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +1911,7 @@ func (x *PolicyMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyMetrics.ProtoReflect.Descriptor instead.
 func (*PolicyMetrics) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{17}
+	return file_messages_step_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PolicyMetrics) GetTokens() int64 {
@@ -1947,7 +2029,7 @@ type HighKLToken struct {
 
 func (x *HighKLToken) Reset() {
 	*x = HighKLToken{}
-	mi := &file_messages_step_proto_msgTypes[18]
+	mi := &file_messages_step_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2041,7 @@ func (x *HighKLToken) String() string {
 func (*HighKLToken) ProtoMessage() {}
 
 func (x *HighKLToken) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[18]
+	mi := &file_messages_step_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2054,7 @@ func (x *HighKLToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HighKLToken.ProtoReflect.Descriptor instead.
 func (*HighKLToken) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{18}
+	return file_messages_step_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HighKLToken) GetCompletion() int32 {
@@ -2043,7 +2125,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_messages_step_proto_msgTypes[19]
+	mi := &file_messages_step_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +2137,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[19]
+	mi := &file_messages_step_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +2150,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{19}
+	return file_messages_step_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CheckpointRequest) GetMeta() *StepMeta {
@@ -2096,7 +2178,7 @@ type CheckpointDone struct {
 
 func (x *CheckpointDone) Reset() {
 	*x = CheckpointDone{}
-	mi := &file_messages_step_proto_msgTypes[20]
+	mi := &file_messages_step_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2190,7 @@ func (x *CheckpointDone) String() string {
 func (*CheckpointDone) ProtoMessage() {}
 
 func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[20]
+	mi := &file_messages_step_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2203,7 @@ func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDone.ProtoReflect.Descriptor instead.
 func (*CheckpointDone) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{20}
+	return file_messages_step_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckpointDone) GetMeta() *StepMeta {
@@ -2152,7 +2234,7 @@ type SkipNotice struct {
 
 func (x *SkipNotice) Reset() {
 	*x = SkipNotice{}
-	mi := &file_messages_step_proto_msgTypes[21]
+	mi := &file_messages_step_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2246,7 @@ func (x *SkipNotice) String() string {
 func (*SkipNotice) ProtoMessage() {}
 
 func (x *SkipNotice) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_step_proto_msgTypes[21]
+	mi := &file_messages_step_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2259,7 @@ func (x *SkipNotice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipNotice.ProtoReflect.Descriptor instead.
 func (*SkipNotice) Descriptor() ([]byte, []int) {
-	return file_messages_step_proto_rawDescGZIP(), []int{21}
+	return file_messages_step_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SkipNotice) GetMeta() *StepMeta {
@@ -2264,7 +2346,13 @@ const file_messages_step_proto_rawDesc = "" +
 	"\x05Relay\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x124\n" +
 	"\brollouts\x18\x02 \x01(\v2\x18.mgrpo.messages.RolloutsR\brollouts\x12\x12\n" +
-	"\x04next\x18\x03 \x01(\tR\x04next\"#\n" +
+	"\x04next\x18\x03 \x01(\tR\x04next\"\xbc\x01\n" +
+	"\x05Chain\x12,\n" +
+	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x125\n" +
+	"\aprompts\x18\x02 \x01(\v2\x1b.mgrpo.messages.PromptBatchR\aprompts\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06reward\x18\x04 \x01(\tR\x06reward\x12\x1c\n" +
+	"\treference\x18\x05 \x01(\tR\treference\"#\n" +
 	"\rTokenLogprobs\x12\x12\n" +
 	"\x04logp\x18\x01 \x03(\x02R\x04logp\"\xbc\x01\n" +
 	"\tRefScored\x12,\n" +
@@ -2455,7 +2543,7 @@ func file_messages_step_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_step_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_messages_step_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_messages_step_proto_goTypes = []any{
 	(FinishReason)(0),           // 0: mgrpo.messages.FinishReason
 	(DType)(0),                  // 1: mgrpo.messages.DType
@@ -2468,25 +2556,26 @@ var file_messages_step_proto_goTypes = []any{
 	(*Rollouts)(nil),            // 8: mgrpo.messages.Rollouts
 	(*Scored)(nil),              // 9: mgrpo.messages.Scored
 	(*Relay)(nil),               // 10: mgrpo.messages.Relay
-	(*TokenLogprobs)(nil),       // 11: mgrpo.messages.TokenLogprobs
-	(*RefScored)(nil),           // 12: mgrpo.messages.RefScored
-	(*PreparedBatch)(nil),       // 13: mgrpo.messages.PreparedBatch
-	(*TensorChunk)(nil),         // 14: mgrpo.messages.TensorChunk
-	(*PolicyWeights)(nil),       // 15: mgrpo.messages.PolicyWeights
-	(*ControllerState)(nil),     // 16: mgrpo.messages.ControllerState
-	(*MetaControllerState)(nil), // 17: mgrpo.messages.MetaControllerState
-	(*StepStats)(nil),           // 18: mgrpo.messages.StepStats
-	(*ControllerUpdate)(nil),    // 19: mgrpo.messages.ControllerUpdate
-	(*StepReport)(nil),          // 20: mgrpo.messages.StepReport
-	(*PolicyMetrics)(nil),       // 21: mgrpo.messages.PolicyMetrics
-	(*HighKLToken)(nil),         // 22: mgrpo.messages.HighKLToken
-	(*CheckpointRequest)(nil),   // 23: mgrpo.messages.CheckpointRequest
-	(*CheckpointDone)(nil),      // 24: mgrpo.messages.CheckpointDone
-	(*SkipNotice)(nil),          // 25: mgrpo.messages.SkipNotice
-	nil,                         // 26: mgrpo.messages.StepMeta.TraceEntry
+	(*Chain)(nil),               // 11: mgrpo.messages.Chain
+	(*TokenLogprobs)(nil),       // 12: mgrpo.messages.TokenLogprobs
+	(*RefScored)(nil),           // 13: mgrpo.messages.RefScored
+	(*PreparedBatch)(nil),       // 14: mgrpo.messages.PreparedBatch
+	(*TensorChunk)(nil),         // 15: mgrpo.messages.TensorChunk
+	(*PolicyWeights)(nil),       // 16: mgrpo.messages.PolicyWeights
+	(*ControllerState)(nil),     // 17: mgrpo.messages.ControllerState
+	(*MetaControllerState)(nil), // 18: mgrpo.messages.MetaControllerState
+	(*StepStats)(nil),           // 19: mgrpo.messages.StepStats
+	(*ControllerUpdate)(nil),    // 20: mgrpo.messages.ControllerUpdate
+	(*StepReport)(nil),          // 21: mgrpo.messages.StepReport
+	(*PolicyMetrics)(nil),       // 22: mgrpo.messages.PolicyMetrics
+	(*HighKLToken)(nil),         // 23: mgrpo.messages.HighKLToken
+	(*CheckpointRequest)(nil),   // 24: mgrpo.messages.CheckpointRequest
+	(*CheckpointDone)(nil),      // 25: mgrpo.messages.CheckpointDone
+	(*SkipNotice)(nil),          // 26: mgrpo.messages.SkipNotice
+	nil,                         // 27: mgrpo.messages.StepMeta.TraceEntry
 }
 var file_messages_step_proto_depIdxs = []int32{
-	26, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
+	27, // 0: mgrpo.messages.StepMeta.trace:type_name -> mgrpo.messages.StepMeta.TraceEntry
 	4,  // 1: mgrpo.messages.PromptBatch.meta:type_name -> mgrpo.messages.StepMeta
 	5,  // 2: mgrpo.messages.PromptBatch.prompts:type_name -> mgrpo.messages.Prompt
 	0,  // 3: mgrpo.messages.Rollout.finish_reason:type_name -> mgrpo.messages.FinishReason
@@ -2497,33 +2586,35 @@ var file_messages_step_proto_depIdxs = []int32{
 	8,  // 8: mgrpo.messages.Scored.rollouts:type_name -> mgrpo.messages.Rollouts
 	4,  // 9: mgrpo.messages.Relay.meta:type_name -> mgrpo.messages.StepMeta
 	8,  // 10: mgrpo.messages.Relay.rollouts:type_name -> mgrpo.messages.Rollouts
-	4,  // 11: mgrpo.messages.RefScored.meta:type_name -> mgrpo.messages.StepMeta
-	9,  // 12: mgrpo.messages.RefScored.scored:type_name -> mgrpo.messages.Scored
-	11, // 13: mgrpo.messages.RefScored.ref:type_name -> mgrpo.messages.TokenLogprobs
-	4,  // 14: mgrpo.messages.PreparedBatch.meta:type_name -> mgrpo.messages.StepMeta
-	12, // 15: mgrpo.messages.PreparedBatch.ref_scored:type_name -> mgrpo.messages.RefScored
-	16, // 16: mgrpo.messages.PreparedBatch.controller:type_name -> mgrpo.messages.ControllerState
-	1,  // 17: mgrpo.messages.TensorChunk.dtype:type_name -> mgrpo.messages.DType
-	4,  // 18: mgrpo.messages.PolicyWeights.meta:type_name -> mgrpo.messages.StepMeta
-	14, // 19: mgrpo.messages.PolicyWeights.tensors:type_name -> mgrpo.messages.TensorChunk
-	4,  // 20: mgrpo.messages.ControllerState.meta:type_name -> mgrpo.messages.StepMeta
-	17, // 21: mgrpo.messages.ControllerState.meta_controller:type_name -> mgrpo.messages.MetaControllerState
-	4,  // 22: mgrpo.messages.StepStats.meta:type_name -> mgrpo.messages.StepMeta
-	4,  // 23: mgrpo.messages.ControllerUpdate.meta:type_name -> mgrpo.messages.StepMeta
-	16, // 24: mgrpo.messages.ControllerUpdate.state:type_name -> mgrpo.messages.ControllerState
-	4,  // 25: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
-	21, // 26: mgrpo.messages.StepReport.policy_metrics:type_name -> mgrpo.messages.PolicyMetrics
-	22, // 27: mgrpo.messages.PolicyMetrics.high_kl:type_name -> mgrpo.messages.HighKLToken
-	4,  // 28: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
-	4,  // 29: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
-	4,  // 30: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
-	2,  // 31: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
-	3,  // 32: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	4,  // 11: mgrpo.messages.Chain.meta:type_name -> mgrpo.messages.StepMeta
+	6,  // 12: mgrpo.messages.Chain.prompts:type_name -> mgrpo.messages.PromptBatch
+	4,  // 13: mgrpo.messages.RefScored.meta:type_name -> mgrpo.messages.StepMeta
+	9,  // 14: mgrpo.messages.RefScored.scored:type_name -> mgrpo.messages.Scored
+	12, // 15: mgrpo.messages.RefScored.ref:type_name -> mgrpo.messages.TokenLogprobs
+	4,  // 16: mgrpo.messages.PreparedBatch.meta:type_name -> mgrpo.messages.StepMeta
+	13, // 17: mgrpo.messages.PreparedBatch.ref_scored:type_name -> mgrpo.messages.RefScored
+	17, // 18: mgrpo.messages.PreparedBatch.controller:type_name -> mgrpo.messages.ControllerState
+	1,  // 19: mgrpo.messages.TensorChunk.dtype:type_name -> mgrpo.messages.DType
+	4,  // 20: mgrpo.messages.PolicyWeights.meta:type_name -> mgrpo.messages.StepMeta
+	15, // 21: mgrpo.messages.PolicyWeights.tensors:type_name -> mgrpo.messages.TensorChunk
+	4,  // 22: mgrpo.messages.ControllerState.meta:type_name -> mgrpo.messages.StepMeta
+	18, // 23: mgrpo.messages.ControllerState.meta_controller:type_name -> mgrpo.messages.MetaControllerState
+	4,  // 24: mgrpo.messages.StepStats.meta:type_name -> mgrpo.messages.StepMeta
+	4,  // 25: mgrpo.messages.ControllerUpdate.meta:type_name -> mgrpo.messages.StepMeta
+	17, // 26: mgrpo.messages.ControllerUpdate.state:type_name -> mgrpo.messages.ControllerState
+	4,  // 27: mgrpo.messages.StepReport.meta:type_name -> mgrpo.messages.StepMeta
+	22, // 28: mgrpo.messages.StepReport.policy_metrics:type_name -> mgrpo.messages.PolicyMetrics
+	23, // 29: mgrpo.messages.PolicyMetrics.high_kl:type_name -> mgrpo.messages.HighKLToken
+	4,  // 30: mgrpo.messages.CheckpointRequest.meta:type_name -> mgrpo.messages.StepMeta
+	4,  // 31: mgrpo.messages.CheckpointDone.meta:type_name -> mgrpo.messages.StepMeta
+	4,  // 32: mgrpo.messages.SkipNotice.meta:type_name -> mgrpo.messages.StepMeta
+	2,  // 33: mgrpo.messages.SkipNotice.stage:type_name -> mgrpo.messages.Stage
+	3,  // 34: mgrpo.messages.SkipNotice.reason:type_name -> mgrpo.messages.SkipReason
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_messages_step_proto_init() }
@@ -2537,7 +2628,7 @@ func file_messages_step_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_step_proto_rawDesc), len(file_messages_step_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -97,7 +97,7 @@ func (j *jaeger) stepTraces(t *testing.T, run string, ok func([]trace.StepTrace)
 }
 
 // stageSpans are the span names every step trace holds.
-var stageSpans = []string{"step", "generate", "generator.request", "generate.part", "reward_reference", "reward.request",
+var stageSpans = []string{"step", "generate_reference", "generator.request", "generate.part",
 	"reward.part", "reward.function", "reference.part", "prepare",
 	"learner.request", "learn", "learn.forward", "learn.backward", "learn.optimizer", "controller.request", "control"}
 
