@@ -11,8 +11,8 @@
 // synchronous or asynchronous):
 //
 //	PromptBatch → generate → Rollouts → score → Scored → referenceScore →
-//	RefScored → prepare → PreparedBatch → learn → StepReport →
-//	control → ControllerUpdate, then the new weights to the generators.
+//	RefScored → prepare → PreparedBatch → learn → StepReport (the new
+//	weights on their way to the generators) → control → ControllerUpdate.
 //
 // Each stage is a plain function taking a message and returning a new
 // one (generate in generator.go, score in reward.go, referenceScore in
@@ -139,9 +139,11 @@
 // version that drew it, and the learner corrects stale samples with the
 // truncated importance ratio on their behaviour log-probs. Either way the
 // weights a batch is generated from are those after a step fixed by its
-// own step number (Trainer.sourceStep), handed to the generators just
-// before it is produced: a run is deterministic for a seed however fast
-// its actors are, and a checkpoint keeps those weights (behaviour/) so a
+// own step number (Trainer.sourceStep), handed to the generators before
+// it is produced (in synchronous mode as soon as the step before has made
+// them, so that their trip to remote generators overlaps the end of that
+// step: publishNext): a run is deterministic for a seed however fast its
+// actors are, and a checkpoint keeps those weights (behaviour/) so a
 // resume is exact. Weights go to the generators as an immutable in-memory
 // snapshot inside one process, or as PolicyWeights chunks
 // (PipelineOptions.ChunkWeights).

@@ -53,7 +53,7 @@ func drive(ctx context.Context, t *Trainer, first, steps int64, ahead int,
 	record func(ctx context.Context, res stepResult) error) (int64, error) {
 	run, stop := context.WithCancel(ctx) // a record error ends the steps in flight
 	defer stop()
-	q := newQueue(ctx, first, ahead, record, stop)
+	q := newQueue(ctx, first, steps, ahead, record, stop)
 	var wg sync.WaitGroup
 	for n := first; n < steps; n++ {
 		if !q.start(run) {
@@ -77,6 +77,7 @@ type queue struct {
 	record func(ctx context.Context, res stepResult) error
 	stop   func() // ends the steps in flight
 	slots  chan struct{}
+	steps  int64 // the run ends before this step
 
 	mu      sync.Mutex
 	turns   [2]map[int64]chan struct{} // by phase: closed when the step may begin it
@@ -86,8 +87,8 @@ type queue struct {
 	err     error                      // the first record error
 }
 
-func newQueue(ctx context.Context, first int64, ahead int, record func(context.Context, stepResult) error, stop func()) *queue {
-	q := &queue{ctx: ctx, record: record, stop: stop, slots: make(chan struct{}, ahead),
+func newQueue(ctx context.Context, first, steps int64, ahead int, record func(context.Context, stepResult) error, stop func()) *queue {
+	q := &queue{ctx: ctx, record: record, stop: stop, slots: make(chan struct{}, ahead), steps: steps,
 		turns: [2]map[int64]chan struct{}{{}, {}}, started: map[int64]time.Time{}, done: first, prev: time.Now()}
 	close(q.turnOf(making, first))
 	close(q.turnOf(learning, first))
@@ -176,6 +177,10 @@ func (q *queue) over(ctx context.Context, n int64, out *Outcome, err error) erro
 	close(q.turnOf(learning, n+1))
 	return nil
 }
+
+// goesOn implements pace: a step follows n unless n is the run's last or
+// the run is ending.
+func (q *queue) goesOn(n int64) bool { return n+1 < q.steps && q.ctx.Err() == nil }
 
 // result is the number of steps done and the first record error.
 func (q *queue) result() (int64, error) {

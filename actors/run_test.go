@@ -427,7 +427,7 @@ func TestLearnerTimeoutStopsRun(t *testing.T) {
 	opt.RequestTimeout = time.Microsecond // shorter than any learner step
 	p2 := StartPipeline(s, testEnv(), m, testControl(s), opt, nil)
 	defer p2.Stop()
-	_, err = p2.Trainer.consume(context.Background(), b)
+	_, err = p2.Trainer.consume(context.Background(), 0, b, true)
 	var skipped *SkipError
 	if !errors.Is(err, ErrNoAnswer) || errors.As(err, &skipped) {
 		t.Errorf("consume error %v: want ErrNoAnswer, not a skip", err)

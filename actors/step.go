@@ -19,7 +19,8 @@ import (
 // executes for every step. Its first half makes the batch (the weights it
 // is generated from to the generators, prompts, completions, rewards,
 // reference log-probs); its second half trains on it (weights and
-// advantages, one optimiser step, one controller update).
+// advantages, one optimiser step, the new weights on their way to the
+// generators, one controller update).
 //
 // Each stage is one plain function on the step's parts: generate
 // (generator.go), score (reward.go), referenceScore (reference.go),
@@ -49,7 +50,7 @@ func Step(ctx context.Context, t *Trainer, n int64, p pace) (*Outcome, error) {
 	}
 	var out *Outcome
 	if err == nil { // a step half learned would be lost: learning is not cut short
-		out, err = t.consume(context.WithoutCancel(ctx), batch) // PreparedBatch → StepReport → ControllerUpdate
+		out, err = t.consume(context.WithoutCancel(ctx), n, batch, p.goesOn(n)) // PreparedBatch → StepReport → PolicyWeights → ControllerUpdate
 	}
 	t.advance(n) // learned or skipped, step n is over
 	defer endSpan(root, err)
@@ -74,10 +75,13 @@ type pace interface {
 	// over takes step n's outcome, or the error that skipped it, and
 	// returns the error Step returns.
 	over(ctx context.Context, n int64, out *Outcome, err error) error
+	// goesOn reports whether a step after n is to be made: the weights
+	// step n makes are then sent on as it ends (publishNext).
+	goesOn(n int64) bool
 }
 
 // inOrder is the pace of steps called one after another: every turn has
-// come, and Step returns its own error.
+// come, another step may follow, and Step returns its own error.
 var inOrder pace = sequential{}
 
 type sequential struct{}
@@ -85,6 +89,8 @@ type sequential struct{}
 func (sequential) turn(context.Context, int64, phase) error { return nil }
 
 func (sequential) over(_ context.Context, _ int64, _ *Outcome, err error) error { return err }
+
+func (sequential) goesOn(int64) bool { return true }
 
 // startStep starts step n's trace: its root span, a new trace whose
 // sampling (trace.sample_ratio) every span of the step follows.
@@ -132,11 +138,12 @@ func (t *Trainer) produce(ctx context.Context, n int64) (*produced, error) {
 	return &produced{ref: ref, sync: synced, generate: generated - synced, reference: time.Since(start) - generated}, nil
 }
 
-// consume trains on one produced batch: weights and advantages at the
-// current controller state, one optimiser step and one controller update.
-// The new weights reach the generators when a batch that is generated
-// from them is produced (publishFor).
-func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
+// consume trains on step n's batch: weights and advantages at the current
+// controller state, one optimiser step, the new weights to the generators
+// when the next batch is generated from them and a step follows (next;
+// publishNext: they travel while the step ends, else publishFor sends them
+// as a batch generated from them is produced) and one controller update.
+func (t *Trainer) consume(ctx context.Context, n int64, b *produced, next bool) (*Outcome, error) {
 	start := time.Now()
 	used := t.control
 	_, span := t.tracer.Start(ctx, spanPrepare, oteltrace.WithAttributes(attrObjective.String(string(t.settings.prepare.Objective)),
@@ -154,6 +161,7 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	report := lr.report
 	t.policy = lr.policy
 	learned := time.Since(start)
+	published := t.publishNext(ctx, n, next) // PolicyWeights to the generators, on their way while the step ends
 	st := stepStats(report, p)
 	trace.Inject(ctx, st.GetMeta())
 	up, err := t.stages.control(ctx, st) // the controller state for the next step (control)
@@ -164,7 +172,7 @@ func (t *Trainer) consume(ctx context.Context, b *produced) (*Outcome, error) {
 	return &Outcome{Report: report, Prepared: p, Scored: b.ref.GetScored(), Control: used, Update: up,
 		Timings: map[string]time.Duration{
 			"generate_reward": b.generate, "reference": b.reference, "learn": learned - lr.snapshot,
-			"control": time.Since(start) - learned, "weight_sync": b.sync + lr.snapshot,
+			"control": time.Since(start) - learned - published, "weight_sync": b.sync + lr.snapshot + published,
 		}}, nil
 }
 

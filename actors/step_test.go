@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -236,4 +237,89 @@ func driven(t *testing.T, tr *Trainer, steps int64, ahead int) []*Outcome {
 		t.Fatalf("drive: %d steps, %v", last, err)
 	}
 	return outs
+}
+
+// publishLog records the order in which a trainer asks its stages for a
+// batch, a learner step, a controller update and a publication (with the
+// version published, counted from v0), and fails the learner step fail.
+type publishLog struct {
+	stages
+	v0, fail int64
+
+	mu     sync.Mutex
+	learns int64
+	events []string
+}
+
+func (l *publishLog) note(e string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *publishLog) generateReference(ctx context.Context, parts []*messages.PromptBatch) ([]chained, error) {
+	l.note("generate")
+	return l.stages.generateReference(ctx, parts)
+}
+
+func (l *publishLog) learn(ctx context.Context, pb *messages.PreparedBatch) (*learnerReply, error) {
+	l.note("learn")
+	l.mu.Lock()
+	n := l.learns
+	l.learns++
+	l.mu.Unlock()
+	if n == l.fail {
+		return nil, fmt.Errorf("learner step %d: refused by the test", n)
+	}
+	return l.stages.learn(ctx, pb)
+}
+
+func (l *publishLog) control(ctx context.Context, st *messages.StepStats) (*messages.ControllerUpdate, error) {
+	l.note("control")
+	return l.stages.control(ctx, st)
+}
+
+func (l *publishLog) publish(ctx context.Context, m *gpu.Model) error {
+	l.note(fmt.Sprintf("publish %d", m.Version()-l.v0))
+	return l.stages.publish(ctx, m)
+}
+
+// TestPublishNext: in synchronous mode a step's new weights go to the
+// generators between its learner step and its controller update, before
+// the next batch is asked for; a skipped step (its learner step failed)
+// publishes nothing, the next step's batch then needing no publication of
+// its own (the same version), and a run's last step publishes nothing;
+// in plain calls and through the actors alike.
+func TestPublishNext(t *testing.T) {
+	s := testSettings(t, testConfig(t, nil))
+	want := []string{
+		"generate", "learn", "publish 1", "control", // step 0
+		"generate", "learn", // step 1: skipped
+		"generate", "learn", "publish 2", "control", // step 2
+		"generate", "learn", "control", // step 3, the last
+	}
+	for _, actors := range []bool{false, true} {
+		m := testModels(t, s)
+		tr := NewTrainer(s, "test", m, testControl(s))
+		if actors {
+			p := StartPipeline(s, testEnv(), m, testControl(s), s.pipeline, nil)
+			defer p.Stop()
+			tr = p.Trainer
+		}
+		log := &publishLog{stages: tr.stages, v0: m.Policy.Version(), fail: 1}
+		tr.stages = log
+		skipped := 0
+		last, err := drive(context.Background(), tr, 0, 4, 1, func(_ context.Context, res stepResult) error {
+			if res.err != nil {
+				skipped++
+			}
+			return nil
+		})
+		if err != nil || last != 4 || skipped != 1 {
+			t.Fatalf("actors %v: drive = %d, %v with %d skipped; want 4 steps, 1 skipped", actors, last, err, skipped)
+		}
+		if !slices.Equal(log.events, want) {
+			t.Errorf("actors %v: the stages were asked\n%q\nwant\n%q", actors, log.events, want)
+		}
+	}
 }

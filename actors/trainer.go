@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	oteltrace "go.opentelemetry.io/otel/trace"
 
@@ -145,9 +146,10 @@ func (t *Trainer) Behaviour(step int64) map[int64]*gpu.Model {
 }
 
 // publishFor hands the generators the weights batch n is generated from
-// (sourceStep), unless they hold them already (the same policy version). Batches are produced in
-// step order, each after the steps its weights come from are over
-// (drive's slots), so the weights are known.
+// (sourceStep), unless they hold them already: publishNext sent them as
+// the step before ended, or they are the same policy version. Batches are
+// produced in step order, each after the steps its weights come from are
+// over (drive's slots), so the weights are known.
 func (t *Trainer) publishFor(ctx context.Context, n int64) error {
 	src := t.sourceStep(n)
 	t.mu.Lock()
@@ -160,7 +162,33 @@ func (t *Trainer) publishFor(ctx context.Context, n int64) error {
 	if !ok {
 		return fmt.Errorf("step %d: the weights of step %d, which it is generated from, are unknown (steps run out of order)", n, src)
 	}
-	if w.Version() != t.version.Load() { // the same version is the same weights (the steps between were skipped)
+	return t.publishStep(ctx, src, w)
+}
+
+// publishNext hands the generators the weights that step n has just made
+// when the next batch is generated from them (synchronous mode) and a step
+// follows (next): their trip to remote generators, and the building of
+// the model there, then overlap the end of step n (the controller update,
+// the recording, the next batch's prompts) instead of holding up the next
+// batch's generation. No later batch is asked for before they are sent,
+// so a generator still samples with the weights published before it was
+// asked. It returns how long the hand-over took. A publication that fails
+// here is tried again by the next batch's publishFor, which skips it if
+// it fails again.
+func (t *Trainer) publishNext(ctx context.Context, n int64, next bool) time.Duration {
+	if !next || t.settings.staleness > 0 {
+		return 0
+	}
+	start := time.Now()
+	_ = t.publishStep(ctx, n+1, t.policy) // on failure the generators keep the weights they hold (t.synced)
+	return time.Since(start)
+}
+
+// publishStep hands the generators w, the weights after src steps, unless
+// they hold its version already (the steps between were skipped: the same
+// version is the same weights).
+func (t *Trainer) publishStep(ctx context.Context, src int64, w *gpu.Model) error {
+	if w.Version() != t.version.Load() {
 		if err := t.stages.publish(ctx, w); err != nil {
 			return err
 		}

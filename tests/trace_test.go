@@ -101,11 +101,11 @@ var stageSpans = []string{"step", "generate_reference", "generator.request", "ge
 	"reward.part", "reward.function", "reference.part", "prepare",
 	"learner.request", "learn", "learn.forward", "learn.backward", "learn.optimizer", "controller.request", "control"}
 
-// checkTrace requires a step trace to hold every stage's spans (and, from
-// step 2 on, the publish of the weights its batch is generated from, and
-// the extra ones: step 1 uses the weights the generators start with), each
-// span's parent in the trace, and the attributes a person reads.
-func checkTrace(t *testing.T, tr trace.StepTrace, extra ...string) (nodes []string) {
+// checkTrace requires a step trace of a run of steps steps to hold every
+// stage's spans (and, but on the last step, the publish of the weights the
+// step made, and the extra ones: no step follows the last to use them),
+// each span's parent in the trace, and the attributes a person reads.
+func checkTrace(t *testing.T, tr trace.StepTrace, steps int, extra ...string) (nodes []string) {
 	t.Helper()
 	ids := map[string]bool{}
 	var names []string
@@ -117,7 +117,7 @@ func checkTrace(t *testing.T, tr trace.StepTrace, extra ...string) (nodes []stri
 		}
 	}
 	want := stageSpans
-	if tr.Root.Attrs["mgrpo.step"] != "1" {
+	if tr.Root.Attrs["mgrpo.step"] != fmt.Sprint(steps) {
 		want = append(append(slices.Clone(stageSpans), "publish"), extra...)
 	}
 	for _, want := range want {
@@ -163,7 +163,7 @@ func TestLongTraceJaeger(t *testing.T) {
 	}
 	traces := j.stepTraces(t, "traced-all", func(ts []trace.StepTrace) bool { return len(ts) == steps })
 	for _, tr := range traces {
-		checkTrace(t, tr)
+		checkTrace(t, tr, steps)
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, "traced-all", "metrics.jsonl"))
 	for _, tr := range traces {
@@ -188,7 +188,7 @@ func TestLongTraceJaeger(t *testing.T) {
 		return len(ts) == steps && len(checkNodes(ts[0])) >= 3
 	})
 	for _, tr := range traces {
-		if nodes := checkTrace(t, tr, "publish.generator"); len(nodes) < 3 {
+		if nodes := checkTrace(t, tr, steps, "publish.generator"); len(nodes) < 3 {
 			t.Errorf("trace %s has spans from %v, want the learner and both worker nodes", tr.ID, nodes)
 		}
 	}
