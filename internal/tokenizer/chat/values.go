@@ -420,13 +420,10 @@ func sequenceArith(op string, x, y any) (v any, ok bool, err error) {
 
 // intArith is + - * // and % on two ints, flooring as Python does.
 func intArith(op string, a, b int) (any, error) {
+	if v, ok := addSubMul(op, a, b); ok {
+		return v, nil
+	}
 	switch op {
-	case "+":
-		return a + b, nil
-	case "-":
-		return a - b, nil
-	case "*":
-		return a * b, nil
 	case "//", "%":
 		if b == 0 {
 			return nil, fmt.Errorf("division by zero")
@@ -443,16 +440,26 @@ func intArith(op string, a, b int) (any, error) {
 	return nil, fmt.Errorf("operator %s: not supported", op)
 }
 
-// floatArith is + - * / // % and ** on two numbers.
-func floatArith(op string, a, b float64) (any, error) {
+// addSubMul is + - or * (op) on two numbers of one kind; ok is false
+// for another op.
+func addSubMul[T int | float64](op string, a, b T) (v T, ok bool) {
 	switch op {
 	case "+":
-		return a + b, nil
+		return a + b, true
 	case "-":
-		return a - b, nil
+		return a - b, true
 	case "*":
-		return a * b, nil
-	case "**":
+		return a * b, true
+	}
+	return v, false
+}
+
+// floatArith is + - * / // % and ** on two numbers.
+func floatArith(op string, a, b float64) (any, error) {
+	if v, ok := addSubMul(op, a, b); ok {
+		return v, nil
+	}
+	if op == "**" {
 		return math.Pow(a, b), nil
 	}
 	if op != "/" && op != "//" && op != "%" {
