@@ -5,6 +5,8 @@ package actors
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,4 +244,29 @@ func bf16Expected(t *testing.T, m *gpu.Model) ([]float32, int64) {
 		off += len(x)
 	}
 	return w, bytes
+}
+
+// TestRunRefusesGPUBatchAtStart: a run whose learner step the device
+// cannot hold is refused before its first step, with one line wrapping
+// gpu.ErrMemory that names the settings lowering it, and leaves no run
+// directory behind.
+func TestRunRefusesGPUBatchAtStart(t *testing.T) {
+	cfg := cudaRunConfig(t, func(c *config.Config) {
+		c.Model.Preset, c.Model.Context = "base", 8192
+		c.Train.WarmStartSteps, c.Train.PromptsPerStep, c.Train.PromptsPerPart = 0, 128, 8
+		c.Generation.MaxCompletionLen = 8000
+	})
+	var out bytes.Buffer
+	err := Run(context.Background(), cfg, &out)
+	msg := fmt.Sprint(err)
+	if !errors.Is(err, gpu.ErrMemory) || !strings.Contains(msg, "train.micro_batch") || strings.Contains(msg, "\n") {
+		t.Fatalf("run: %q, want one line wrapping gpu.ErrMemory naming train.micro_batch\n%s", msg, out.String())
+	}
+	t.Log(msg)
+	if strings.Contains(out.String(), "step 1") {
+		t.Errorf("the run took a step before it was refused:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Output.Dir, "run")); !os.IsNotExist(err) {
+		t.Errorf("the refused run left its directory: %v", err)
+	}
 }

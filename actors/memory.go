@@ -191,3 +191,28 @@ func setWorkerGC(userGC, userLimit string) (line string, restore func()) {
 	return fmt.Sprintf("memory: garbage collection at %s=%d (a worker's default; %s sets another)", goGCEnv, workerGCPercent, goGCEnv),
 		func() { debug.SetGCPercent(prevGC); debug.SetMemoryLimit(prevLimit) }
 }
+
+// reserveLearner sizes the RL learner's workspace for the run's largest
+// step (gpu.Learner.Reserve): train.prompts_per_step groups of
+// num_generations sequences, each group sharing a prompt of the longest
+// prompt's length, each sequence with a completion of max_completion_len
+// tokens (within the context). On a device with memory of its own (cuda)
+// a step that cannot fit is then refused before the first one, naming the
+// settings that lower it; on the CPU it does nothing (checkRunMemory
+// counted the host's memory).
+func reserveLearner(l *gpu.Learner, s *settings) error {
+	prompt := max(min(s.longestPrompt, s.model.Context-1), 1)
+	completion := max(min(s.stages.generate.sample.MaxNewTokens, s.model.Context-prompt), 1)
+	seqs := make([]gpu.Sequence, 0, s.step.prompts*s.step.group)
+	for g := range s.step.prompts {
+		p := make([]int, prompt)
+		p[0] = g % s.model.Vocab // no group shares another's prompt
+		for range s.step.group {
+			seqs = append(seqs, gpu.Sequence{Prompt: p, Completion: make([]int, completion)})
+		}
+	}
+	if err := l.Reserve(gpu.Batch{Seqs: seqs}); err != nil {
+		return fmt.Errorf("%w (train.micro_batch, train.prompts_per_step or generation.max_completion_len lowers it)", err)
+	}
+	return nil
+}

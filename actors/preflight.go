@@ -50,6 +50,7 @@ func preflight(cfg *config.Config, s *settings) (int64, error) {
 		return 0, err
 	}
 	s.sizeTimeouts(cfg, model, prompt+cfg.Generation.MaxCompletionLen)
+	s.longestPrompt = prompt
 	if cl := cfg.Cluster; cl.HasRole(config.RoleLearner) && !cl.HasRole(config.RoleAll) {
 		join, err := joinReply(s, runName(cfg))
 		if err != nil {

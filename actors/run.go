@@ -246,6 +246,9 @@ func (r *runner) loadModels(ctx context.Context, resume string) (Models, rewards
 	if err != nil {
 		return Models{}, control, err
 	}
+	if err := reserveLearner(l, r.settings); err != nil {
+		return Models{}, control, err
+	}
 	if policy, ref, err = onDevice(r.env.device, policy, ref); err != nil {
 		return Models{}, control, err
 	}

@@ -38,6 +38,9 @@ type settings struct {
 	eval      evalSettings        // greedy accuracy on held-out problems
 	record    recordSettings      // what a step leaves behind, and when
 	pipeline  PipelineOptions     // the actors of role all
+	// longestPrompt is the task's longest prompt in tokens (preflight
+	// measures it; 0 before).
+	longestPrompt int
 }
 
 // stageSettings are what the stage actors that worker nodes also run

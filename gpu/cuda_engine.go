@@ -105,6 +105,14 @@ func (e *cudaEngine) workspace() (*cudaActs, error) {
 	return ws, err
 }
 
+// reserve sizes the training workspace for a pass over b (Learner.Reserve).
+func (e *cudaEngine) reserve(b Batch) error {
+	e.last = false // the plan no longer describes the last Forward
+	planRows(&e.plan, b.Seqs, 0, b.width(), true)
+	_, err := e.workspace()
+	return err
+}
+
 // run is the forward pass of Forward and Score.
 func (e *cudaEngine) run(b Batch, temperature float64, lp, ent []float64) error {
 	defer runtime.KeepAlive(e)

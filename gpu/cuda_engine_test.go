@@ -454,3 +454,58 @@ func learnerTracksCPU(t *testing.T, dev Device) {
 func TestCUDALearnerTracksCPU(t *testing.T) {
 	learnerTracksCPU(t, testCUDADevice(t, cuda.MathTF32))
 }
+
+// TestCUDALearnerReserve: Learner.Reserve refuses a batch shape whose
+// workspace the device cannot hold, with one line and nothing allocated,
+// and sizes it for one it can, so that a step of that shape allocates
+// nothing more; a CPU learner has nothing to reserve.
+func TestCUDALearnerReserve(t *testing.T) {
+	dev := testCUDADevice(t, cuda.MathTF32)
+	freeNow := func() int64 {
+		free, _, err := dev.rt.MemInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return free
+	}
+	cfg, _ := Preset("base")
+	cfg.Context = 8192
+	m, err := NewModel(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := DefaultLearnerConfig()
+	cpu, err := NewLearner(m, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc.Device = dev
+	l, err := NewLearner(m, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := Sequence{Prompt: make([]int, 4096), Completion: make([]int, 4096)}
+	huge := Batch{Seqs: slices.Repeat([]Sequence{seq}, 1024)} // 8M rows: hundreds of GB
+	free := freeNow()
+	err = l.Reserve(huge)
+	if msg := fmt.Sprint(err); !errors.Is(err, ErrMemory) || !strings.Contains(msg, "needs") || strings.Contains(msg, "\n") {
+		t.Errorf("reserve of a batch too large: %q, want one line wrapping ErrMemory", msg)
+	}
+	if freeNow() < free {
+		t.Error("a refused reservation allocated")
+	}
+	if err := cpu.Reserve(huge); err != nil {
+		t.Errorf("a CPU learner's reservation: %v", err)
+	}
+	seqs := randomSeqs(rand.New(rand.NewPCG(3, 4)), 16, 8, 8, cfg.Vocab)
+	if err := l.Reserve(Batch{Seqs: seqs}); err != nil {
+		t.Fatal(err)
+	}
+	reserved := freeNow()
+	if _, err := l.SupervisedStep(seqs); err != nil {
+		t.Fatal(err)
+	}
+	if now := freeNow(); now < reserved {
+		t.Errorf("a step within the reserved shape allocated %d bytes more", reserved-now)
+	}
+}

@@ -172,6 +172,30 @@ func (l *Learner) Config() Config { return l.cfg }
 // model's version plus the optimiser steps taken.
 func (l *Learner) Version() int64 { return l.version }
 
+// reserver is an engine whose workspace lives apart from the host's
+// memory and can be sized before a pass (the CUDA engine's, in GPU
+// memory).
+type reserver interface {
+	reserve(b Batch) error
+}
+
+// Reserve sizes the learner's workspace for passes shaped like b (b
+// whole, or its first LearnerConfig.MicroBatch sequences), so that a
+// batch that cannot fit is refused now, with one line wrapping ErrMemory,
+// instead of at its first step; no pass within that shape allocates
+// again. A CPU learner has nothing to reserve: its memory is the host's,
+// which a run checks before it starts.
+func (l *Learner) Reserve(b Batch) error {
+	r, ok := l.eng.(reserver)
+	if !ok || len(b.Seqs) == 0 {
+		return nil
+	}
+	if mb := l.lc.MicroBatch; mb > 0 && mb < len(b.Seqs) {
+		b.Seqs = b.Seqs[:mb]
+	}
+	return r.reserve(b)
+}
+
 // Snapshot returns the current weights as an immutable Model (a copy, on
 // the learner's device) carrying the current version, for generators and
 // checkpoints. It panics if the device cannot make the copy (a device
