@@ -414,20 +414,7 @@ func TestCUDABench(t *testing.T) {
 // (within 5e-2·lr but for 2%).
 func learnerTracksCPU(t *testing.T, dev Device) {
 	cfg, _ := Preset("small")
-	m, err := NewModel(cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc := DefaultLearnerConfig()
-	cpu, err := NewLearner(m, lc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc.Device = dev
-	gpu, err := NewLearner(m, lc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cpu, gpu, lc := twinLearners(t, cfg, dev)
 	seqs := randomSeqs(rand.New(rand.NewPCG(1, 2)), 32, 8, 8, cfg.Vocab)
 	for step := 1; step <= 3; step++ {
 		want, err := cpu.SupervisedStep(seqs)
@@ -447,6 +434,26 @@ func learnerTracksCPU(t *testing.T, dev Device) {
 	if err := c.weightsAfterSteps(gpu.Snapshot().Weights(), cpu.Snapshot().Weights(), lc.LR); err != nil {
 		t.Errorf("weights after 3 steps: %v", err)
 	}
+}
+
+// twinLearners returns two learners of a random cfg model with the
+// default learner configuration, one on the CPU and one on dev, and dev's
+// configuration.
+func twinLearners(t *testing.T, cfg Config, dev Device) (cpu, onDev *Learner, lc LearnerConfig) {
+	t.Helper()
+	m, err := NewModel(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc = DefaultLearnerConfig()
+	if cpu, err = NewLearner(m, lc); err != nil {
+		t.Fatal(err)
+	}
+	lc.Device = dev
+	if onDev, err = NewLearner(m, lc); err != nil {
+		t.Fatal(err)
+	}
+	return cpu, onDev, lc
 }
 
 // TestCUDALearnerTracksCPU is TestLearnerOnCUDA (device_cuda_test.go) on
@@ -470,24 +477,11 @@ func TestCUDALearnerReserve(t *testing.T) {
 	}
 	cfg, _ := Preset("base")
 	cfg.Context = 8192
-	m, err := NewModel(cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc := DefaultLearnerConfig()
-	cpu, err := NewLearner(m, lc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc.Device = dev
-	l, err := NewLearner(m, lc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cpu, l, _ := twinLearners(t, cfg, dev)
 	seq := Sequence{Prompt: make([]int, 4096), Completion: make([]int, 4096)}
 	huge := Batch{Seqs: slices.Repeat([]Sequence{seq}, 1024)} // 8M rows: hundreds of GB
 	free := freeNow()
-	err = l.Reserve(huge)
+	err := l.Reserve(huge)
 	if msg := fmt.Sprint(err); !errors.Is(err, ErrMemory) || !strings.Contains(msg, "needs") || strings.Contains(msg, "\n") {
 		t.Errorf("reserve of a batch too large: %q, want one line wrapping ErrMemory", msg)
 	}
