@@ -11,6 +11,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -107,6 +108,11 @@ type Node struct {
 // ErrBind: a port of the node cannot be bound.
 var ErrBind = errors.New("node: cannot bind")
 
+// bindTries is how many free ports Start tries for the actor system when
+// Options.RemotePort is 0: another process may take the port freePort
+// found before the actor system binds it.
+const bindTries = 5
+
 // Start starts the actor system, its remote endpoint and cluster
 // membership. A learner node is a cluster member serving its membership
 // on Host:Port; other nodes are cluster clients polling the seeds.
@@ -114,10 +120,42 @@ func Start(o Options) (*Node, error) {
 	if o.Learner && o.Port == 0 {
 		o.Port = DefaultLearnerPort
 	}
-	remotePort, err := freePort(o.Host, o.RemotePort)
-	if err != nil {
-		return nil, err
+	return start(o, freePort)
+}
+
+// start is Start with the actor system's port chosen by pick (freePort,
+// or a test's): a port taken between pick and the bind is given up for
+// another one, up to bindTries times, unless the port was asked for.
+func start(o Options, pick func(host string, port int) (int, error)) (*Node, error) {
+	var lis net.Listener // the learner's membership port
+	if o.Learner {
+		var err error
+		if lis, err = net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port))); err != nil {
+			return nil, fmt.Errorf("%w: membership port %s:%d: %w", ErrBind, o.Host, o.Port, err)
+		}
 	}
+	for try := 1; ; try++ {
+		remotePort, err := pick(o.Host, o.RemotePort)
+		if err == nil {
+			var n *Node
+			if n, err = startOn(o, remotePort, lis); err == nil {
+				return n, nil
+			}
+		}
+		if !errors.Is(err, ErrBind) || o.RemotePort != 0 || try == bindTries {
+			if lis != nil {
+				lis.Close()
+			}
+			return nil, err
+		}
+	}
+}
+
+// startOn starts the node with its actor system on remotePort and, on a
+// learner, its membership served on lis. proto.actor panics when it cannot
+// bind the port (or start the membership): that comes back as an error,
+// ErrBind for the port.
+func startOn(o Options, remotePort int, lis net.Listener) (n *Node, err error) {
 	advHost, advPort, err := advertised(o.Host, remotePort, o.Advertise, net.InterfaceAddrs)
 	if err != nil {
 		return nil, err
@@ -126,31 +164,29 @@ func Start(o Options) (*Node, error) {
 		o.Notices = o.Log
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(loggerFactory(o.Log)), actor.WithMetricProviders(o.MeterProvider))
-	n := &Node{sys: sys, tls: o.TLS, notes: newNotices(o.Notices)}
-	var health *echo.Echo
+	n = &Node{sys: sys, tls: o.TLS, notes: newNotices(o.Notices)}
+	health := echo.New() // a client's is never started: clients serve no membership
 	hosts := slices.Clone(o.Seeds)
-	if o.Learner {
-		lis, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
-		if err != nil {
-			return nil, fmt.Errorf("%w: membership port %s:%d: %w", ErrBind, o.Host, o.Port, err)
-		}
+	if lis != nil {
 		n.seed = net.JoinHostPort(advHost, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port))
-		health = echo.New()
 		health.HideBanner, health.HidePort, health.Listener = true, true, lis
 		hosts = append([]string{n.seed}, hosts...)
-	} else {
-		health = echo.New() // never started: clients serve no membership
 	}
 	provider := automanaged.NewWithTesting(refresh, o.Port, health, hosts...)
 	var kinds []*cluster.Kind
-	if o.Learner {
+	if lis != nil {
 		kinds = append(kinds, cluster.NewKind(LearnerKind, actor.PropsFromFunc(func(actor.Context) {})))
 	}
 	ropts := append(remoteOptions(o, n.notes), remote.WithAdvertisedHost(net.JoinHostPort(advHost, strconv.Itoa(advPort))))
 	cfg := cluster.Configure(o.Name, provider, disthash.New(), remote.Configure(o.Host, remotePort, ropts...),
 		cluster.WithKinds(kinds...))
 	n.cluster = cluster.New(n.sys, cfg)
-	if o.Learner {
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = nil, startPanic(r, o.Host, remotePort)
+		}
+	}()
+	if lis != nil {
 		health.GET("/_health", func(c echo.Context) error {
 			return c.JSON(200, automanaged.NewNode(o.Name, n.sys.ID, advHost, advPort, o.Port, n.cluster.GetClusterKinds()))
 		})
@@ -159,6 +195,16 @@ func Start(o Options) (*Node, error) {
 		n.cluster.StartClient()
 	}
 	return n, nil
+}
+
+// startPanic is the error a panic of proto.actor's start-up (r) stands
+// for: ErrBind when the actor system could not listen on host:port.
+func startPanic(r any, host string, port int) error {
+	msg := fmt.Sprint(r)
+	if strings.Contains(msg, "failed to listen") {
+		return fmt.Errorf("%w: actor port %s:%d: %s", ErrBind, host, port, msg)
+	}
+	return fmt.Errorf("node: start the actor system: %s", msg)
 }
 
 // remoteOptions are the gRPC settings of every node: credentials (whose

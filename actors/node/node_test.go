@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -235,5 +236,78 @@ func TestLoggedPlain(t *testing.T) {
 	}
 	if !waitFor(&notes, "refused a connection from 127.0.0.1:") || !strings.Contains(notes.String(), "it speaks TLS and this node does not") {
 		t.Errorf("the plaintext node's notices: %q", notes.String())
+	}
+}
+
+// TestStartRetriesTakenPort: a port taken between picking it and the
+// actor system binding it is an error, not proto.actor's panic; with no
+// port asked for, the node takes another one.
+func TestStartRetriesTakenPort(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	taken := busy.Addr().(*net.TCPAddr).Port
+	takenThenFree := func(picks *int) func(string, int) (int, error) {
+		return func(host string, port int) (int, error) {
+			if *picks++; *picks == 1 {
+				return taken, nil
+			}
+			return freePort(host, port)
+		}
+	}
+	alwaysTaken := func(string, int) (int, error) { return taken, nil }
+	membership := func() int {
+		p, err := freePort("127.0.0.1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name    string
+		learner bool
+		remote  int // Options.RemotePort
+		always  bool
+		wantErr bool
+	}{
+		{name: "client takes another port", learner: false},
+		{name: "learner takes another port", learner: true},
+		{name: "asked-for port taken", remote: taken, always: true, wantErr: true},
+		{name: "every try taken", learner: true, always: true, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{Name: "retry", Host: "127.0.0.1", RemotePort: tc.remote, Learner: tc.learner, Seeds: []string{"127.0.0.1:1"}}
+			if tc.learner {
+				o.Port = membership()
+			}
+			picks := 0
+			pick := takenThenFree(&picks)
+			if tc.always {
+				pick = alwaysTaken
+			}
+			n, err := start(o, pick)
+			if tc.wantErr {
+				if !errors.Is(err, ErrBind) || !strings.Contains(err.Error(), "address already in use") {
+					t.Fatalf("start: %v, want ErrBind naming the taken port", err)
+				}
+				if tc.learner { // the membership port is let go
+					l, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+					if err != nil {
+						t.Fatalf("membership port still held after a failed start: %v", err)
+					}
+					l.Close()
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			defer n.Stop()
+			if picks != 2 || strings.HasSuffix(n.Address(), ":"+strconv.Itoa(taken)) {
+				t.Errorf("node at %s after %d picks, want another port than %d on the second", n.Address(), picks, taken)
+			}
+		})
 	}
 }
