@@ -158,15 +158,24 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 			msg = messages.WithMeta(h, trace.WithSpan(ctx, h.GetMeta()))
 		}
 	}
-	timeout := p.timeout
 	if t.via != nil {
 		msg = relay(msg, t.via)
+	}
+	f := c.RequestFuture(m.pid, msg, p.waits(t))
+	c.ReenterAfter(f, func(res any, err error) { p.answered(c, t, res, err) })
+}
+
+// waits is how long a try of t waits for its answer: the stage's timeout,
+// plus the timeout of every stage after it when the part is relayed
+// through them.
+func (p *pool) waits(t *task) time.Duration {
+	timeout := p.timeout
+	if t.via != nil {
 		for _, q := range t.then {
 			timeout += q.timeout
 		}
 	}
-	f := c.RequestFuture(m.pid, msg, timeout)
-	c.ReenterAfter(f, func(res any, err error) { p.answered(c, t, res, err) })
+	return timeout
 }
 
 // beside returns the least busy member of p on m's node (both local
@@ -296,12 +305,13 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 			g.done(nil, fmt.Errorf("%s: %w within %v (cluster.request_timeout): %w", p.name, ErrNoAnswer, p.timeout, err))
 			return
 		}
-		cause, reason := ErrTimeout, messages.SkipReason_TIMEOUT
+		skip := &SkipError{Stage: p.stage, Reason: messages.SkipReason_TIMEOUT, Waited: p.waits(t),
+			Err: fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, t.i, t.try+1, ErrTimeout, err)}
 		if errors.Is(err, actor.ErrDeadLetter) {
-			cause, reason = ErrActorFailed, messages.SkipReason_ACTOR_FAILED
+			skip.Reason, skip.Waited = messages.SkipReason_ACTOR_FAILED, 0
+			skip.Err = fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, t.i, t.try+1, ErrActorFailed, err)
 		}
-		g.done(nil, &SkipError{Stage: p.stage, Reason: reason,
-			Err: fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, t.i, t.try+1, cause, err)})
+		g.done(nil, skip)
 		return
 	}
 	if n, ok := res.(*messages.SkipNotice); ok {

@@ -612,3 +612,23 @@ func TestPoolChains(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolWaits: a try waits for its stage's timeout, and a relayed one
+// for the timeouts of every stage it goes through.
+func TestPoolWaits(t *testing.T) {
+	gen := &pool{timeout: time.Minute}
+	rew, ref := &pool{timeout: 2 * time.Second}, &pool{timeout: 3 * time.Second}
+	for _, tc := range []struct {
+		name string
+		t    *task
+		want time.Duration
+	}{
+		{"alone", &task{}, time.Minute},
+		{"answer goes on, not relayed", &task{then: []*pool{rew, ref}}, time.Minute},
+		{"relayed through two stages", &task{then: []*pool{rew, ref}, via: []*member{{}, {}}}, time.Minute + 5*time.Second},
+	} {
+		if got := gen.waits(tc.t); got != tc.want {
+			t.Errorf("%s: waits %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

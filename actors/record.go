@@ -123,12 +123,17 @@ func (r *runner) stepRecord(res stepResult, skipped *SkipError) map[string]float
 }
 
 // skipHint is what a skip's line adds: for a stage that timed out, the
-// setting that bounds it; for one refused memory (gpu.ErrMemory, whose
-// text a notice from an actor keeps), the settings that lower it.
+// time its part waited and the setting that bounds it; for one refused
+// memory (gpu.ErrMemory, whose text a notice from an actor keeps), the
+// settings that lower it.
 func (r *runner) skipHint(s *SkipError) string {
 	switch {
 	case s.Reason == messages.SkipReason_TIMEOUT:
-		return fmt.Sprintf(" (no answer within its timeout, %s: set cluster.request_timeout above what a request takes)", r.settings.record.timeouts[s.Stage])
+		timeout, whose := r.settings.record.timeouts[s.Stage], "its timeout"
+		if s.Waited > timeout { // relayed on: the timeouts of every stage on its way
+			timeout, whose = s.Waited, "the timeouts of the stages it went through"
+		}
+		return fmt.Sprintf(" (no answer within %s, %s: set cluster.request_timeout above what a request takes)", whose, timeout)
 	case s.Err != nil && strings.Contains(s.Err.Error(), gpu.ErrMemory.Error()):
 		return " (train.micro_batch, train.prompts_per_step or generation.max_completion_len lowers the memory a step needs)"
 	}

@@ -696,13 +696,18 @@ func checkHighKLTable(t *testing.T, path string, want int) {
 }
 
 // TestSkipHintNamesTimeout: a step skipped because a stage timed out
-// names the stage's timeout and the setting that bounds it, one refused
+// names the stage's timeout (a part relayed through later stages, the
+// time it waited) and the setting that bounds it, one refused
 // memory the settings that lower it; other skips add nothing.
 func TestSkipHintNamesTimeout(t *testing.T) {
 	timeouts := map[messages.Stage]time.Duration{messages.Stage_GENERATE: 90 * time.Second}
 	r := &runner{settings: &settings{record: recordSettings{timeouts: timeouts}}}
-	if got := r.skipHint(&SkipError{Stage: messages.Stage_GENERATE, Reason: messages.SkipReason_TIMEOUT}); !strings.Contains(got, "1m30s") || !strings.Contains(got, "cluster.request_timeout") {
+	if got := r.skipHint(&SkipError{Stage: messages.Stage_GENERATE, Reason: messages.SkipReason_TIMEOUT}); !strings.Contains(got, "its timeout, 1m30s") || !strings.Contains(got, "cluster.request_timeout") {
 		t.Errorf("timeout hint %q", got)
+	}
+	relayed := &SkipError{Stage: messages.Stage_GENERATE, Reason: messages.SkipReason_TIMEOUT, Waited: 4 * time.Minute}
+	if got := r.skipHint(relayed); !strings.Contains(got, "the stages it went through, 4m0s") {
+		t.Errorf("timeout hint of a relayed part %q, want the time it waited", got)
 	}
 	memory := &SkipError{Stage: messages.Stage_LEARN, Reason: messages.SkipReason_INTERNAL,
 		Err: fmt.Errorf("learner-1: learner step: %v: a learner batch of 32 sequences × 80 tokens needs 3.2 GB", gpu.ErrMemory)}

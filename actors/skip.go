@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
@@ -37,6 +38,10 @@ type SkipError struct {
 	Stage  messages.Stage
 	Reason messages.SkipReason
 	Err    error
+	// Waited is how long the part that timed out waited for an answer
+	// (Reason TIMEOUT): its stage's timeout, or with the part relayed
+	// through later stages, theirs too; 0 when unknown.
+	Waited time.Duration
 }
 
 // Error implements error.
