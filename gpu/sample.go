@@ -606,6 +606,7 @@ type drawer struct {
 	lp   []float64 // [V] log_softmax(z / T)
 	p    []float64 // [V] softmax(z / T)
 	cand []int     // candidate ids, most likely first
+	keys []candKey // sortCand's ids with their log-probs
 }
 
 func newDrawer(v int, opt SampleOptions) *drawer {
@@ -663,58 +664,4 @@ func softmax[F Float](dr *drawer, z []F) (best int, entropy float64) {
 		entropy -= dr.p[i] * dr.lp[i]
 	}
 	return best, entropy
-}
-
-// candidates lists the tokens that may be drawn, as Hugging Face generate
-// (temperature, then TopKLogitsWarper, then TopPLogitsWarper) and vLLM
-// choose them: all tokens when neither TopK nor TopP filters; otherwise,
-// most likely first (lowest id first among ties), the tokens at least as
-// likely as the TopK-th most likely one (ties with it are kept), then the
-// smallest prefix of those whose probability, renormalised over them,
-// reaches TopP (the token crossing TopP included, always at least one).
-func (dr *drawer) candidates() []int {
-	k, p := dr.opt.TopK, dr.opt.TopP
-	cand := dr.cand[:len(dr.lp)]
-	for i := range cand {
-		cand[i] = i
-	}
-	filterK, filterP := k > 0 && k < len(cand), p > 0 && p < 1
-	if !filterK && !filterP {
-		return cand
-	}
-	slices.SortStableFunc(cand, func(a, b int) int { return cmp.Compare(dr.lp[b], dr.lp[a]) })
-	if filterK {
-		cand = dr.topK(cand, k)
-	}
-	if filterP {
-		cand = dr.topP(cand, p)
-	}
-	return cand
-}
-
-// topK cuts cand (sorted, most likely first) after the k-th token and the
-// tokens tied with it: TopKLogitsWarper removes only scores below the k-th
-// largest.
-func (dr *drawer) topK(cand []int, k int) []int {
-	kth := dr.lp[cand[k-1]]
-	for k < len(cand) && dr.lp[cand[k]] >= kth {
-		k++
-	}
-	return cand[:k]
-}
-
-// topP returns the smallest prefix of cand (sorted, most likely first)
-// whose probability mass, renormalised over cand, reaches p.
-func (dr *drawer) topP(cand []int, p float64) []int {
-	var total, cum float64
-	for _, id := range cand {
-		total += dr.p[id]
-	}
-	for i, id := range cand {
-		cum += dr.p[id]
-		if cum/total >= p {
-			return cand[:i+1]
-		}
-	}
-	return cand
 }
