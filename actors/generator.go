@@ -203,10 +203,19 @@ func (a *generatorActor) chain(c actor.Context, m *messages.Chain) {
 // respond answers the request with msg, or with a SkipNotice for err,
 // and counts the part in the node's metrics (nil: off).
 func respond(c actor.Context, m *meter.Instruments, meta *messages.StepMeta, id string, stage messages.Stage, msg any, err error) {
+	respondTo(c, c.Sender(), m, meta, id, stage, msg, err)
+}
+
+// respondTo is respond to a request of sender's, which may be one held
+// for later.
+func respondTo(c actor.Context, sender *actor.PID, m *meter.Instruments, meta *messages.StepMeta, id string, stage messages.Stage, msg any, err error) {
 	m.Part(strings.ToLower(stage.String()), err != nil)
 	if err != nil {
-		c.Respond(notice(meta, id, skip(stage, err)))
+		msg = notice(meta, id, skip(stage, err))
+	}
+	if sender == nil {
+		c.Respond(msg) // to the dead letters, as an answer to no one goes
 		return
 	}
-	c.Respond(msg)
+	c.Send(sender, msg)
 }

@@ -64,13 +64,29 @@ func sequences(ro *messages.Rollouts) []gpu.Sequence {
 
 // referenceActor answers Scored with RefScored (or a SkipNotice). On a
 // worker node it starts without weights and receives the frozen reference
-// as PolicyWeights chunks before any work.
+// as PolicyWeights chunks when it joins. The learner sends them before any
+// work of its own, but a part relayed by the reward evaluator beside it
+// comes by another way and may come first: such a part is held until the
+// weights are complete (at most maxHeld parts; a part beyond is answered
+// errNoWeights).
 type referenceActor struct {
 	id       string
 	ref      Scorer
 	settings referenceSettings
 	weights  weightReceiver
 	tel      telemetry
+	held     []heldPart // parts that came before the weights, oldest first
+}
+
+// maxHeld bounds the parts a reference scorer holds for its weights: a
+// step's parts, many times over.
+const maxHeld = 64
+
+// heldPart is a Scored that came before the reference weights, and who
+// asked for its answer.
+type heldPart struct {
+	scored *messages.Scored
+	sender *actor.PID
 }
 
 // newReferenceProps returns the props of reference scorer id scoring with
@@ -87,15 +103,28 @@ func (a *referenceActor) Receive(c actor.Context) {
 	case *messages.PolicyWeights:
 		if model := a.weights.receive(c, a.id, m); model != nil {
 			a.ref = model
+			for _, h := range a.held {
+				a.score(c, h.scored, h.sender)
+			}
+			a.held = nil
 		}
 	case *messages.Scored:
-		_, span := a.tel.actorSpan(m.GetMeta(), spanReference+".part", a.id, attrSamples.Int(len(m.GetRollouts().GetRollouts())))
-		var rs *messages.RefScored
-		err := errNoWeights
-		if a.ref != nil {
-			rs, err = referenceScore(a.ref, a.settings, m)
+		if a.ref == nil && len(a.held) < maxHeld {
+			a.held = append(a.held, heldPart{scored: m, sender: c.Sender()})
+			return
 		}
-		endSpan(span, err)
-		respond(c, a.tel.meter, m.GetMeta(), a.id, messages.Stage_REFERENCE, rs, err)
+		a.score(c, m, c.Sender())
 	}
+}
+
+// score answers m to sender: its RefScored, or why not.
+func (a *referenceActor) score(c actor.Context, m *messages.Scored, sender *actor.PID) {
+	_, span := a.tel.actorSpan(m.GetMeta(), spanReference+".part", a.id, attrSamples.Int(len(m.GetRollouts().GetRollouts())))
+	var rs *messages.RefScored
+	err := errNoWeights
+	if a.ref != nil {
+		rs, err = referenceScore(a.ref, a.settings, m)
+	}
+	endSpan(span, err)
+	respondTo(c, sender, a.tel.meter, m.GetMeta(), a.id, messages.Stage_REFERENCE, rs, err)
 }
