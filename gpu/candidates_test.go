@@ -139,3 +139,25 @@ func BenchmarkCandidates(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDrawToken: one draw from a float32 logits row of SmolLM2's and
+// Qwen2.5's vocabulary (a Zipf-like row): the softmax, the candidates and
+// the draw.
+func BenchmarkDrawToken(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, v := range []int{49152, 151936} {
+		row := logitRows(r, v)["zipf 1.1"]
+		z := make([]float32, v)
+		for i, x := range row {
+			z[i] = float32(x)
+		}
+		for _, opt := range []SampleOptions{{Temperature: 1}, {Temperature: 0.7, TopP: 0.9}, {Temperature: 1, TopK: 50}} {
+			b.Run(fmt.Sprintf("V=%d/T=%g/top_k=%d/top_p=%g", v, opt.Temperature, opt.TopK, opt.TopP), func(b *testing.B) {
+				dr, rng := newDrawer(v, opt), rand.NewPCG(3, 4)
+				for b.Loop() {
+					drawToken(dr, z, rng)
+				}
+			})
+		}
+	}
+}

@@ -99,7 +99,10 @@
 //     (tested to 1e-5 in float64, 1e-4 in float32); top-k/top-p restrict
 //     only which tokens are drawn, as Hugging Face generate and vLLM do:
 //     top-k keeps the tokens tied with the k-th, then top-p measures mass
-//     renormalised over the top-k set.
+//     renormalised over the top-k set. A float32 model's draw takes the
+//     exponentials of its row in float32 (the learner's kernel), summed
+//     and normalised in float64; the candidates are found by sorting only
+//     the tokens they can be (candidates.go).
 //   - The CPU engine allocates its activations once per batch shape
 //     (B, T), and runs a batch of B sequences in the workspace of a longer
 //     one when it has it (the same results); the heap stays flat across

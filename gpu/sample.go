@@ -605,12 +605,13 @@ type drawer struct {
 	opt  SampleOptions
 	lp   []float64 // [V] log_softmax(z / T)
 	p    []float64 // [V] softmax(z / T)
+	e    []float32 // [V] softmax32's exponentials
 	cand []int     // candidate ids, most likely first
 	keys []candKey // sortCand's ids with their log-probs
 }
 
 func newDrawer(v int, opt SampleOptions) *drawer {
-	return &drawer{opt: opt, lp: make([]float64, v), p: make([]float64, v), cand: make([]int, v)}
+	return &drawer{opt: opt, lp: make([]float64, v), p: make([]float64, v), e: make([]float32, v), cand: make([]int, v)}
 }
 
 // drawToken returns the drawn (or greedy) token of logits row z, its
@@ -651,6 +652,9 @@ func softmax[F Float](dr *drawer, z []F) (best int, entropy float64) {
 			mx, best = float64(v), i
 		}
 	}
+	if is32[F]() {
+		return best, softmax32(dr, as32(z), mx, inv)
+	}
 	var sum float64
 	for i, v := range z {
 		dr.lp[i] = (float64(v) - mx) * inv
@@ -664,4 +668,21 @@ func softmax[F Float](dr *drawer, z []F) (best int, entropy float64) {
 		entropy -= dr.p[i] * dr.lp[i]
 	}
 	return best, entropy
+}
+
+// softmax32 is softmax of a float32 row whose largest logit is mx: the
+// exponentials in float32 with the learner's kernel (vec.ExpShift, as the
+// training tail's log-softmax), summed in float64; the log-probs in
+// float64 from the logits and that sum, as the float64 path has them; and
+// the probabilities each exponential over the sum. It returns the entropy.
+func softmax32(dr *drawer, z []float32, mx, inv float64) (entropy float64) {
+	e := dr.e[:len(z)]
+	sum := vec.ExpShift(e, z, float32(mx), float32(inv))
+	lse := math.Log(sum)
+	for i, v := range z {
+		lp, p := (float64(v)-mx)*inv-lse, float64(e[i])/sum
+		dr.lp[i], dr.p[i] = lp, p
+		entropy -= p * lp
+	}
+	return entropy
 }
