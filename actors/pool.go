@@ -305,13 +305,12 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 			g.done(nil, fmt.Errorf("%s: %w within %v (cluster.request_timeout): %w", p.name, ErrNoAnswer, p.timeout, err))
 			return
 		}
-		skip := &SkipError{Stage: p.stage, Reason: messages.SkipReason_TIMEOUT, Waited: p.waits(t),
-			Err: fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, t.i, t.try+1, ErrTimeout, err)}
+		cause, reason, waited := ErrTimeout, messages.SkipReason_TIMEOUT, p.waits(t)
 		if errors.Is(err, actor.ErrDeadLetter) {
-			skip.Reason, skip.Waited = messages.SkipReason_ACTOR_FAILED, 0
-			skip.Err = fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, t.i, t.try+1, ErrActorFailed, err)
+			cause, reason, waited = ErrActorFailed, messages.SkipReason_ACTOR_FAILED, 0
 		}
-		g.done(nil, skip)
+		g.done(nil, &SkipError{Stage: p.stage, Reason: reason, Waited: waited,
+			Err: fmt.Errorf("%s: part %d failed %d times: %w: %w", p.name, t.i, t.try+1, cause, err)})
 		return
 	}
 	if n, ok := res.(*messages.SkipNotice); ok {
