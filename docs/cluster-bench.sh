@@ -3,7 +3,8 @@
 # with --role all against the same run as 3 processes over loopback (learner; generator;
 # reward+reference), and the weight-sync time and bytes of each preset. Both runs start from
 # one warm start (model.checkpoint), so only RL steps are timed.
-# Usage: docs/cluster-bench.sh [STEPS]   (from the repository root; needs make build)
+# Usage: docs/cluster-bench.sh [STEPS]   (from the repository root; needs make build, or BIN=the
+# mgrpo-node to run)
 # PRESETS="tiny base" limits the presets, PRESET_STEPS (40) sets their steps; RECIPE=0 leaves
 # out the default recipe's runs. ROUNDS=N repeats every pair of runs N times and ends with the
 # medians of each preset's rounds and of their ratios (3 processes / --role all).
@@ -29,7 +30,7 @@ if [[ $k != 0 ]]; then
   node1=(env GOMAXPROCS="$k" taskset -c "$k-$((2 * k - 1))")
   node2=(env GOMAXPROCS="$k" taskset -c "$((2 * k))-$((3 * k - 1))")
 fi
-bin=$PWD/bin/mgrpo-node
+bin=${BIN:-$PWD/bin/mgrpo-node}
 work=$(mktemp -d)
 trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
 port=$((20000 + RANDOM % 20000))
