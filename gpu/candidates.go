@@ -36,11 +36,7 @@ func (dr *drawer) candidates() []int {
 	v := len(dr.lp)
 	filterK, filterP := k > 0 && k < v, p > 0 && p < 1
 	if !filterK && !filterP {
-		cand := dr.cand[:v]
-		for i := range cand {
-			cand[i] = i
-		}
-		return cand
+		return dr.allTokens()
 	}
 	if !filterK {
 		return dr.nucleus(p)
@@ -52,14 +48,34 @@ func (dr *drawer) candidates() []int {
 	return cand
 }
 
-// before reports whether token a comes before token b, most likely first:
-// the order of a stable sort by descending log-prob (NaN last) of the ids
-// in ascending order.
-func (dr *drawer) before(a, b int) bool {
-	if c := cmp.Compare(dr.lp[a], dr.lp[b]); c != 0 {
-		return c > 0
+// allTokens returns every token id in order (in dr.cand).
+func (dr *drawer) allTokens() []int {
+	cand := dr.cand[:len(dr.lp)]
+	for i := range cand {
+		cand[i] = i
 	}
-	return a < b
+	return cand
+}
+
+// candKey is a token id and its log-prob, sorted together.
+type candKey struct {
+	lp float64
+	id int
+}
+
+// compareKeys is the candidates' order, most likely first: that of a
+// stable sort by descending log-prob (NaN last) of the ids in ascending
+// order.
+func compareKeys(a, b candKey) int {
+	if c := cmp.Compare(b.lp, a.lp); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.id, b.id)
+}
+
+// before reports whether token a comes before token b (compareKeys).
+func (dr *drawer) before(a, b int) bool {
+	return compareKeys(candKey{dr.lp[a], a}, candKey{dr.lp[b], b}) < 0
 }
 
 // sortCand sorts cand most likely first, through dr.keys: each id beside
@@ -69,22 +85,11 @@ func (dr *drawer) sortCand(cand []int) {
 	for _, id := range cand {
 		keys = append(keys, candKey{lp: dr.lp[id], id: id})
 	}
-	slices.SortFunc(keys, func(a, b candKey) int {
-		if c := cmp.Compare(b.lp, a.lp); c != 0 {
-			return c
-		}
-		return a.id - b.id
-	})
+	slices.SortFunc(keys, compareKeys)
 	for i, k := range keys {
 		cand[i] = k.id
 	}
 	dr.keys = keys
-}
-
-// candKey is a token id and its log-prob, sorted together.
-type candKey struct {
-	lp float64
-	id int
 }
 
 // mostLikely returns the m most likely tokens, most likely first (in
@@ -214,10 +219,7 @@ func nucleusBin(lp float64) int {
 // sortedTopP is top-p by the definition: every token sorted, most likely
 // first, then topP.
 func (dr *drawer) sortedTopP(top float64) []int {
-	cand := dr.cand[:len(dr.lp)]
-	for i := range cand {
-		cand[i] = i
-	}
+	cand := dr.allTokens()
 	dr.sortCand(cand)
 	return topP(dr.p, cand, top)
 }
