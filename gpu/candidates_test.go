@@ -105,6 +105,11 @@ func TestCandidatesMatchSortingEveryToken(t *testing.T) {
 
 // TestNucleusMarginDecidesBySortingEveryToken: a top_p that a prefix's
 // mass reaches to within the margin is decided by sorting every token.
+// In the last case the total in id order (two tiny masses first, then 1
+// and 0.5) is one unit in the last place above the total in sorted order
+// (1.5, the tiny masses rounded away): summed in id order, the mass of
+// token 2 alone would fall short of top_p = 1/1.5 and token 3 would be
+// kept too.
 func TestNucleusMarginDecidesBySortingEveryToken(t *testing.T) {
 	z := []float64{math.Log(.4), math.Log(.3), math.Log(.2), math.Log(.1)}
 	for _, p := range []float64{.7, .7 * (1 + nucleusMargin/2), .7 * (1 - nucleusMargin/2), .9} {
@@ -112,6 +117,10 @@ func TestNucleusMarginDecidesBySortingEveryToken(t *testing.T) {
 		if got, want := dr.candidates(), candidatesBySort(dr); !reflect.DeepEqual(got, want) {
 			t.Errorf("top_p %.17g: candidates %v, want %v", p, got, want)
 		}
+	}
+	dr := drawerWith([]float64{1e-16, 1e-16, 1, .5}, 0, 1/1.5)
+	if got, want := dr.candidates(), []int{2}; !reflect.DeepEqual(got, want) || !reflect.DeepEqual(candidatesBySort(dr), want) {
+		t.Errorf("total rounded differently by order: candidates %v, by sorting %v, want %v", got, candidatesBySort(dr), want)
 	}
 }
 
