@@ -26,7 +26,7 @@ import (
 
 // ProtocolVersion is the version of the messages nodes exchange
 // (messages/*.proto); nodes of different versions refuse each other.
-const ProtocolVersion int32 = 4 // 2: Relay (a reward evaluator hands its Scored to the reference scorer beside it); 3: bf16 weight chunks (TensorChunk.dtype); 4: Chain (a generator hands its Rollouts to a reward evaluator)
+const ProtocolVersion int32 = 5 // 2: Relay (a reward evaluator hands its Scored to the reference scorer beside it); 3: bf16 weight chunks (TensorChunk.dtype); 4: Chain (a generator hands its Rollouts to a reward evaluator); 5: WeightsOffer (weights fetched from the learner node's blob port)
 
 // Build names this binary's build (buildinfo.ID: the version the
 // Makefile stamps and the SHA-256 of the executable). Nodes of different

@@ -137,10 +137,11 @@ type generatorActor struct {
 }
 
 // newGeneratorProps returns the props of generator id sampling from slot;
-// weights sent as chunks become models on dev.
-func newGeneratorProps(id string, s generateSettings, dev gpu.Device, tel telemetry, slot *policySlot) *actor.Props {
+// weights sent as chunks, or offered and fetched with blobs, become models
+// on dev.
+func newGeneratorProps(id string, s generateSettings, dev gpu.Device, blobs blobFetcher, tel telemetry, slot *policySlot) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &generatorActor{id: id, settings: s, tel: tel, slot: slot, weights: weightReceiver{cfg: s.model, device: dev, meter: tel.meter}}
+		return &generatorActor{id: id, settings: s, tel: tel, slot: slot, weights: weightReceiver{cfg: s.model, device: dev, blobs: blobs, meter: tel.meter}}
 	})
 }
 
@@ -152,6 +153,15 @@ func (a *generatorActor) Receive(c actor.Context) {
 	case *messages.PolicyWeights:
 		if model := a.weights.receive(c, a.id, m); model != nil {
 			a.slot.set(model)
+		}
+	case *messages.WeightsOffer:
+		// Without the version offered, parts asked for after it are
+		// skipped (errNoWeights) until the learner's chunks come instead:
+		// never sampled with older weights.
+		if model := a.weights.pull(c, a.id, m); model != nil {
+			a.slot.set(model)
+		} else {
+			a.slot.set(nil)
 		}
 	case *messages.PromptBatch:
 		ro, err := a.generate(m)

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/scheduler"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -33,6 +34,18 @@ type ClusterOptions struct {
 	Refused func(kind, who, peer, reason string)
 	// NoticeEvery is how often a missing role is reported (default 5 s).
 	NoticeEvery time.Duration
+	// Blobs, if set, serves weights to the actors of worker nodes: each
+	// is offered a version (WeightsOffer) and fetches it in one stream
+	// (cluster.weight_stream). nil sends them PolicyWeights messages.
+	Blobs *node.BlobServer
+}
+
+// blobs is o's blob server (nil for a nil o: no worker nodes).
+func (o *ClusterOptions) blobs() *node.BlobServer {
+	if o == nil {
+		return nil
+	}
+	return o.Blobs
 }
 
 // membership is the coordinator's record of the worker nodes of a run:

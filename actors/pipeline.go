@@ -93,7 +93,7 @@ func StartPipelineOn(sys *actor.ActorSystem, s *settings, env runEnv, m Models, 
 				device: env.device, models: m, state: cs},
 			members: &membership{opt: opt.Cluster},
 			weights: &publisher{runID: env.id, start: m.Policy, reference: m.Reference, chunked: opt.ChunkWeights,
-				chunkSize: opt.ChunkBytes, timeout: opt.timeout(messages.Stage_SYNC), tel: env.tel},
+				chunkSize: opt.ChunkBytes, timeout: opt.timeout(messages.Stage_SYNC), tel: env.tel, blobs: opt.Cluster.blobs()},
 		}
 	}
 	props := actor.PropsFromProducer(newCoordinator, actor.WithSupervisor(newResendStrategy(5, time.Minute, 50*time.Millisecond)))

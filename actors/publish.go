@@ -8,7 +8,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	oteltrace "go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 )
@@ -32,9 +34,11 @@ type publisher struct {
 	timeout   time.Duration
 	tel       telemetry
 
+	blobs    *node.BlobServer                    // serves the chunks to worker nodes' actors (nil: sent as messages)
 	layout   tensorLayout                        // the tensor names and shapes the chunks are cut by
 	latest   *gpu.Model                          // the newest weights published (nil: none yet)
 	chunks   map[int64][]*messages.PolicyWeights // by version: the newest policy, and the reference as referenceVersion
+	served   map[int64]bool                      // keys whose chunks the blob server holds
 	syncs    []*weightSync                       // publications waiting for their acknowledgements
 	lastSync SyncMeasure                         // the newest acknowledged one
 }
@@ -75,12 +79,10 @@ func (w *publisher) publish(c actor.Context, req *publishRequest, members []*mem
 		chunks := w.chunksOf(policy, policy.Version())
 		bytes := chunkBytes(chunks)
 		s.bytes += bytes
-		if f := w.send(c, m.pid, chunks); f != nil {
-			pid, version := m.pid, policy.Version()
-			_, s.waiting[pid] = w.tel.tracer.Start(ctx, spanPublish+".generator", oteltrace.WithAttributes(attrActor.String(pid.GetId()),
-				attrNode.String(nodeName(m)), attrBytes.Int64(bytes), attrChunks.Int(len(chunks))))
-			c.ReenterAfter(f, func(res any, err error) { w.acked(pid, ackError(res, err, version)) })
-		}
+		pid, version := m.pid, policy.Version()
+		_, s.waiting[pid] = w.tel.tracer.Start(ctx, spanPublish+".generator", oteltrace.WithAttributes(attrActor.String(pid.GetId()),
+			attrNode.String(nodeName(m)), attrBytes.Int64(bytes), attrChunks.Int(len(chunks))))
+		w.send(c, pid, policy.Version(), chunks, func(res any, err error) { w.acked(pid, ackError(res, err, version)) })
 	}
 	w.acked(nil, nil)
 }
@@ -91,9 +93,10 @@ func (w *publisher) publish(c actor.Context, req *publishRequest, members []*mem
 func (w *publisher) admit(c actor.Context, pid *actor.PID, stage messages.Stage) {
 	switch stage {
 	case messages.Stage_GENERATE:
-		w.send(c, pid, w.latestChunks())
+		key, chunks := w.latestChunks()
+		w.send(c, pid, key, chunks, nil)
 	case messages.Stage_REFERENCE:
-		w.send(c, pid, w.referenceChunks())
+		w.send(c, pid, referenceVersion, w.referenceChunks(), nil)
 	}
 }
 
@@ -140,16 +143,16 @@ func (w *publisher) acked(pid *actor.PID, err error) {
 }
 
 // latestChunks are the chunks of the newest published policy (the
-// starting one before any).
-func (w *publisher) latestChunks() []*messages.PolicyWeights {
+// starting one before any), and their key (its version).
+func (w *publisher) latestChunks() (int64, []*messages.PolicyWeights) {
 	m := w.latest
 	if m == nil {
 		m, _ = w.start.(*gpu.Model)
 	}
 	if m == nil {
-		return nil
+		return 0, nil
 	}
-	return w.chunksOf(m, m.Version())
+	return m.Version(), w.chunksOf(m, m.Version())
 }
 
 // referenceChunks are the chunks of the frozen reference.
@@ -175,6 +178,7 @@ func (w *publisher) chunksOf(m *gpu.Model, key int64) []*messages.PolicyWeights 
 	for k := range w.chunks {
 		if k != referenceVersion {
 			delete(w.chunks, k)
+			w.dropBlob(k)
 		}
 	}
 	if w.chunks == nil {
@@ -184,20 +188,85 @@ func (w *publisher) chunksOf(m *gpu.Model, key int64) []*messages.PolicyWeights 
 	return ch
 }
 
-// send sends chunks to pid: all but the last as plain messages, the last
-// as a request whose answer (WeightsApplied) says the weights are in use.
-// The future is returned (nil for no chunks).
-func (w *publisher) send(c actor.Context, pid *actor.PID, chunks []*messages.PolicyWeights) *actor.Future {
+// send hands chunks (of key: a version, or referenceVersion) to pid and
+// calls done (nil: none) with the answer, WeightsApplied or why not.
+// Another node's actor is offered them on the blob server when there is
+// one, and sent them as messages if it could not fetch them; a local one
+// (PipelineOptions.ChunkWeights), or any without a blob server, is sent
+// them as messages.
+func (w *publisher) send(c actor.Context, pid *actor.PID, key int64, chunks []*messages.PolicyWeights, done func(any, error)) {
 	if len(chunks) == 0 {
-		return nil
+		return
 	}
-	if pid.GetAddress() != c.Self().GetAddress() { // to another node
+	if done == nil {
+		done = func(any, error) {}
+	}
+	remote := pid.GetAddress() != c.Self().GetAddress()
+	if remote {
 		w.tel.meter.WeightsSent(chunkBytes(chunks))
 	}
+	if !remote || w.blobs == nil {
+		c.ReenterAfter(w.sendChunks(c, pid, chunks), done)
+		return
+	}
+	c.ReenterAfter(c.RequestFuture(pid, w.offer(key, chunks), w.timeout), func(res any, err error) {
+		if err = ackError(res, err, chunks[0].GetVersion()); err == nil {
+			done(res, nil)
+			return
+		}
+		c.Logger().Warn("weights offer not taken: sending them as messages", "actor", pid.GetId(), "version", chunks[0].GetVersion(), "err", err)
+		c.ReenterAfter(w.sendChunks(c, pid, chunks), done)
+	})
+}
+
+// sendChunks sends chunks to pid: all but the last as plain messages, the
+// last as a request whose answer (WeightsApplied) says the weights are in
+// use. It returns that request's future.
+func (w *publisher) sendChunks(c actor.Context, pid *actor.PID, chunks []*messages.PolicyWeights) *actor.Future {
 	for _, m := range chunks[:len(chunks)-1] {
 		c.Send(pid, m)
 	}
 	return c.RequestFuture(pid, chunks[len(chunks)-1], w.timeout)
+}
+
+// offer serves chunks under key on the blob server (encoded once per
+// key) and returns the offer that names them.
+func (w *publisher) offer(key int64, chunks []*messages.PolicyWeights) *messages.WeightsOffer {
+	name := blobKey(key)
+	if _, ok := w.served[key]; !ok {
+		parts := make([][]byte, len(chunks))
+		for i, ch := range chunks {
+			b, err := proto.Marshal(ch)
+			if err != nil {
+				panic(fmt.Sprintf("actors: encode weights: %v", err)) // PolicyWeights always encode
+			}
+			parts[i] = b
+		}
+		if w.served == nil {
+			w.served = map[int64]bool{}
+		}
+		w.served[key] = true
+		w.blobs.Put(name, parts)
+	}
+	return &messages.WeightsOffer{Meta: messages.DeriveMeta(chunks[0].GetMeta()), Version: chunks[0].GetVersion(),
+		Address: w.blobs.Addr(), Key: name, ChunkCount: int32(len(chunks)), Bytes: chunkBytes(chunks)}
+}
+
+// dropBlob stops serving the chunks of key.
+func (w *publisher) dropBlob(key int64) {
+	if w.served[key] {
+		delete(w.served, key)
+		w.blobs.Delete(blobKey(key))
+	}
+}
+
+// blobKey names the chunks of key (a version, or referenceVersion) on the
+// blob server.
+func blobKey(key int64) string {
+	if key == referenceVersion {
+		return "weights/reference"
+	}
+	return fmt.Sprintf("weights/%d", key)
 }
 
 // ackError is what an answer to the last chunk of version says: nil for

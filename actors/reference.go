@@ -90,10 +90,11 @@ type heldPart struct {
 }
 
 // newReferenceProps returns the props of reference scorer id scoring with
-// ref (nil: weights to come as chunks, which become a model on dev).
-func newReferenceProps(id string, s referenceSettings, dev gpu.Device, tel telemetry, ref Scorer) *actor.Props {
+// ref (nil: weights to come as chunks, or offered and fetched with blobs,
+// which become a model on dev).
+func newReferenceProps(id string, s referenceSettings, dev gpu.Device, blobs blobFetcher, tel telemetry, ref Scorer) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &referenceActor{id: id, ref: ref, settings: s, weights: weightReceiver{cfg: s.model, device: dev, meter: tel.meter}, tel: tel}
+		return &referenceActor{id: id, ref: ref, settings: s, weights: weightReceiver{cfg: s.model, device: dev, blobs: blobs, meter: tel.meter}, tel: tel}
 	})
 }
 
@@ -101,13 +102,9 @@ func newReferenceProps(id string, s referenceSettings, dev gpu.Device, tel telem
 func (a *referenceActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *messages.PolicyWeights:
-		if model := a.weights.receive(c, a.id, m); model != nil {
-			a.ref = model
-			for _, h := range a.held {
-				a.score(c, h.scored, h.sender)
-			}
-			a.held = nil
-		}
+		a.take(c, a.weights.receive(c, a.id, m))
+	case *messages.WeightsOffer:
+		a.take(c, a.weights.pull(c, a.id, m))
 	case *messages.Scored:
 		if a.ref == nil && len(a.held) < maxHeld {
 			a.held = append(a.held, heldPart{scored: m, sender: c.Sender()})
@@ -115,6 +112,19 @@ func (a *referenceActor) Receive(c actor.Context) {
 		}
 		a.score(c, m, c.Sender())
 	}
+}
+
+// take scores with model from now on, and answers the parts held for it
+// (nil: no weights yet).
+func (a *referenceActor) take(c actor.Context, model *gpu.Model) {
+	if model == nil {
+		return
+	}
+	a.ref = model
+	for _, h := range a.held {
+		a.score(c, h.scored, h.sender)
+	}
+	a.held = nil
 }
 
 // score answers m to sender: its RefScored, or why not.

@@ -33,7 +33,7 @@ func TestReferenceHoldsPartsUntilWeights(t *testing.T) {
 	}
 	sys := NewSystem(nil, nil)
 	defer sys.Shutdown()
-	ref := sys.Root.Spawn(newReferenceProps("ref", settings, nil, quiet(), nil))
+	ref := sys.Root.Spawn(newReferenceProps("ref", settings, nil, nil, quiet(), nil))
 	early := []interface{ Result() (any, error) }{
 		sys.Root.RequestFuture(ref, parts[0], 10*time.Second),
 		sys.Root.RequestFuture(ref, parts[1], 10*time.Second),

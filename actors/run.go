@@ -145,7 +145,11 @@ func runIn(ctx context.Context, cfg *config.Config, s *settings, env runEnv, dir
 		fmt.Fprintf(out, "models on %s\n", env.device.Info()) // the learner, the generators and the reference scorer
 	}
 	if ln != nil {
-		fmt.Fprintf(out, "learner node: worker nodes join with --cluster.seeds %s (actors at %s)\n", ln.Seed(), ln.Address())
+		at := "actors at " + ln.Address()
+		if b := ln.BlobServer(); b != nil {
+			at += ", weights at " + b.Addr()
+		}
+		fmt.Fprintf(out, "learner node: worker nodes join with --cluster.seeds %s (%s)\n", ln.Seed(), at)
 		if cl := cfg.Cluster; !loopbackHost(cl.Host) && cl.Insecure {
 			fmt.Fprintf(out, "warning: cluster.insecure: nodes talk in plaintext on %s; anyone who can reach it can join the run\n", cl.Host)
 		}
@@ -224,7 +228,15 @@ func startLearnerNode(cfg *config.Config, s *settings, mp metric.MeterProvider) 
 	if err != nil {
 		return nil, err
 	}
-	return startNode(cfg.Cluster, true, messageBound(s, join), mp, os.Stderr)
+	n, err := startNode(cfg.Cluster, true, messageBound(s, join), mp, os.Stderr)
+	if err != nil || !cfg.Cluster.WeightStream {
+		return n, err
+	}
+	if _, err := n.ServeBlobs(cfg.Cluster.WeightPort); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	return n, nil
 }
 
 // loadModels builds the models the actors will own (startModels) and the
@@ -558,7 +570,8 @@ func (r *runner) startPipeline(m Models, control rewards.ControllerState) (*Pipe
 	if err != nil {
 		return nil, err
 	}
-	opt.Cluster = &ClusterOptions{Join: join, Build: Build(), Protocol: ProtocolVersion, Seed: r.learner.Seed(), Notice: r.out, Refused: r.learner.Refused}
+	opt.Cluster = &ClusterOptions{Join: join, Build: Build(), Protocol: ProtocolVersion, Seed: r.learner.Seed(), Notice: r.out, Refused: r.learner.Refused,
+		Blobs: r.learner.BlobServer()}
 	return StartPipelineOn(r.learner.System(), r.settings, r.env, m, control, opt), nil
 }
 

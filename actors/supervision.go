@@ -41,14 +41,14 @@ func (s *supervisor) spawn(c actor.Context) map[messages.Stage]*pool {
 		if o.Wrap != nil {
 			p = o.Wrap(id, p)
 		}
-		return newGeneratorProps(id, s.stages.generate, s.device, s.tel, newPolicySlot(p))
+		return newGeneratorProps(id, s.stages.generate, s.device, nil, s.tel, newPolicySlot(p))
 	})
 	pools[messages.Stage_GENERATE].need = o.MinGenerators
 	add(messages.Stage_REWARD, "reward", o.RewardEvaluators, func(id string) *actor.Props {
 		return newRewardProps(id, s.stages.reward, s.tel)
 	})
 	add(messages.Stage_REFERENCE, "reference", o.ReferenceScorers, func(id string) *actor.Props {
-		return newReferenceProps(id, s.stages.reference, s.device, s.tel, s.models.Reference)
+		return newReferenceProps(id, s.stages.reference, s.device, nil, s.tel, s.models.Reference)
 	})
 	add(messages.Stage_LEARN, "learner", 1, func(string) *actor.Props {
 		return newLearnerProps(s.models.Learner, s.learn, s.tel)

@@ -3,8 +3,11 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"net"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/gpu"
@@ -130,8 +133,15 @@ var errNoWeights = errors.New("actors: no weights received yet")
 type weightReceiver struct {
 	cfg    gpu.Config
 	device gpu.Device
+	blobs  blobFetcher // fetches the versions offered (nil: none can be)
 	asm    *messages.Assembler
 	meter  *meter.Instruments // counts the bytes received (nil: off)
+}
+
+// blobFetcher fetches a blob from a learner node's blob server
+// (node.BlobClient).
+type blobFetcher interface {
+	Fetch(addr, key string, limit int64, timeout time.Duration, each func(part []byte) error) error
 }
 
 // receive adds chunk m and returns the model once its version is
@@ -154,4 +164,63 @@ func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyW
 		c.Respond(&messages.WeightsApplied{Meta: messages.DeriveMeta(m.GetMeta()), Version: m.GetVersion(), Actor: id})
 	}
 	return model
+}
+
+// pull fetches the version m offers and returns its model, answering the
+// offer with WeightsApplied, or with a SkipNotice (stage SYNC) saying why
+// it could not: the learner then sends the chunks as messages. It returns
+// nil then.
+func (w *weightReceiver) pull(c actor.Context, id string, m *messages.WeightsOffer) *gpu.Model {
+	model, err := w.fetch(c.Sender(), m)
+	if err != nil {
+		c.Logger().Warn("weights offer not taken", "actor", id, "err", err)
+		c.Respond(notice(m.GetMeta(), id, skip(messages.Stage_SYNC, err)))
+		return nil
+	}
+	c.Respond(&messages.WeightsApplied{Meta: messages.DeriveMeta(m.GetMeta()), Version: m.GetVersion(), Actor: id})
+	return model
+}
+
+// fetch fetches and assembles the chunks m offers, from the blob server
+// of the node that sent the offer (from) and no other. The chunks pass
+// the checks of chunks sent as messages, in an assembler of their own.
+func (w *weightReceiver) fetch(from *actor.PID, m *messages.WeightsOffer) (*gpu.Model, error) {
+	if w.blobs == nil {
+		return nil, errors.New("weights offered to an actor that fetches none")
+	}
+	if err := sameHost(from.GetAddress(), m.GetAddress()); err != nil {
+		return nil, err
+	}
+	asm := &messages.Assembler{MaxBytes: w.cfg.WeightBytes()}
+	limit := 2*w.cfg.WeightBytes() + 16<<20 // the tensors, bf16 ones included, and their names and shapes
+	timeout := max(minTimeout, seconds(float64(m.GetBytes())/slowLink))
+	var model *gpu.Model
+	err := w.blobs.Fetch(m.GetAddress(), m.GetKey(), limit, timeout, func(part []byte) error {
+		pw := &messages.PolicyWeights{}
+		if err := proto.Unmarshal(part, pw); err != nil {
+			return fmt.Errorf("weights version %d: a chunk: %w", m.GetVersion(), err)
+		}
+		if pw.GetVersion() != m.GetVersion() {
+			return fmt.Errorf("a chunk of weights version %d where version %d was offered", pw.GetVersion(), m.GetVersion())
+		}
+		w.meter.WeightsReceived(chunkBytes([]*messages.PolicyWeights{pw}))
+		var err error
+		model, err = addWeightChunk(asm, w.cfg, w.device, pw)
+		return err
+	})
+	if err == nil && model == nil {
+		err = fmt.Errorf("weights version %d: the offer ended before its last chunk", m.GetVersion())
+	}
+	return model, err
+}
+
+// sameHost refuses an offer (at addr) that names another host than its
+// sender's (from): a node may offer only what it serves itself.
+func sameHost(from, addr string) error {
+	fh, _, err1 := net.SplitHostPort(from)
+	ah, _, err2 := net.SplitHostPort(addr)
+	if err1 != nil || err2 != nil || fh != ah {
+		return fmt.Errorf("weights offered at %q by %q: not the sender's host", addr, from)
+	}
+	return nil
 }

@@ -221,7 +221,7 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 	for i := range w.cfg.Cluster.Generators {
 		if slices.Contains(roles, config.RoleGenerator) {
 			id := fmt.Sprintf("generator-%s-%d", w.id, i)
-			if err := spawn(messages.Stage_GENERATE, id, newGeneratorProps(id, s.generate, w.device, tel, newPolicySlot(nil))); err != nil {
+			if err := spawn(messages.Stage_GENERATE, id, newGeneratorProps(id, s.generate, w.device, w.node.Blobs(), tel, newPolicySlot(nil))); err != nil {
 				return nil, err
 			}
 		}
@@ -236,7 +236,7 @@ func (w *worker) startActors(reply *messages.JoinReply) (*messages.Register, err
 	}
 	if slices.Contains(roles, config.RoleReference) {
 		id := "reference-" + w.id
-		if err := spawn(messages.Stage_REFERENCE, id, newReferenceProps(id, s.reference, w.device, tel, nil)); err != nil {
+		if err := spawn(messages.Stage_REFERENCE, id, newReferenceProps(id, s.reference, w.device, w.node.Blobs(), tel, nil)); err != nil {
 			return nil, err
 		}
 	}

@@ -469,6 +469,13 @@ type Cluster struct {
 	MaxMessageBytes int `koanf:"max_message_bytes" help:"gRPC max message size in bytes (every node)"`
 	// WeightChunkBytes is the largest PolicyWeights chunk.
 	WeightChunkBytes int `koanf:"weight_chunk_bytes" help:"bytes per weight-sync chunk (< max_message_bytes)"`
+	// WeightStream sends weights to other nodes over a port of the
+	// learner node's own (WeightPort), in one stream each, instead of as
+	// PolicyWeights messages through the actor system.
+	WeightStream bool `koanf:"weight_stream" help:"send weights to other nodes as one stream from the learner node's weight port (false: as actor messages)"`
+	// WeightPort is the learner node's weight port; 0 picks a free one,
+	// which the learner names to each node with every new version.
+	WeightPort int `koanf:"weight_port" help:"weight port of a learner node, with cluster.weight_stream (0 = any free port)"`
 	// RequestTimeout bounds a request to a stage actor: at least
 	// minRequestTimeout, or 0 (the default) for each stage's own, sized
 	// from the work a request holds (at least 30 s).

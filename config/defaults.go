@@ -106,6 +106,7 @@ func Default() *Config {
 			RewardEvaluators: 1,
 			MaxMessageBytes:  64 << 20, // go-deps §11: raise gRPC's 4 MiB on every node
 			WeightChunkBytes: 1 << 20,
+			WeightStream:     true,
 		},
 		Trace: Trace{
 			Protocol:    "grpc",

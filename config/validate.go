@@ -349,6 +349,9 @@ func validateCluster(v *validator, c *Config) {
 	v.need(cl.Host != "", "cluster.host", cl.Host, "must not be empty")
 	v.need(cl.Port >= 0 && cl.Port <= 65535, "cluster.port", cl.Port, "must be in 0..65535")
 	v.need(cl.RemotePort >= 0 && cl.RemotePort <= 65535, "cluster.remote_port", cl.RemotePort, "must be in 0..65535")
+	v.need(cl.WeightPort >= 0 && cl.WeightPort <= 65535, "cluster.weight_port", cl.WeightPort, "must be in 0..65535")
+	v.conflict(cl.WeightPort == 0 || (cl.WeightPort != cl.Port && cl.WeightPort != cl.RemotePort), "cluster.weight_port", cl.WeightPort,
+		"must differ from cluster.port and cluster.remote_port")
 	v.need(validAdvertise(cl.Advertise), "cluster.advertise", cl.Advertise, "must be a host or host:port (port in 1..65535)")
 	for _, s := range cl.Seeds {
 		v.need(validHostPort(s), "cluster.seeds", cl.Seeds, fmt.Sprintf("%q is not host:port", s))

@@ -503,6 +503,97 @@ func (x *WeightsApplied) GetActor() string {
 	return ""
 }
 
+// WeightsOffer tells a stage actor on another node that a weight version
+// waits for it on the learner node's blob port: the chunk_count
+// PolicyWeights chunks of version, each a protobuf-encoded part of the
+// blob key at address (host:port). The actor fetches them, assembles them
+// as if they had come as messages, and answers WeightsApplied, or a
+// SkipNotice when it could not (the learner then sends the chunks as
+// messages).
+type WeightsOffer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *StepMeta              `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Version       int64                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Address       string                 `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	Key           string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	ChunkCount    int32                  `protobuf:"varint,5,opt,name=chunk_count,json=chunkCount,proto3" json:"chunk_count,omitempty"`
+	Bytes         int64                  `protobuf:"varint,6,opt,name=bytes,proto3" json:"bytes,omitempty"` // the chunks' tensor bytes
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WeightsOffer) Reset() {
+	*x = WeightsOffer{}
+	mi := &file_messages_node_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WeightsOffer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WeightsOffer) ProtoMessage() {}
+
+func (x *WeightsOffer) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_node_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WeightsOffer.ProtoReflect.Descriptor instead.
+func (*WeightsOffer) Descriptor() ([]byte, []int) {
+	return file_messages_node_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *WeightsOffer) GetMeta() *StepMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *WeightsOffer) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *WeightsOffer) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *WeightsOffer) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *WeightsOffer) GetChunkCount() int32 {
+	if x != nil {
+		return x.ChunkCount
+	}
+	return 0
+}
+
+func (x *WeightsOffer) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 var File_messages_node_proto protoreflect.FileDescriptor
 
 const file_messages_node_proto_rawDesc = "" +
@@ -544,7 +635,15 @@ const file_messages_node_proto_rawDesc = "" +
 	"\x0eWeightsApplied\x12,\n" +
 	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x14\n" +
-	"\x05actor\x18\x03 \x01(\tR\x05actorB!Z\x1fgithub.com/mgrpo/mgrpo/messagesb\x06proto3"
+	"\x05actor\x18\x03 \x01(\tR\x05actor\"\xb9\x01\n" +
+	"\fWeightsOffer\x12,\n" +
+	"\x04meta\x18\x01 \x01(\v2\x18.mgrpo.messages.StepMetaR\x04meta\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\tR\x03key\x12\x1f\n" +
+	"\vchunk_count\x18\x05 \x01(\x05R\n" +
+	"chunkCount\x12\x14\n" +
+	"\x05bytes\x18\x06 \x01(\x03R\x05bytesB!Z\x1fgithub.com/mgrpo/mgrpo/messagesb\x06proto3"
 
 var (
 	file_messages_node_proto_rawDescOnce sync.Once
@@ -558,7 +657,7 @@ func file_messages_node_proto_rawDescGZIP() []byte {
 	return file_messages_node_proto_rawDescData
 }
 
-var file_messages_node_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_messages_node_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_messages_node_proto_goTypes = []any{
 	(*JoinRequest)(nil),    // 0: mgrpo.messages.JoinRequest
 	(*JoinReply)(nil),      // 1: mgrpo.messages.JoinReply
@@ -568,20 +667,22 @@ var file_messages_node_proto_goTypes = []any{
 	(*Heartbeat)(nil),      // 5: mgrpo.messages.Heartbeat
 	(*HeartbeatAck)(nil),   // 6: mgrpo.messages.HeartbeatAck
 	(*WeightsApplied)(nil), // 7: mgrpo.messages.WeightsApplied
-	nil,                    // 8: mgrpo.messages.JoinReply.TokenizerFilesEntry
-	(Stage)(0),             // 9: mgrpo.messages.Stage
-	(*StepMeta)(nil),       // 10: mgrpo.messages.StepMeta
+	(*WeightsOffer)(nil),   // 8: mgrpo.messages.WeightsOffer
+	nil,                    // 9: mgrpo.messages.JoinReply.TokenizerFilesEntry
+	(Stage)(0),             // 10: mgrpo.messages.Stage
+	(*StepMeta)(nil),       // 11: mgrpo.messages.StepMeta
 }
 var file_messages_node_proto_depIdxs = []int32{
-	8,  // 0: mgrpo.messages.JoinReply.tokenizer_files:type_name -> mgrpo.messages.JoinReply.TokenizerFilesEntry
-	9,  // 1: mgrpo.messages.StageActor.stage:type_name -> mgrpo.messages.Stage
+	9,  // 0: mgrpo.messages.JoinReply.tokenizer_files:type_name -> mgrpo.messages.JoinReply.TokenizerFilesEntry
+	10, // 1: mgrpo.messages.StageActor.stage:type_name -> mgrpo.messages.Stage
 	2,  // 2: mgrpo.messages.Register.actors:type_name -> mgrpo.messages.StageActor
-	10, // 3: mgrpo.messages.WeightsApplied.meta:type_name -> mgrpo.messages.StepMeta
-	4,  // [4:4] is the sub-list for method output_type
-	4,  // [4:4] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	11, // 3: mgrpo.messages.WeightsApplied.meta:type_name -> mgrpo.messages.StepMeta
+	11, // 4: mgrpo.messages.WeightsOffer.meta:type_name -> mgrpo.messages.StepMeta
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_messages_node_proto_init() }
@@ -596,7 +697,7 @@ func file_messages_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_node_proto_rawDesc), len(file_messages_node_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

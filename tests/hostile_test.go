@@ -2,9 +2,11 @@ package tests
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,6 +118,42 @@ func attack(t *testing.T, addr string, creds credentials.TransportCredentials) {
 	}
 }
 
+// attackWeights sends the learner's weight port what no node sends:
+// garbage, a key too long, a request cut short, one for a key it does not
+// serve (with certs: under mutual TLS with a certificate of the cluster's
+// CA). Each ends its connection or is answered ErrNoBlob; the run goes on.
+func attackWeights(t *testing.T, addr string, certs *node.TLSConfigs) {
+	t.Helper()
+	dial := func() net.Conn {
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			t.Fatalf("weight port %s: %v", addr, err)
+		}
+		if certs == nil {
+			return c
+		}
+		cfg := certs.Client.Clone()
+		cfg.NextProtos = []string{"mgrpo-blobs/1"}
+		return tls.Client(c, cfg)
+	}
+	for _, bad := range [][]byte{[]byte("GET / HTTP/1.1\r\n\r\n"), []byte("MGB1\xff\xff"), []byte("MGB1\x00\x09weig")} {
+		c := dial()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		c.Write(bad)
+		c.(interface{ CloseWrite() error }).CloseWrite() // a request cut short ends there
+		if n, err := c.Read(make([]byte, 64)); n != 0 || err == nil {
+			t.Errorf("weight port, %q: read %d bytes, %v; want the connection closed", bad, n, err)
+		}
+		c.Close()
+	}
+	client := node.NewBlobClient(certs)
+	defer client.Close()
+	err := client.Fetch(addr, "weights/none", 1<<20, 30*time.Second, func([]byte) error { return nil })
+	if !errors.Is(err, node.ErrNoBlob) {
+		t.Errorf("weight port, an unknown key: %v, want ErrNoBlob", err)
+	}
+}
+
 // streamStatus sends msg on a new message stream, closes its sending side
 // and returns the code the stream ends with (OK: ended cleanly).
 func streamStatus(ctx context.Context, c remote.RemotingClient, msg *remote.RemoteMessage) codes.Code {
@@ -140,17 +178,18 @@ func streamStatus(ctx context.Context, c remote.RemotingClient, msg *remote.Remo
 // generator node and a reward+reference node (each with its own extra
 // flags from workerFlags), and waits until both joined. It returns the
 // learner, the generator node and their actor addresses.
-func clusterFor(t *testing.T, bin, dir, name string, steps int, extra []string, workerFlags func(i int) []string) (learner, gen *proc, learnerAddr, genAddr string) {
+func clusterFor(t *testing.T, bin, dir, name string, steps int, extra []string, workerFlags func(i int) []string) (learner, gen *proc, learnerAddr, weightsAddr, genAddr string) {
 	t.Helper()
 	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	learner = start(t, bin, "learner", append(append(runFlags(dir, name, steps), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1]), extra...)...)
-	learnerAddr = learner.waitFor(t, `learner node: worker nodes join with --cluster.seeds \S+ \(actors at (\S+)\)`, time.Minute)[1]
+	m := learner.waitFor(t, `learner node: worker nodes join with --cluster.seeds \S+ \(actors at ([^,)]+), weights at ([^)]+)\)`, time.Minute)
+	learnerAddr, weightsAddr = m[1], m[2]
 	gen = start(t, bin, "gen", append([]string{"--role", "generator", "--cluster.seeds", seed}, workerFlags(2)...)...)
 	genAddr = gen.waitFor(t, `node \S+: generator, actors at (\S+),`, time.Minute)[1]
 	rr := start(t, bin, "reward+reference", append([]string{"--role", "reward,reference", "--cluster.seeds", seed}, workerFlags(3)...)...)
 	gen.waitFor(t, `joined run`, 2*time.Minute)
 	rr.waitFor(t, `joined run`, 2*time.Minute)
-	return learner, gen, learnerAddr, genAddr
+	return learner, gen, learnerAddr, weightsAddr, genAddr
 }
 
 // TestLongClusterHostileCalls: a client calls every method of the Remoting
@@ -174,14 +213,17 @@ func TestLongClusterHostileCalls(t *testing.T) {
 		name  string
 		flags func(i int) []string
 		creds credentials.TransportCredentials
+		certs *node.TLSConfigs // the hostile client's, on the weight port (nil: plaintext)
 	}{
-		{"plain", func(int) []string { return nil }, insecure.NewCredentials()},
-		{"tls", func(i int) []string { return tlsFlags(ca, fmt.Sprintf("node-%d", i)) }, credentials.NewTLS(tlsCfg.Client)},
+		{"plain", func(int) []string { return nil }, insecure.NewCredentials(), nil},
+		{"tls", func(i int) []string { return tlsFlags(ca, fmt.Sprintf("node-%d", i)) }, credentials.NewTLS(tlsCfg.Client), tlsCfg},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			learner, gen, learnerAddr, genAddr := clusterFor(t, bin, dir, tc.name, steps, tc.flags(1), tc.flags)
+			learner, gen, learnerAddr, weightsAddr, genAddr := clusterFor(t, bin, dir, tc.name, steps, tc.flags(1), tc.flags)
 			attack(t, learnerAddr, tc.creds)
 			attack(t, genAddr, tc.creds)
+			attackWeights(t, weightsAddr, tc.certs)
+			learner.waitFor(t, `refused a blob request from 127\.0\.0\.1:\d+`, time.Minute)
 			if strings.Contains(learner.text(), "done:") {
 				t.Fatalf("the run ended before the attack did: give it more steps")
 			}
@@ -454,7 +496,7 @@ func TestLongClusterWildcardHost(t *testing.T) {
 	bin, dir := binary(t, ""), t.TempDir()
 	port := fmt.Sprint(freePort(t))
 	learner := start(t, bin, "learner", append(runFlags(dir, "wild", 4), "--role", "learner", "--cluster.host", "0.0.0.0", "--cluster.insecure", "--cluster.port", port)...)
-	m := learner.waitFor(t, `learner node: worker nodes join with --cluster.seeds (\S+) \(actors at (\S+)\)`, time.Minute)
+	m := learner.waitFor(t, `learner node: worker nodes join with --cluster.seeds (\S+) \(actors at ([^,)]+), weights at ([^)]+)\)`, time.Minute)
 	for _, addr := range m[1:] {
 		if strings.HasPrefix(addr, "0.0.0.0:") || strings.HasPrefix(addr, "[::]:") || strings.HasPrefix(addr, ":") {
 			t.Errorf("the learner advertises %s", addr)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -103,6 +104,12 @@ type Node struct {
 	seed    string // membership address (learner nodes)
 	tls     *TLSConfigs
 	notes   *notices
+	host    string // the host every port binds (Options.Host)
+	advHost string // the host other nodes dial
+
+	blobsOnce sync.Once
+	blobs     *BlobClient // Blobs
+	server    *BlobServer // ServeBlobs's (nil: none)
 }
 
 // ErrBind: a port of the node cannot be bound.
@@ -164,7 +171,7 @@ func startOn(o Options, remotePort int, lis net.Listener) (n *Node, err error) {
 		o.Notices = o.Log
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(loggerFactory(o.Log)), actor.WithMetricProviders(o.MeterProvider))
-	n = &Node{sys: sys, tls: o.TLS, notes: newNotices(o.Notices)}
+	n = &Node{sys: sys, tls: o.TLS, notes: newNotices(o.Notices), host: o.Host, advHost: advHost}
 	health := echo.New() // a client's is never started: clients serve no membership
 	hosts := slices.Clone(o.Seeds)
 	if lis != nil {
@@ -281,6 +288,13 @@ func (n *Node) Refused(kind, who, peer, reason string) {
 // Stop stops the node without waiting for a graceful leave. (A cluster
 // client has no gossip to leave: Cluster.Shutdown would dereference it.)
 func (n *Node) Stop() {
+	if n.server != nil {
+		n.server.Close()
+	}
+	n.blobsOnce.Do(func() {}) // after any Blobs: n.blobs is settled
+	if n.blobs != nil {
+		n.blobs.Close()
+	}
 	if n.seed != "" {
 		n.cluster.Shutdown(false)
 		return

@@ -1,0 +1,415 @@
+package node
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Blobs are large immutable payloads a learner node serves to the other
+// nodes on a port of its own (a weight snapshot, cut into parts): one
+// stream of bytes per fetch, under the node's TLS, instead of one
+// proto.actor message per part. gRPC through proto.actor moves a few
+// hundred MB/s and spends the CPU of both sides on it; a plain stream
+// moves what the link and a memory copy allow.
+//
+// The protocol, one request after another on a connection:
+//
+//	request:  "MGB1" | key length (uint16, big-endian) | key
+//	response: status (0: found, 1: no such key) | if found: part count
+//	          (uint32) | each part: length (uint64) | bytes
+//
+// Under TLS both sides present a certificate signed by the cluster's CA
+// and negotiate blobALPN, so neither the gRPC port nor a stranger can be
+// mistaken for the other side.
+
+// blobMagic opens every request.
+const blobMagic = "MGB1"
+
+// blobALPN is the protocol the blob port negotiates under TLS.
+const blobALPN = "mgrpo-blobs/1"
+
+const (
+	blobFound    byte = 0
+	blobNotFound byte = 1
+)
+
+const (
+	// maxBlobKey bounds a request's key.
+	maxBlobKey = 256
+	// maxBlobConns bounds the connections a blob server serves at once;
+	// one more is closed at once.
+	maxBlobConns = 64
+	// blobIdle is how long a server waits for a connection's next request
+	// (and for the rest of one that has begun).
+	blobIdle = 2 * time.Minute
+	// blobRate is the slowest transfer a server waits for: a response of
+	// b bytes may take blobIdle + b/blobRate.
+	blobRate = 10 << 20
+)
+
+// ErrNoBlob: the server holds no blob of the key asked for (replaced by a
+// newer one, or never put).
+var ErrNoBlob = errors.New("node: no such blob")
+
+// BlobServer serves blobs on a listener of its own (Node.ServeBlobs).
+// Safe for concurrent use.
+type BlobServer struct {
+	lis   net.Listener
+	addr  string // host:port other nodes dial
+	notes *notices
+	slots chan struct{} // one per connection being served
+
+	mu    sync.Mutex
+	blobs map[string][][]byte
+	conns map[net.Conn]struct{}
+	done  bool
+	wg    sync.WaitGroup
+}
+
+// ServeBlobs starts serving blobs on the node's host at port (0: any free
+// port), under the node's TLS when it has one, advertised with the host
+// the node's actor system advertises. The node's Stop closes it.
+func (n *Node) ServeBlobs(port int) (*BlobServer, error) {
+	if n.server != nil {
+		return nil, errors.New("node: blobs are served already")
+	}
+	lis, err := net.Listen("tcp", net.JoinHostPort(n.host, strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: blob port %s:%d: %w", ErrBind, n.host, port, err)
+	}
+	if n.tls != nil {
+		cfg := n.tls.Server.Clone()
+		cfg.NextProtos = []string{blobALPN}
+		lis = tls.NewListener(lis, cfg)
+	}
+	s := &BlobServer{lis: lis, addr: net.JoinHostPort(n.advHost, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
+		notes: n.notes, slots: make(chan struct{}, maxBlobConns), blobs: map[string][][]byte{}, conns: map[net.Conn]struct{}{}}
+	s.wg.Add(1)
+	go s.accept()
+	n.server = s
+	return s, nil
+}
+
+// BlobServer is the server ServeBlobs started (nil before).
+func (n *Node) BlobServer() *BlobServer { return n.server }
+
+// Addr is the host:port other nodes fetch from.
+func (s *BlobServer) Addr() string { return s.addr }
+
+// Put serves parts under key from now on, in place of what key held. The
+// parts are served as they are: the caller must not change them.
+func (s *BlobServer) Put(key string, parts [][]byte) {
+	s.mu.Lock()
+	s.blobs[key] = parts
+	s.mu.Unlock()
+}
+
+// Delete stops serving key (fetches already under way finish).
+func (s *BlobServer) Delete(key string) {
+	s.mu.Lock()
+	delete(s.blobs, key)
+	s.mu.Unlock()
+}
+
+// Close stops the server and closes its connections.
+func (s *BlobServer) Close() error {
+	s.mu.Lock()
+	s.done = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	err := s.lis.Close()
+	s.wg.Wait()
+	return err
+}
+
+// accept serves each connection on a goroutine of its own, up to
+// maxBlobConns at once.
+func (s *BlobServer) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.lis.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // out of descriptors, say: try again
+			continue
+		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			s.notes.say(c.RemoteAddr().String(), "blob conns", "refused a blob connection from %s: %d connections are being served", c.RemoteAddr(), maxBlobConns)
+			c.Close()
+			continue
+		}
+		if !s.track(c) {
+			<-s.slots
+			c.Close()
+			return
+		}
+		s.wg.Add(1)
+		go s.serve(c)
+	}
+}
+
+// track adds c to the open connections, unless the server is closed.
+func (s *BlobServer) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+// serve answers c's requests until it closes, sends something that is not
+// a request, or is idle for blobIdle. A panic ends the connection with one
+// notice, not the process.
+func (s *BlobServer) serve(c net.Conn) {
+	peer := c.RemoteAddr().String()
+	defer func() {
+		if v := recover(); v != nil {
+			s.notes.say(peer, "panic blobs", "recovered a panic serving blobs to %s: %v (the connection ends; the node goes on)", peer, v)
+		}
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+		<-s.slots
+		s.wg.Done()
+	}()
+	r, w := bufio.NewReader(c), bufio.NewWriterSize(c, 1<<16)
+	for {
+		c.SetReadDeadline(time.Now().Add(blobIdle))
+		key, err := readBlobRequest(r)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !isClosed(err) {
+				s.notes.say(peer, "blob request", "refused a blob request from %s: %v", peer, err)
+			}
+			return
+		}
+		if err := s.respond(c, w, key); err != nil {
+			return
+		}
+	}
+}
+
+// respond writes the answer to a request for key.
+func (s *BlobServer) respond(c net.Conn, w *bufio.Writer, key string) error {
+	s.mu.Lock()
+	parts, ok := s.blobs[key]
+	s.mu.Unlock()
+	if !ok {
+		w.WriteByte(blobNotFound)
+		return w.Flush()
+	}
+	var total int64
+	for _, p := range parts {
+		total += int64(len(p))
+	}
+	c.SetWriteDeadline(time.Now().Add(blobIdle + time.Duration(total/blobRate)*time.Second))
+	var head [8]byte
+	w.WriteByte(blobFound)
+	binary.BigEndian.PutUint32(head[:4], uint32(len(parts)))
+	w.Write(head[:4])
+	for _, p := range parts {
+		binary.BigEndian.PutUint64(head[:], uint64(len(p)))
+		w.Write(head[:])
+		w.Write(p)
+	}
+	return w.Flush()
+}
+
+// readBlobRequest reads one request and returns its key; io.EOF when the
+// connection ends between requests.
+func readBlobRequest(r *bufio.Reader) (string, error) {
+	var head [len(blobMagic) + 2]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return "", errors.New("the request ends early")
+		}
+		return "", err
+	}
+	if string(head[:len(blobMagic)]) != blobMagic {
+		return "", fmt.Errorf("not a blob request (it begins %q)", head[:len(blobMagic)])
+	}
+	n := int(binary.BigEndian.Uint16(head[len(blobMagic):]))
+	if n > maxBlobKey {
+		return "", fmt.Errorf("a key of %d bytes (at most %d)", n, maxBlobKey)
+	}
+	key := make([]byte, n)
+	if _, err := io.ReadFull(r, key); err != nil {
+		return "", errors.New("the request ends early")
+	}
+	return string(key), nil
+}
+
+// isClosed reports whether err is the end of a connection rather than
+// anything the peer sent: closed here, reset there, or a deadline.
+func isClosed(err error) bool {
+	var ne net.Error
+	return errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+}
+
+// BlobClient fetches blobs from other nodes' blob servers, keeping one
+// connection per server for the next fetch. Safe for concurrent use;
+// fetches from one server take turns.
+type BlobClient struct {
+	tls *tls.Config // nil: plaintext
+
+	mu    sync.Mutex
+	conns map[string]*blobConn
+}
+
+// blobConn is a client's connection to one server.
+type blobConn struct {
+	mu sync.Mutex // one fetch at a time
+	c  net.Conn   // nil: not connected
+	r  *bufio.Reader
+}
+
+// Blobs returns the node's blob client, with the node's TLS.
+func (n *Node) Blobs() *BlobClient {
+	n.blobsOnce.Do(func() { n.blobs = NewBlobClient(n.tls) })
+	return n.blobs
+}
+
+// NewBlobClient returns a client dialling with t's client side (nil:
+// plaintext).
+func NewBlobClient(t *TLSConfigs) *BlobClient {
+	b := &BlobClient{conns: map[string]*blobConn{}}
+	if t != nil {
+		b.tls = t.Client.Clone()
+		b.tls.NextProtos = []string{blobALPN}
+	}
+	return b
+}
+
+// Fetch asks the server at addr for key and hands each part to each, in
+// order, within timeout. It refuses a blob of more than limit bytes in
+// all before reading it. A connection kept from an earlier fetch that
+// fails before anything was handed on is dialled again once (the server
+// may have closed it meanwhile). ErrNoBlob: the server does not hold key.
+func (b *BlobClient) Fetch(addr, key string, limit int64, timeout time.Duration, each func(part []byte) error) error {
+	if len(key) > maxBlobKey {
+		return fmt.Errorf("fetch blob %q: a key of %d bytes (at most %d)", key, len(key), maxBlobKey)
+	}
+	bc := b.conn(addr)
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	deadline := time.Now().Add(timeout)
+	for try := 0; ; try++ {
+		reused := bc.c != nil
+		if !reused {
+			if err := b.dial(bc, addr, deadline); err != nil {
+				return fmt.Errorf("fetch blob %q from %s: %w", key, addr, err)
+			}
+		}
+		handed, err := fetchOn(bc, key, limit, deadline, each)
+		if err == nil || errors.Is(err, ErrNoBlob) {
+			return err
+		}
+		bc.c.Close()
+		bc.c = nil
+		if !reused || handed || try > 0 {
+			return fmt.Errorf("fetch blob %q from %s: %w", key, addr, err)
+		}
+	}
+}
+
+// conn returns the client's connection record for addr.
+func (b *BlobClient) conn(addr string) *blobConn {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bc, ok := b.conns[addr]
+	if !ok {
+		bc = &blobConn{}
+		b.conns[addr] = bc
+	}
+	return bc
+}
+
+// dial connects bc to addr, with TLS when the client has it.
+func (b *BlobClient) dial(bc *blobConn, addr string, deadline time.Time) error {
+	d := &net.Dialer{Deadline: deadline}
+	var c net.Conn
+	var err error
+	if b.tls != nil {
+		c, err = (&tls.Dialer{NetDialer: d, Config: b.tls}).Dial("tcp", addr)
+	} else {
+		c, err = d.Dial("tcp", addr)
+	}
+	if err != nil {
+		return err
+	}
+	bc.c, bc.r = c, bufio.NewReaderSize(c, 1<<16)
+	return nil
+}
+
+// fetchOn sends the request for key on bc and reads the answer; handed
+// reports whether any part reached each.
+func fetchOn(bc *blobConn, key string, limit int64, deadline time.Time, each func([]byte) error) (handed bool, err error) {
+	bc.c.SetDeadline(deadline)
+	req := make([]byte, 0, len(blobMagic)+2+len(key))
+	req = binary.BigEndian.AppendUint16(append(req, blobMagic...), uint16(len(key)))
+	if _, err := bc.c.Write(append(req, key...)); err != nil {
+		return false, err
+	}
+	status, err := bc.r.ReadByte()
+	switch {
+	case err != nil:
+		return false, err
+	case status == blobNotFound:
+		return false, fmt.Errorf("%w %q at %s", ErrNoBlob, key, bc.c.RemoteAddr())
+	case status != blobFound:
+		return false, fmt.Errorf("answer %d to a blob request", status)
+	}
+	var head [8]byte
+	if _, err := io.ReadFull(bc.r, head[:4]); err != nil {
+		return false, err
+	}
+	var total int64
+	for range binary.BigEndian.Uint32(head[:4]) {
+		if _, err := io.ReadFull(bc.r, head[:]); err != nil {
+			return handed, err
+		}
+		n := binary.BigEndian.Uint64(head[:])
+		if total += int64(n); n > uint64(limit) || total > limit {
+			return handed, fmt.Errorf("a blob of more than %d bytes", limit)
+		}
+		part := make([]byte, n)
+		if _, err := io.ReadFull(bc.r, part); err != nil {
+			return handed, err
+		}
+		handed = true
+		if err := each(part); err != nil {
+			return handed, err
+		}
+	}
+	return handed, nil
+}
+
+// Close closes the client's connections.
+func (b *BlobClient) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, bc := range b.conns {
+		bc.mu.Lock()
+		if bc.c != nil {
+			bc.c.Close()
+			bc.c = nil
+		}
+		bc.mu.Unlock()
+	}
+}

@@ -1,0 +1,145 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// blobServer starts a blob server on 127.0.0.1 with t's TLS (nil:
+// plaintext), its notices on notes.
+func blobServer(t *testing.T, tc *TLSConfigs, notes *lockedBuffer) *BlobServer {
+	t.Helper()
+	n := &Node{tls: tc, notes: newNotices(notes), host: "127.0.0.1", advHost: "127.0.0.1"}
+	s, err := n.ServeBlobs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// fetchAll fetches key whole.
+func fetchAll(c *BlobClient, addr, key string, limit int64) ([][]byte, error) {
+	var parts [][]byte
+	err := c.Fetch(addr, key, limit, 10*time.Second, func(p []byte) error {
+		parts = append(parts, p)
+		return nil
+	})
+	return parts, err
+}
+
+// TestBlobs: what is put is fetched part for part, plain and under
+// mutual TLS, several times on one connection, and again after the
+// server dropped the connection kept; an unknown key is ErrNoBlob, a blob
+// over the limit and a client of another CA are refused.
+func TestBlobs(t *testing.T) {
+	ours, theirs := certsIn(t), certsIn(t)
+	parts := [][]byte{[]byte("first"), {}, bytes.Repeat([]byte{7}, 3<<20)}
+	for _, tc := range []struct {
+		name           string
+		server, client *TLSConfigs
+	}{
+		{"plain", nil, nil},
+		{"tls", loadNode(t, ours, "node-1"), loadNode(t, ours, "node-2")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var notes lockedBuffer
+			s := blobServer(t, tc.server, &notes)
+			s.Put("v1", parts)
+			c := NewBlobClient(tc.client)
+			defer c.Close()
+			for try := range 3 {
+				if try == 2 {
+					s.dropConns()
+				}
+				got, err := fetchAll(c, s.Addr(), "v1", 4<<20)
+				if err != nil || len(got) != len(parts) {
+					t.Fatalf("fetch %d: %d parts, %v", try, len(got), err)
+				}
+				for i := range parts {
+					if !bytes.Equal(got[i], parts[i]) {
+						t.Fatalf("fetch %d: part %d differs", try, i)
+					}
+				}
+			}
+			if _, err := fetchAll(c, s.Addr(), "v2", 4<<20); !errors.Is(err, ErrNoBlob) {
+				t.Errorf("unknown key: %v, want ErrNoBlob", err)
+			}
+			s.Delete("v1")
+			if _, err := fetchAll(c, s.Addr(), "v1", 4<<20); !errors.Is(err, ErrNoBlob) {
+				t.Errorf("deleted key: %v, want ErrNoBlob", err)
+			}
+			s.Put("v1", parts)
+			if _, err := fetchAll(c, s.Addr(), "v1", 1<<20); err == nil || !strings.Contains(err.Error(), "more than") {
+				t.Errorf("over the limit: %v", err)
+			}
+			if _, err := fetchAll(c, s.Addr(), "v1", 4<<20); err != nil {
+				t.Errorf("after a refused fetch: %v", err)
+			}
+		})
+	}
+	t.Run("another CA", func(t *testing.T) {
+		var notes lockedBuffer
+		s := blobServer(t, loadNode(t, ours, "node-1"), &notes)
+		s.Put("v1", parts)
+		c := NewBlobClient(loadNode(t, theirs, "node-1"))
+		defer c.Close()
+		if _, err := fetchAll(c, s.Addr(), "v1", 4<<20); err == nil {
+			t.Error("a client of another CA fetched the blob")
+		}
+	})
+}
+
+// TestBlobServerShedsHostileClients: garbage, a huge key, a request cut
+// short and an idle connection each end their connection (one notice per
+// kind and peer) while a good client is served throughout.
+func TestBlobServerShedsHostileClients(t *testing.T) {
+	var notes lockedBuffer
+	s := blobServer(t, nil, &notes)
+	s.Put("k", [][]byte{[]byte("weights")})
+	good := NewBlobClient(nil)
+	defer good.Close()
+	idle, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	for _, bad := range [][]byte{
+		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+		append([]byte(blobMagic), 0xff, 0xff),
+		append([]byte(blobMagic), 0, 10, 'k'),
+		{0x16, 3, 1, 0, 5, 1, 2, 3, 4, 5}, // a TLS record to a plain server
+	} {
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(bad)
+		c.(*net.TCPConn).CloseWrite()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(make([]byte, 16)); n != 0 || err == nil {
+			t.Errorf("%q: read %d bytes, %v; want the connection closed", bad, n, err)
+		}
+		c.Close()
+		if got, err := fetchAll(good, s.Addr(), "k", 1<<10); err != nil || string(got[0]) != "weights" {
+			t.Fatalf("after %q: %q, %v", bad, got, err)
+		}
+	}
+	if !waitFor(&notes, "refused a blob request from 127.0.0.1") || strings.Count(notes.String(), "\n") != 1 {
+		t.Errorf("notices: %q, want one line", notes.String())
+	}
+}
+
+// dropConns closes the server's side of every open connection (a server
+// that went away and came back, as a client sees it).
+func (s *BlobServer) dropConns() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Close()
+	}
+}
