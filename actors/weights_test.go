@@ -1,9 +1,17 @@
 package actors
 
 import (
+	"net"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 )
@@ -39,5 +47,168 @@ func TestTensorLayout(t *testing.T) {
 		if got == nil || !slices.Equal(got.Weights(), m.Weights()) {
 			t.Fatalf("%s: assembled weights differ from the model's", name)
 		}
+	}
+}
+
+// TestGeneratorFetchesOfferedWeights: a generator on a worker node takes
+// a WeightsOffer by fetching the version's chunks from the blob server of
+// the offer's sender, and answers WeightsApplied with the same weights as
+// chunks sent as messages give. An offer it cannot take (a key the server
+// no longer holds, a server on another host than the sender's) is
+// answered with a SkipNotice and leaves it without weights, so that it
+// samples nothing with older ones; the chunks sent after as messages give
+// it the version.
+func TestGeneratorFetchesOfferedWeights(t *testing.T) {
+	s := testSettings(t, testConfig(t, nil))
+	model, err := gpu.NewModelFromWeights(s.model, testModels(t, s).Policy.(*gpu.Model).Weights(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := chunkModel(messages.NewMeta("r", 5, "weights/5", 5), model, 1000, &tensorLayout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := node.NewBlobServer("127.0.0.1", "127.0.0.1", 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	parts := make([][]byte, len(chunks))
+	for i, ch := range chunks {
+		if parts[i], err = proto.Marshal(ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	server.Put("weights/5", parts)
+	client := node.NewBlobClient(nil)
+	defer client.Close()
+
+	sys := NewSystem(nil, nil)
+	defer sys.Shutdown()
+	sys.ProcessRegistry.Address = "127.0.0.1:1" // a node's: the sender's address names its host
+	slot := newPolicySlot(nil)
+	gen := sys.Root.Spawn(newGeneratorProps("gen", s.stages.generate, nil, client, quiet(), slot))
+	ask := func(m any) any {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(gen, m, 10*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	offer := func(addr, key string) *messages.WeightsOffer {
+		return &messages.WeightsOffer{Meta: chunks[0].GetMeta(), Version: 5, Address: addr, Key: key,
+			ChunkCount: int32(len(chunks)), Bytes: chunkBytes(chunks)}
+	}
+	checkWeights := func(when string) {
+		t.Helper()
+		got, ok := slot.get().(*gpu.Model)
+		if !ok || got.Version() != 5 || !slices.Equal(got.Weights(), model.Weights()) {
+			t.Fatalf("%s: the generator holds %v, want version 5's weights", when, slot.get())
+		}
+	}
+	if res := ask(offer(server.Addr(), "weights/5")); !applied(res, 5) {
+		t.Fatalf("offer answered %T %v, want WeightsApplied of version 5", res, res)
+	}
+	checkWeights("after the offer")
+	_, port, _ := net.SplitHostPort(server.Addr())
+	for _, tc := range []struct{ addr, key, want string }{
+		{server.Addr(), "weights/4", "no such blob"},
+		{net.JoinHostPort("127.0.0.2", port), "weights/5", "not the sender's host"},
+	} {
+		res := ask(offer(tc.addr, tc.key))
+		n, ok := res.(*messages.SkipNotice)
+		if !ok || n.GetStage() != messages.Stage_SYNC || !strings.Contains(n.GetDetail(), tc.want) {
+			t.Errorf("offer of %s at %s answered %T %v, want a SYNC SkipNotice naming %q", tc.key, tc.addr, res, res, tc.want)
+		}
+		if slot.get() != nil {
+			t.Errorf("offer of %s at %s: the generator kept older weights", tc.key, tc.addr)
+		}
+	}
+	for _, ch := range chunks[:len(chunks)-1] {
+		sys.Root.Send(gen, ch)
+	}
+	if res := ask(chunks[len(chunks)-1]); !applied(res, 5) {
+		t.Fatalf("chunks answered %T %v, want WeightsApplied of version 5", res, res)
+	}
+	checkWeights("after the chunks")
+}
+
+// applied reports whether res is a WeightsApplied of version.
+func applied(res any, version int64) bool {
+	a, ok := res.(*messages.WeightsApplied)
+	return ok && a.GetVersion() == version
+}
+
+// TestPublisherFallsBackToMessages: weights offered to a generator on
+// another node that cannot fetch them (here: the blob server names a
+// host that is not the learner's) are sent to it as chunks instead, and
+// the publication completes with the generator holding them; an offer it
+// takes completes without any chunk message.
+func TestPublisherFallsBackToMessages(t *testing.T) {
+	s := testSettings(t, testConfig(t, nil))
+	model, err := gpu.NewModelFromWeights(s.model, testModels(t, s).Policy.(*gpu.Model).Weights(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		advertise string // the blob server's host in its offers
+		messages  bool   // the weights must come as chunk messages
+	}{
+		{"fetched", "127.0.0.1", false},
+		{"refused", "127.0.0.2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys := NewSystem(nil, nil)
+			defer sys.Shutdown()
+			// This system is a node at 127.0.0.1:1; an actor of it named
+			// at 127.0.0.1:2 is another node's, as the publisher sees it.
+			sys.ProcessRegistry.Address = "127.0.0.1:1"
+			sys.ProcessRegistry.RegisterAddressResolver(func(pid *actor.PID) (actor.Process, bool) {
+				return sys.ProcessRegistry.GetLocal(pid.GetId())
+			})
+			client := node.NewBlobClient(nil)
+			defer client.Close()
+			slot := newPolicySlot(nil)
+			var chunksSeen atomic.Int64
+			local := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+				g := &generatorActor{id: "gen", settings: s.stages.generate, tel: quiet(), slot: slot,
+					weights: weightReceiver{cfg: s.model, blobs: client}}
+				return actor.ReceiveFunc(func(c actor.Context) {
+					if _, ok := c.Message().(*messages.PolicyWeights); ok {
+						chunksSeen.Add(1)
+					}
+					g.Receive(c)
+				})
+			}))
+			gen := actor.NewPID("127.0.0.1:2", local.GetId())
+			server, err := node.NewBlobServer("127.0.0.1", tc.advertise, 0, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer server.Close()
+			w := &publisher{runID: "r", chunkSize: 1000, timeout: 10 * time.Second, tel: quiet(), blobs: server}
+			done := make(chan error, 1)
+			sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+				if _, ok := c.Message().(*actor.Started); ok {
+					w.send(c, gen, 5, w.chunksOf(model, 5), func(res any, err error) { done <- ackError(res, err, 5) })
+				}
+			}))
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the publication did not complete")
+			}
+			if got, ok := slot.get().(*gpu.Model); !ok || !slices.Equal(got.Weights(), model.Weights()) {
+				t.Fatalf("the generator holds %v, want version 5's weights", slot.get())
+			}
+			if n := chunksSeen.Load(); (n > 0) != tc.messages {
+				t.Errorf("%d chunk messages reached the generator; want them: %v", n, tc.messages)
+			}
+		})
 	}
 }

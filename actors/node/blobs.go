@@ -81,20 +81,35 @@ func (n *Node) ServeBlobs(port int) (*BlobServer, error) {
 	if n.server != nil {
 		return nil, errors.New("node: blobs are served already")
 	}
-	lis, err := net.Listen("tcp", net.JoinHostPort(n.host, strconv.Itoa(port)))
-	if err != nil {
-		return nil, fmt.Errorf("%w: blob port %s:%d: %w", ErrBind, n.host, port, err)
+	s, err := serveBlobs(n.host, n.advHost, port, n.tls, n.notes)
+	if err == nil {
+		n.server = s
 	}
-	if n.tls != nil {
-		cfg := n.tls.Server.Clone()
+	return s, err
+}
+
+// NewBlobServer serves blobs on host:port (0: any free port), advertised
+// as advertise:port, under t (nil: plaintext), with its one-line notices
+// about peers on notices (nil: none). Node.ServeBlobs is this with a
+// node's settings.
+func NewBlobServer(host, advertise string, port int, t *TLSConfigs, notices io.Writer) (*BlobServer, error) {
+	return serveBlobs(host, advertise, port, t, newNotices(notices))
+}
+
+func serveBlobs(host, advertise string, port int, t *TLSConfigs, notes *notices) (*BlobServer, error) {
+	lis, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: blob port %s:%d: %w", ErrBind, host, port, err)
+	}
+	if t != nil {
+		cfg := t.Server.Clone()
 		cfg.NextProtos = []string{blobALPN}
 		lis = tls.NewListener(lis, cfg)
 	}
-	s := &BlobServer{lis: lis, addr: net.JoinHostPort(n.advHost, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
-		notes: n.notes, slots: make(chan struct{}, maxBlobConns), blobs: map[string][][]byte{}, conns: map[net.Conn]struct{}{}}
+	s := &BlobServer{lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
+		notes: notes, slots: make(chan struct{}, maxBlobConns), blobs: map[string][][]byte{}, conns: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()
-	n.server = s
 	return s, nil
 }
 
