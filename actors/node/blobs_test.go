@@ -96,7 +96,9 @@ func TestBlobs(t *testing.T) {
 
 // TestBlobServerShedsHostileClients: garbage, a huge key, a request cut
 // short and an idle connection each end their connection (one notice per
-// kind and peer) while a good client is served throughout.
+// kind and peer) while a good client is served throughout; a connection
+// beyond maxBlobConns is closed at once, and served again once others
+// have closed.
 func TestBlobServerShedsHostileClients(t *testing.T) {
 	var notes lockedBuffer
 	s := blobServer(t, nil, &notes)
@@ -131,6 +133,38 @@ func TestBlobServerShedsHostileClients(t *testing.T) {
 	}
 	if !waitFor(&notes, "refused a blob request from 127.0.0.1") || strings.Count(notes.String(), "\n") != 1 {
 		t.Errorf("notices: %q, want one line", notes.String())
+	}
+	held := make([]net.Conn, 0, maxBlobConns)
+	for len(held) < maxBlobConns-2 { // and idle's and good's
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	late := NewBlobClient(nil)
+	defer late.Close()
+	if _, err := fetchAll(late, s.Addr(), "k", 1<<10); err == nil {
+		t.Error("a connection beyond the limit was served")
+	}
+	if !waitFor(&notes, "connections are being served") {
+		t.Errorf("notices: %q, want the limit named", notes.String())
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	idle.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := fetchAll(late, s.Addr(), "k", 1<<10)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server serves nothing after its connections closed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
