@@ -151,24 +151,27 @@ func (a *generatorActor) Receive(c actor.Context) {
 	case *policySnapshot:
 		a.slot.set(m.model)
 	case *messages.PolicyWeights:
-		if model := a.weights.receive(c, a.id, m); model != nil {
-			a.slot.set(model)
-		}
+		a.weights.receive(c, a.id, m, a.install)
 	case *messages.WeightsOffer:
-		// Without the version offered, parts asked for after it are
-		// skipped (errNoWeights) until the learner's chunks come instead:
-		// never sampled with older weights.
-		if model := a.weights.pull(c, a.id, m); model != nil {
-			a.slot.set(model)
-		} else {
-			a.slot.set(nil)
-		}
+		a.weights.pull(c, a.id, m, a.install)
 	case *messages.PromptBatch:
 		ro, err := a.generate(m)
 		respond(c, a.tel.meter, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
 	case *messages.Chain:
 		a.chain(c, m)
 	}
+}
+
+// install samples with model from now on. nil (an offered version that
+// could not be fetched) leaves the actor without weights: the parts asked
+// for after it are skipped (errNoWeights) until the learner's chunks come
+// instead, never sampled with older weights.
+func (a *generatorActor) install(model *gpu.Model) {
+	if model == nil {
+		a.slot.set(nil) // a nil Sampler, not a nil *gpu.Model
+		return
+	}
+	a.slot.set(model)
 }
 
 // generate samples pb in the actor's span and counts its tokens.

@@ -229,28 +229,30 @@ func (w *publisher) sendChunks(c actor.Context, pid *actor.PID, chunks []*messag
 	return c.RequestFuture(pid, chunks[len(chunks)-1], w.timeout)
 }
 
-// offer serves chunks under key on the blob server (encoded once per
-// key) and returns the offer that names them.
+// offer serves chunks under key on the blob server (each encoded when a
+// fetch reaches it: the chunks are the one copy of the weights) and
+// returns the offer that names them.
 func (w *publisher) offer(key int64, chunks []*messages.PolicyWeights) *messages.WeightsOffer {
 	name := blobKey(key)
-	if _, ok := w.served[key]; !ok {
-		parts := make([][]byte, len(chunks))
-		for i, ch := range chunks {
-			b, err := proto.Marshal(ch)
-			if err != nil {
-				panic(fmt.Sprintf("actors: encode weights: %v", err)) // PolicyWeights always encode
-			}
-			parts[i] = b
-		}
+	if !w.served[key] {
 		if w.served == nil {
 			w.served = map[int64]bool{}
 		}
 		w.served[key] = true
-		w.blobs.Put(name, parts)
+		w.blobs.Put(name, chunkBlob(chunks))
 	}
 	return &messages.WeightsOffer{Meta: messages.DeriveMeta(chunks[0].GetMeta()), Version: chunks[0].GetVersion(),
 		Address: w.blobs.Addr(), Key: name, ChunkCount: int32(len(chunks)), Bytes: chunkBytes(chunks)}
 }
+
+// chunkBlob serves a version's chunks, each protobuf-encoded when fetched.
+type chunkBlob []*messages.PolicyWeights
+
+// Parts implements node.Blob.
+func (c chunkBlob) Parts() int { return len(c) }
+
+// Part implements node.Blob.
+func (c chunkBlob) Part(i int) ([]byte, error) { return proto.Marshal(c[i]) }
 
 // dropBlob stops serving the chunks of key.
 func (w *publisher) dropBlob(key int64) {

@@ -102,9 +102,9 @@ func newReferenceProps(id string, s referenceSettings, dev gpu.Device, blobs blo
 func (a *referenceActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *messages.PolicyWeights:
-		a.take(c, a.weights.receive(c, a.id, m))
+		a.weights.receive(c, a.id, m, func(model *gpu.Model) { a.take(c, model) })
 	case *messages.WeightsOffer:
-		a.take(c, a.weights.pull(c, a.id, m))
+		a.weights.pull(c, a.id, m, func(model *gpu.Model) { a.take(c, model) })
 	case *messages.Scored:
 		if a.ref == nil && len(a.held) < maxHeld {
 			a.held = append(a.held, heldPart{scored: m, sender: c.Sender()})

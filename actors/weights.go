@@ -144,11 +144,12 @@ type blobFetcher interface {
 	Fetch(addr, key string, limit int64, timeout time.Duration, each func(part []byte) error) error
 }
 
-// receive adds chunk m and returns the model once its version is
-// complete (nil before). A chunk sent as a request (the coordinator sends
-// each version's last chunk so) is answered with WeightsApplied once the
-// version is complete, or with a SkipNotice naming a rejected chunk.
-func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyWeights) *gpu.Model {
+// receive adds chunk m and, once its version is complete, hands the
+// model to install. A chunk sent as a request (the coordinator sends each
+// version's last chunk so) is answered, after install, with
+// WeightsApplied once the version is complete, or with a SkipNotice naming
+// a rejected chunk.
+func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyWeights, install func(*gpu.Model)) {
 	if w.asm == nil {
 		w.asm = &messages.Assembler{MaxBytes: w.cfg.WeightBytes()} // no more than the model holds
 	}
@@ -160,25 +161,27 @@ func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyW
 		if c.Sender() != nil {
 			c.Respond(notice(m.GetMeta(), id, skip(messages.Stage_SYNC, err)))
 		}
-	case model != nil && c.Sender() != nil:
-		c.Respond(&messages.WeightsApplied{Meta: messages.DeriveMeta(m.GetMeta()), Version: m.GetVersion(), Actor: id})
+	case model != nil:
+		install(model)
+		if c.Sender() != nil {
+			c.Respond(&messages.WeightsApplied{Meta: messages.DeriveMeta(m.GetMeta()), Version: m.GetVersion(), Actor: id})
+		}
 	}
-	return model
 }
 
-// pull fetches the version m offers and returns its model, answering the
+// pull fetches the version m offers and hands its model to install (nil
+// when it could not: the actor keeps no older weights), then answers the
 // offer with WeightsApplied, or with a SkipNotice (stage SYNC) saying why
-// it could not: the learner then sends the chunks as messages. It returns
-// nil then.
-func (w *weightReceiver) pull(c actor.Context, id string, m *messages.WeightsOffer) *gpu.Model {
+// not: the learner then sends the chunks as messages.
+func (w *weightReceiver) pull(c actor.Context, id string, m *messages.WeightsOffer, install func(*gpu.Model)) {
 	model, err := w.fetch(c.Sender(), m)
+	install(model)
 	if err != nil {
 		c.Logger().Warn("weights offer not taken", "actor", id, "err", err)
 		c.Respond(notice(m.GetMeta(), id, skip(messages.Stage_SYNC, err)))
-		return nil
+		return
 	}
 	c.Respond(&messages.WeightsApplied{Meta: messages.DeriveMeta(m.GetMeta()), Version: m.GetVersion(), Actor: id})
-	return model
 }
 
 // fetch fetches and assembles the chunks m offers, from the blob server

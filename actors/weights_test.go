@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -73,13 +74,7 @@ func TestGeneratorFetchesOfferedWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer server.Close()
-	parts := make([][]byte, len(chunks))
-	for i, ch := range chunks {
-		if parts[i], err = proto.Marshal(ch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	server.Put("weights/5", parts)
+	server.Put("weights/5", chunkBlob(chunks))
 	client := node.NewBlobClient(nil)
 	defer client.Close()
 
@@ -210,5 +205,50 @@ func TestPublisherFallsBackToMessages(t *testing.T) {
 				t.Errorf("%d chunk messages reached the generator; want them: %v", n, tc.messages)
 			}
 		})
+	}
+}
+
+// TestChunkBlobConcurrentFetches: nodes fetching one version at once each
+// get every chunk as it was cut (the chunks are encoded as fetched, from
+// the one copy the publisher keeps).
+func TestChunkBlobConcurrentFetches(t *testing.T) {
+	s := testSettings(t, testConfig(t, nil))
+	model, err := gpu.NewModel(s.model, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := chunkModel(messages.NewMeta("r", 1, "weights/1", 1), model, 1000, &tensorLayout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := node.NewBlobServer("127.0.0.1", "127.0.0.1", 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	server.Put("weights/1", chunkBlob(chunks))
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			client := node.NewBlobClient(nil)
+			defer client.Close()
+			i := 0
+			errs <- client.Fetch(server.Addr(), "weights/1", 1<<30, 10*time.Second, func(part []byte) error {
+				pw := &messages.PolicyWeights{}
+				if err := proto.Unmarshal(part, pw); err != nil {
+					return err
+				}
+				if !proto.Equal(pw, chunks[i]) {
+					return fmt.Errorf("chunk %d differs", i)
+				}
+				i++
+				return nil
+			})
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

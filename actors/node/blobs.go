@@ -50,14 +50,31 @@ const (
 	// blobIdle is how long a server waits for a connection's next request
 	// (and for the rest of one that has begun).
 	blobIdle = 2 * time.Minute
-	// blobRate is the slowest transfer a server waits for: a response of
-	// b bytes may take blobIdle + b/blobRate.
+	// blobRate is the slowest transfer a server waits for: a part of b
+	// bytes may take blobIdle + b/blobRate.
 	blobRate = 10 << 20
 )
 
 // ErrNoBlob: the server holds no blob of the key asked for (replaced by a
 // newer one, or never put).
 var ErrNoBlob = errors.New("node: no such blob")
+
+// Blob is what a BlobServer serves under a key: its parts, in order, each
+// made when a fetch reaches it (encoded on demand, so that a large blob
+// need not be held twice). Part must be safe for concurrent use.
+type Blob interface {
+	Parts() int
+	Part(i int) ([]byte, error)
+}
+
+// Parts is a Blob of parts held in memory.
+type Parts [][]byte
+
+// Parts implements Blob.
+func (p Parts) Parts() int { return len(p) }
+
+// Part implements Blob.
+func (p Parts) Part(i int) ([]byte, error) { return p[i], nil }
 
 // BlobServer serves blobs on a listener of its own (Node.ServeBlobs).
 // Safe for concurrent use.
@@ -68,7 +85,7 @@ type BlobServer struct {
 	slots chan struct{} // one per connection being served
 
 	mu    sync.Mutex
-	blobs map[string][][]byte
+	blobs map[string]Blob
 	conns map[net.Conn]struct{}
 	done  bool
 	wg    sync.WaitGroup
@@ -107,7 +124,7 @@ func serveBlobs(host, advertise string, port int, t *TLSConfigs, notes *notices)
 		lis = tls.NewListener(lis, cfg)
 	}
 	s := &BlobServer{lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
-		notes: notes, slots: make(chan struct{}, maxBlobConns), blobs: map[string][][]byte{}, conns: map[net.Conn]struct{}{}}
+		notes: notes, slots: make(chan struct{}, maxBlobConns), blobs: map[string]Blob{}, conns: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -119,11 +136,11 @@ func (n *Node) BlobServer() *BlobServer { return n.server }
 // Addr is the host:port other nodes fetch from.
 func (s *BlobServer) Addr() string { return s.addr }
 
-// Put serves parts under key from now on, in place of what key held. The
-// parts are served as they are: the caller must not change them.
-func (s *BlobServer) Put(key string, parts [][]byte) {
+// Put serves b under key from now on, in place of what key held. b's
+// parts must not change while it is served.
+func (s *BlobServer) Put(key string, b Blob) {
 	s.mu.Lock()
-	s.blobs[key] = parts
+	s.blobs[key] = b
 	s.mu.Unlock()
 }
 
@@ -220,28 +237,32 @@ func (s *BlobServer) serve(c net.Conn) {
 	}
 }
 
-// respond writes the answer to a request for key.
+// respond writes the answer to a request for key. A part that cannot be
+// made ends the connection (the client sees the blob end early).
 func (s *BlobServer) respond(c net.Conn, w *bufio.Writer, key string) error {
 	s.mu.Lock()
-	parts, ok := s.blobs[key]
+	b, ok := s.blobs[key]
 	s.mu.Unlock()
+	c.SetWriteDeadline(time.Now().Add(blobIdle))
 	if !ok {
 		w.WriteByte(blobNotFound)
 		return w.Flush()
 	}
-	var total int64
-	for _, p := range parts {
-		total += int64(len(p))
-	}
-	c.SetWriteDeadline(time.Now().Add(blobIdle + time.Duration(total/blobRate)*time.Second))
 	var head [8]byte
 	w.WriteByte(blobFound)
-	binary.BigEndian.PutUint32(head[:4], uint32(len(parts)))
+	binary.BigEndian.PutUint32(head[:4], uint32(b.Parts()))
 	w.Write(head[:4])
-	for _, p := range parts {
+	for i := range b.Parts() {
+		p, err := b.Part(i)
+		if err != nil {
+			return err
+		}
+		c.SetWriteDeadline(time.Now().Add(blobIdle + time.Duration(len(p)/blobRate)*time.Second))
 		binary.BigEndian.PutUint64(head[:], uint64(len(p)))
 		w.Write(head[:])
-		w.Write(p)
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
 	}
 	return w.Flush()
 }

@@ -49,7 +49,7 @@ func TestBlobs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var notes lockedBuffer
 			s := blobServer(t, tc.server, &notes)
-			s.Put("v1", parts)
+			s.Put("v1", Parts(parts))
 			c := NewBlobClient(tc.client)
 			defer c.Close()
 			for try := range 3 {
@@ -73,7 +73,7 @@ func TestBlobs(t *testing.T) {
 			if _, err := fetchAll(c, s.Addr(), "v1", 4<<20); !errors.Is(err, ErrNoBlob) {
 				t.Errorf("deleted key: %v, want ErrNoBlob", err)
 			}
-			s.Put("v1", parts)
+			s.Put("v1", Parts(parts))
 			if _, err := fetchAll(c, s.Addr(), "v1", 1<<20); err == nil || !strings.Contains(err.Error(), "more than") {
 				t.Errorf("over the limit: %v", err)
 			}
@@ -85,7 +85,7 @@ func TestBlobs(t *testing.T) {
 	t.Run("another CA", func(t *testing.T) {
 		var notes lockedBuffer
 		s := blobServer(t, loadNode(t, ours, "node-1"), &notes)
-		s.Put("v1", parts)
+		s.Put("v1", Parts(parts))
 		c := NewBlobClient(loadNode(t, theirs, "node-1"))
 		defer c.Close()
 		if _, err := fetchAll(c, s.Addr(), "v1", 4<<20); err == nil {
@@ -102,7 +102,7 @@ func TestBlobs(t *testing.T) {
 func TestBlobServerShedsHostileClients(t *testing.T) {
 	var notes lockedBuffer
 	s := blobServer(t, nil, &notes)
-	s.Put("k", [][]byte{[]byte("weights")})
+	s.Put("k", Parts{[]byte("weights")})
 	good := NewBlobClient(nil)
 	defer good.Close()
 	idle, err := net.Dial("tcp", s.Addr())
@@ -175,5 +175,33 @@ func (s *BlobServer) dropConns() {
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		c.Close()
+	}
+}
+
+// failingBlob's second part cannot be made.
+type failingBlob struct{}
+
+func (failingBlob) Parts() int { return 3 }
+func (failingBlob) Part(i int) ([]byte, error) {
+	if i == 1 {
+		return nil, errors.New("no part")
+	}
+	return []byte{byte(i)}, nil
+}
+
+// TestBlobPartFails: a part the blob cannot make ends the fetch with an
+// error, not a short blob, and the server serves the next fetch.
+func TestBlobPartFails(t *testing.T) {
+	var notes lockedBuffer
+	s := blobServer(t, nil, &notes)
+	s.Put("bad", failingBlob{})
+	s.Put("good", Parts{[]byte("ok")})
+	c := NewBlobClient(nil)
+	defer c.Close()
+	if got, err := fetchAll(c, s.Addr(), "bad", 1<<10); err == nil {
+		t.Errorf("fetched %q from a blob whose part failed", got)
+	}
+	if got, err := fetchAll(c, s.Addr(), "good", 1<<10); err != nil || string(got[0]) != "ok" {
+		t.Errorf("then: %q, %v", got, err)
 	}
 }
