@@ -44,11 +44,13 @@ func testCUDADeviceAttn(t *testing.T, math cuda.Math, attention string) *cudaDev
 // tensor cores (head widths 32; 16 stays on the CUDA cores) and on the
 // CUDA cores, with the tolerances its arithmetic earns against the
 // float64 oracle (outputs relative to max(1, |x|), gradients to each
-// tensor's largest), measured on the emulator:
+// tensor's largest), measured on the emulator (on an H200 in brackets):
 //
-//	fp32 (CUDA cores, tests only)  1e-4   worst 4.1e-5 (the GQA shape's k_proj)
-//	TF32 (DTypeFloat32)            5e-3   worst 1.1e-4 outputs, 1.7e-3 gradients; tensor-core attention 1.1e-4, 2.9e-3
-//	bf16 (DTypeBF16)               3e-2   worst 1.1e-3 outputs, 1.1e-2 gradients; tensor-core attention 1.3e-3, 1.9e-2
+//	fp32 (CUDA cores, tests only)  1e-4   worst 4.1e-5 (the GQA shape's k_proj) (3.4e-5)
+//	TF32 (DTypeFloat32)            5e-3   worst 1.1e-4 outputs, 1.7e-3 gradients (1.1e-4, 1.4e-3);
+//	                                      tensor-core attention 1.1e-4, 2.9e-3 (1.4e-4, 2.3e-3)
+//	bf16 (DTypeBF16)               3e-2   worst 1.1e-3 outputs, 1.1e-2 gradients (1.3e-3, 1.2e-2)
+//	  tensor-core attention        5e-2   worst 1.3e-3, 1.9e-2 (1.1e-3, 3.0e-2: 3e-2 was too close)
 //
 // (the tensor-core attention rounds its inputs, probabilities and ds to
 // the products' precision: base's q_proj gradient takes it).
@@ -64,7 +66,7 @@ func TestCUDAEngineContract(t *testing.T) {
 	}{
 		{cuda.MathFP32, AttentionCUDACore, 1e-4},
 		{cuda.MathTF32, AttentionTensor, 5e-3}, {cuda.MathTF32, AttentionCUDACore, 5e-3},
-		{cuda.MathBF16, AttentionTensor, 3e-2}, {cuda.MathBF16, AttentionCUDACore, 3e-2},
+		{cuda.MathBF16, AttentionTensor, 5e-2}, {cuda.MathBF16, AttentionCUDACore, 3e-2},
 	} {
 		t.Run(tc.math.String()+" attention "+tc.attention, func(t *testing.T) {
 			runEngineContract(t, engineContract{dev: testCUDADeviceAttn(t, tc.math, tc.attention), tol: tc.tol,
