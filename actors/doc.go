@@ -106,11 +106,17 @@
 //     rest of the pool at once (pool.go: each part has one live try; a
 //     late answer to an older try is ignored, so a step uses each part
 //     exactly once);
-//   - weights as PolicyWeights chunks, sent before any later work (one
-//     sender, so one ordered stream per receiver); publication does not
-//     wait for the acknowledgements, which only time it, so a frozen
-//     generator holds a part (reissued when it is dropped) rather than the
-//     step;
+//   - weights offered before any later work (one sender, so one ordered
+//     stream per receiver): a WeightsOffer names a version the learner
+//     node's blob server (node.BlobServer, the weight port) serves as
+//     PolicyWeights chunks, encoded as fetched; the actor fetches them in
+//     one stream from its sender's host, under the node's TLS, assembles
+//     them as chunks sent as messages, and answers. One that cannot fetch
+//     them keeps no older weights and is sent the chunks as messages
+//     (publish.go, weights.go; cluster.weight_stream=false sends every
+//     version so). Publication does not wait for the acknowledgements,
+//     which only time it, so a frozen generator holds a part (reissued
+//     when it is dropped) rather than the step;
 //   - parts that wait while a role has no member, with a one-line notice
 //     every 5 s; a worker heartbeats and joins again once dropped, and one
 //     told to stop leaves at once (its requests end with its context; the
@@ -145,8 +151,9 @@
 // step: publishNext): a run is deterministic for a seed however fast its
 // actors are, and a checkpoint keeps those weights (behaviour/) so a
 // resume is exact. Weights go to the generators as an immutable in-memory
-// snapshot inside one process, or as PolicyWeights chunks
-// (PipelineOptions.ChunkWeights).
+// snapshot inside one process, or as PolicyWeights chunks: fetched from
+// the weight port by another node's actors, sent as messages to local
+// ones with PipelineOptions.ChunkWeights.
 //
 // # Faults
 //
