@@ -92,6 +92,7 @@ func samples(t *testing.T) []proto.Message {
 		&Heartbeat{NodeId: "host-12-ab"},
 		&HeartbeatAck{Known: true},
 		&WeightsApplied{Meta: meta(), Version: 4, Actor: "generator-host-0"},
+		&WeightsOffer{Meta: meta(), Version: 4, Address: "10.0.0.1:40123", Key: "weights/4", ChunkCount: 3, Bytes: 3 << 20},
 		&SkipNotice{Meta: meta(), Stage: Stage_REWARD, Reason: SkipReason_NON_FINITE_REWARD, Detail: "rollout 3: reward NaN", Actor: "reward-0"},
 	}
 }
