@@ -76,15 +76,28 @@ func (p *cudaPass) half(x mat, slot int) mat {
 	return x
 }
 
-// out is the [rows, cols] output at x of the kernel queued next, with the
-// bf16 copy that kernel writes of it for the products that read it: with
-// bf16 products, scratch slot 0, which nothing else writes before those
-// products (mm converts a product's other operand into slot 1); none with
-// fp32 products or the net's convert16, when half converts it.
-func (p *cudaPass) out(x cuda.Ptr, rows, cols int) mat {
+// out is x, the output of the kernel queued next, with the bf16 copy that
+// kernel writes beside it for the products that read it: x's own (a
+// saved activation's), else with bf16 products scratch slot 0, which
+// nothing else writes before those products (mm converts a product's
+// other operand into slot 1); none with fp32 products or the net's
+// convert16, when half converts it.
+func (p *cudaPass) out(x mat) mat {
+	if x.h == 0 && p.n.dev.math == cuda.MathBF16 && !p.n.convert16 && p.fits16(x) {
+		x.h = p.s16[0]
+	}
+	return x
+}
+
+// saved is layer l's activation x ([rows, cols]) with its bf16 copy hs[l]:
+// the forward pass writes it for its product and the backward pass reads
+// it again for the weight gradient. Only a training workspace with bf16
+// products keeps them (hs nil otherwise; with convert16 they go unused and
+// half converts x for each product).
+func (p *cudaPass) saved(x cuda.Ptr, hs []cuda.Ptr, l, rows, cols int) mat {
 	m := act(x, rows, cols)
-	if p.n.dev.math == cuda.MathBF16 && !p.n.convert16 && p.fits16(m) {
-		m.h = p.s16[0]
+	if hs != nil && !p.n.convert16 {
+		m.h = hs[l]
 	}
 	return m
 }
@@ -147,7 +160,7 @@ func (p *cudaPass) layerForward(l int) {
 	a, n, rt := p.a, p.n, p.rt
 	D, M, _, E, H, G, qs, he := p.dims()
 	lw, N := n.lay.layers[l], a.N
-	xn1 := p.out(a.xn1[l], N, D)
+	xn1 := p.out(p.saved(a.xn1[l], a.xn1h, l, N, D))
 	p.do(kernels.RMSNorm(rt, xn1.p, xn1.h, a.inv1[l], a.resid[l], f32At(n.w, lw.attnNorm), N, D, p.eps()))
 	p.projectQKV(lw, a.qkv[l], xn1, a.qkRaw[l], a.qkInv[l]) // + Qwen2's bias, Qwen3's q/k norms
 	p.do(kernels.RoPE(rt, a.qkv[l], a.pos, n.cos, n.sin, N, qs, H+G, E, 1))
@@ -160,11 +173,15 @@ func (p *cudaPass) layerForward(l int) {
 	} else {
 		p.do(rt.Copy(a.mid[l], a.resid[l], 4*int64(N*D)))
 	}
-	p.mm(false, true, act(att, R, he), n.weight(lw.o, D, he), 1, a.mid[l]) // mid = x + o_proj(att)
-	xn2 := p.out(a.xn2[l], R, D)
+	o := p.saved(att, a.atth, l, R, he)
+	if o.h != 0 { // rounded once for o_proj and its weight gradient
+		p.do(kernels.F32ToBF16(rt, o.h, o.p, R*he))
+	}
+	p.mm(false, true, o, n.weight(lw.o, D, he), 1, a.mid[l]) // mid = x + o_proj(att)
+	xn2 := p.out(p.saved(a.xn2[l], a.xn2h, l, R, D))
 	p.do(kernels.RMSNorm(rt, xn2.p, xn2.h, a.inv2[l], a.mid[l], f32At(n.w, lw.mlpNorm), R, D, p.eps()))
 	p.mm(false, true, xn2, n.weight(lw.gateUp, 2*M, D), 0, a.gu[l])
-	sw := p.out(a.act[l], R, M)
+	sw := p.out(p.saved(a.act[l], a.acth, l, R, M))
 	p.do(kernels.SwiGLU(rt, sw.p, sw.h, a.sig[l], a.gu[l], R, M))
 	p.do(rt.Copy(a.resid[l+1], a.mid[l], 4*int64(R*D)))
 	p.mm(false, true, sw, n.weight(lw.down, D, M), 1, a.resid[l+1]) // x' = mid + down_proj(act)
@@ -214,7 +231,7 @@ func (p *cudaPass) headBackward(g cuda.Ptr, temp float64) mat {
 		if a.K > a.headRows {
 			p.mm(false, true, xf, head, 0, a.logits)
 		}
-		dl := p.out(a.logits, r, V)
+		dl := p.out(act(a.logits, r, V))
 		p.do(kernels.LogSoftmaxEntropyBackward(p.rt, dl.p, dl.h, a.logits, a.stat(statMax, lo), a.stat(statLse, lo), a.stat(statEnt, lo),
 			f32At(a.targets, lo), a.stat(statDlp, lo), a.stat(statDH, lo), r, V, inv))
 		dl = p.half(dl, 0)
@@ -222,7 +239,7 @@ func (p *cudaPass) headBackward(g cuda.Ptr, temp float64) mat {
 		p.mm(false, false, dl, head, 0, f32At(a.dxn, lo*D))
 	}
 	p.do(p.rt.Memset(a.dx, 0, 4*int64(a.K*D)))
-	dx := p.out(a.dx, a.K, D)
+	dx := p.out(act(a.dx, a.K, D))
 	p.do(kernels.RMSNormBackward(p.rt, dx.p, dx.h, f32At(g, n.lay.norm), a.dxn, a.resid[n.cfg.Layers], a.invf,
 		f32At(n.w, n.lay.norm), a.part, a.K, D))
 	return dx
@@ -242,17 +259,17 @@ func (p *cudaPass) layerBackward(g cuda.Ptr, l int, dx mat) mat {
 		datt = a.dattK
 	}
 	dx = p.half(dx, 0)
-	p.mm(true, false, dx, act(a.act[l], R, M), 1, f32At(g, lw.down))
+	p.mm(true, false, dx, p.saved(a.act[l], a.acth, l, R, M), 1, f32At(g, lw.down))
 	p.mm(false, false, dx, n.weight(lw.down, D, M), 0, a.dact)
-	dgu := p.out(a.dgu, R, 2*M)
+	dgu := p.out(act(a.dgu, R, 2*M))
 	p.do(kernels.SwiGLUBackward(rt, dgu.p, dgu.h, a.dact, a.gu[l], a.sig[l], R, M))
 	dgu = p.half(dgu, 0)
-	p.mm(true, false, dgu, act(a.xn2[l], R, D), 1, f32At(g, lw.gateUp))
+	p.mm(true, false, dgu, p.saved(a.xn2[l], a.xn2h, l, R, D), 1, f32At(g, lw.gateUp))
 	p.mm(false, false, dgu, n.weight(lw.gateUp, 2*M, D), 0, a.dxn)
-	dx = p.out(a.dx, R, D)
+	dx = p.out(act(a.dx, R, D))
 	p.do(kernels.RMSNormBackward(rt, dx.p, dx.h, f32At(g, lw.mlpNorm), a.dxn, a.mid[l], a.inv2[l], f32At(n.w, lw.mlpNorm), a.part, R, D)) // now dLoss/d mid
 	dx = p.half(dx, 0)
-	p.mm(true, false, dx, act(att, R, he), 1, f32At(g, lw.o))
+	p.mm(true, false, dx, p.saved(att, a.atth, l, R, he), 1, f32At(g, lw.o))
 	p.mm(false, false, dx, n.weight(lw.o, D, he), 0, datt)
 	if R < N { // back to every row: the others get gradients through attention only
 		p.spread(a.datt, a.dattK, he)
@@ -280,9 +297,9 @@ func (p *cudaPass) attentionBackward(g cuda.Ptr, l int) mat {
 	p.do(kernels.RoPE(rt, a.dqkv, a.pos, n.cos, n.sin, N, qs, H+G, E, -1)) // dq, dk wrt the unrotated q, k
 	p.qkvBackward(g, l)                                                    // Qwen3's q/k norms, Qwen2's bias
 	dqkv := p.half(act(a.dqkv, N, qs), 0)
-	p.mm(true, false, dqkv, act(a.xn1[l], N, D), 1, f32At(g, lw.qkv))
+	p.mm(true, false, dqkv, p.saved(a.xn1[l], a.xn1h, l, N, D), 1, f32At(g, lw.qkv))
 	p.mm(false, false, dqkv, n.weight(lw.qkv, qs, D), 0, a.dxn)
-	dx := p.out(a.dx, N, D)
+	dx := p.out(act(a.dx, N, D))
 	p.do(kernels.RMSNormBackward(rt, dx.p, dx.h, f32At(g, lw.attnNorm), a.dxn, a.resid[l], a.inv1[l], f32At(n.w, lw.attnNorm), a.part, N, D))
 	return dx
 }

@@ -93,11 +93,11 @@ func bf16Outputs(t *testing.T, dev *cudaDevice, cfg Config, w []float32, b Batch
 }
 
 // bf16Conversions is what a forward and a backward pass of b convert,
-// with the kernels writing the bf16 copies of their outputs: per layer,
-// attention's output forward, and backward the operands the forward
-// wrote (xn1, attention's output, xn2, act) and dqkv; per lm_head block
-// the final norm's output, forward and backward (twice backward, when
-// the backward recomputes the block's logits).
+// with the kernels writing the bf16 copies of their outputs and the
+// forward's kept for the backward pass: per layer attention's output
+// forward and dqkv backward; per lm_head block the final norm's output,
+// forward and backward (twice backward, when the backward recomputes the
+// block's logits).
 func bf16Conversions(cfg Config, b Batch, blocks bool) [2]int {
 	K := 0
 	for _, s := range b.Seqs {
@@ -111,7 +111,7 @@ func bf16Conversions(cfg Config, b Batch, blocks bool) [2]int {
 	if head > 1 {
 		recompute = head
 	}
-	return [2]int{cfg.Layers + head, 5*cfg.Layers + head + recompute}
+	return [2]int{cfg.Layers + head, cfg.Layers + head + recompute}
 }
 
 // firstBitDiff is the first index where got and want differ in their
