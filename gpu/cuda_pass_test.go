@@ -17,8 +17,9 @@ import (
 // product's activation operand write its bf16 copy beside it
 // (cudaPass.out) instead of a conversion after them, and the products
 // must read the same bits. A bf16 engine's log-probs, entropies and every
-// gradient, and its snapshot's scores, equal bit for bit those of a net
-// that converts every operand (cudaNet.convert16, the path before), on
+// gradient, and its snapshot's scores and greedy samples, equal bit for
+// bit those of a net that converts every operand (cudaNet.convert16, the
+// path before), on
 // Llama, grouped-query, Qwen2 and Qwen3 configs, with the lm_head in one
 // block and in several, for a batch with prompts (the last block on the
 // need rows only) and one of one-token prompts (every row a need row); and
@@ -39,9 +40,9 @@ func TestCUDABF16CopiesKeepBits(t *testing.T) {
 				name := fmt.Sprintf("%s, batch %d, lm_head in blocks %v", contractName(cfg), i, blocks)
 				want, _ := bf16Outputs(t, dev, cfg, w, b, blocks, true)
 				got, n := bf16Outputs(t, dev, cfg, w, b, blocks, false)
-				for _, what := range []string{"log-probs", "entropies", "gradients", "scored log-probs", "scored entropies"} {
+				for _, what := range []string{"log-probs", "entropies", "gradients", "scored log-probs", "scored entropies", "sampled"} {
 					if i := firstBitDiff(got[what], want[what]); i >= 0 {
-						t.Errorf("%s: %s[%d] = %v, converting every operand %v", name, what, i, got[what][i], want[what][i])
+						t.Errorf("%s: %s differ from index %d of %d (%d converting every operand)", name, what, i, len(got[what]), len(want[what]))
 					}
 				}
 				if want := bf16Conversions(cfg, b, blocks); n != want {
@@ -53,10 +54,11 @@ func TestCUDABF16CopiesKeepBits(t *testing.T) {
 }
 
 // bf16Outputs runs a forward and a backward pass of b (random upstream
-// gradients) on a new engine of dev over weights w, then a Score of its
-// snapshot, with the lm_head in blocks of 3 need rows or in one, and
-// every operand converted or not; it returns the outputs and gradients by
-// name, and the f32_to_bf16_kernel launches of the forward and the
+// gradients) on a new engine of dev over weights w, then a Score and a
+// greedy Sample of its snapshot, with the lm_head in blocks of 3 need
+// rows or in one, and every operand converted or not; it returns the
+// outputs and gradients by name (the samples' tokens, log-probs and
+// entropies as "sampled"), and the f32_to_bf16_kernel launches of the forward and the
 // backward pass.
 func bf16Outputs(t *testing.T, dev *cudaDevice, cfg Config, w []float32, b Batch, blocks, convert bool) (map[string][]float32, [2]int) {
 	t.Helper()
@@ -88,8 +90,18 @@ func bf16Outputs(t *testing.T, dev *cudaDevice, cfg Config, w []float32, b Batch
 	if err := m.Score(b, 0.7, slp, sent); err != nil {
 		t.Fatal(err)
 	}
+	samples, err := m.Sample(samplePrompts, 2, SampleOptions{Greedy: true, MaxNewTokens: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sampled []float64
+	for _, s := range samples {
+		for i, tok := range s.Tokens {
+			sampled = append(sampled, float64(tok), s.LogProbs[i], s.Entropies[i])
+		}
+	}
 	return map[string][]float32{"log-probs": to32(lp), "entropies": to32(ent), "gradients": g,
-		"scored log-probs": to32(slp), "scored entropies": to32(sent)}, count
+		"scored log-probs": to32(slp), "scored entropies": to32(sent), "sampled": to32(sampled)}, count
 }
 
 // bf16Conversions is what a forward and a backward pass of b convert,
@@ -115,12 +127,15 @@ func bf16Conversions(cfg Config, b Batch, blocks bool) [2]int {
 }
 
 // firstBitDiff is the first index where got and want differ in their
-// bits, or -1.
+// bits (one ending counts), or -1.
 func firstBitDiff(got, want []float32) int {
-	for i := range want {
-		if i >= len(got) || math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+	for i := range min(len(got), len(want)) {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 			return i
 		}
+	}
+	if len(got) != len(want) {
+		return min(len(got), len(want))
 	}
 	return -1
 }
