@@ -51,6 +51,7 @@ type cudaActs struct {
 	resid                                                   []cuda.Ptr
 	xn1, inv1, qkv, att, lse, mid, xn2, inv2, gu, act, sig  []cuda.Ptr // per layer (shared when scoring)
 	qkRaw, qkInv                                            []cuda.Ptr // per layer (Qwen3): q/k heads before the norm (train), 1/rms; else 0
+	xn1h, atth, xn2h, acth                                  []cuda.Ptr // per layer (train, bf16 products): bf16 copies of xn1, att, xn2, act; else nil
 	attRows, xf, invf, logits, stats                        cuda.Ptr   // stats: [6, cap.K] logp, ent, rowmax, rowlse, dlp, dH
 	dx, dx2, dxn, dqkv, datt, dattK, dgu, dact, delta, part cuda.Ptr   // backward scratch (train)
 	s16                                                     [2]cuda.Ptr
@@ -98,6 +99,9 @@ func newCUDAActs(n *cudaNet, s cudaShape, train bool, mem *arena) *cudaActs {
 	a.layoutHead(c, mem)
 	if train {
 		a.layoutScratch(c, mem)
+	}
+	if train && a.cap16 > 0 {
+		a.layoutSaved16(c, mem)
 	}
 	for i := range a.s16 {
 		if a.cap16 > 0 {
@@ -183,6 +187,23 @@ func (a *cudaActs) layoutLayers(c Config, mem *arena) {
 			a.qkRaw = perLayer(N * heads * e)
 		}
 	}
+}
+
+// layoutSaved16 takes a training workspace's per-layer bf16 copies of the
+// activations that a forward product reads and the backward pass reads
+// again for a weight gradient (xn1, att, xn2, act: cudaPass.saved), so
+// that each is rounded once a step.
+func (a *cudaActs) layoutSaved16(c Config, mem *arena) {
+	N, L := a.cap.N, c.Layers
+	perLayer := func(n int) []cuda.Ptr {
+		s := make([]cuda.Ptr, L)
+		for i := range s {
+			s[i] = mem.bf16(n)
+		}
+		return s
+	}
+	a.xn1h, a.atth = perLayer(N*c.Hidden), perLayer(N*c.Heads*c.HeadDim())
+	a.xn2h, a.acth = perLayer(N*c.Hidden), perLayer(N*c.MLP)
 }
 
 func (a *cudaActs) layoutHead(c Config, mem *arena) {

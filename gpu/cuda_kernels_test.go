@@ -72,21 +72,31 @@ func TestCUDARMSNorm(t *testing.T) {
 			dInv := devOut(t, rt, tc.n)
 			gotY := deterministic(t, "rmsnorm", func() []float32 {
 				out := devOut(t, rt, tc.n*tc.d)
-				cudatest.Must(t, kernels.RMSNorm(rt, out, dInv, dX, dW, tc.n, tc.d, eps))
+				cudatest.Must(t, kernels.RMSNorm(rt, out, 0, dInv, dX, dW, tc.n, tc.d, eps))
 				return devGet(t, rt, out, tc.n*tc.d)
 			})
 			closeAll(t, "rmsnorm y", gotY, y, 1e-6, 2e-6)
 			closeAll(t, "rmsnorm inv", devGet(t, rt, dInv, tc.n), inv, 0, 2e-6)
+			withBF16Copy(t, rt, "rmsnorm y", gotY, func(h cuda.Ptr) cuda.Ptr {
+				out := devOut(t, rt, tc.n*tc.d)
+				cudatest.Must(t, kernels.RMSNorm(rt, out, h, dInv, dX, dW, tc.n, tc.d, eps))
+				return out
+			})
 			part := devOut(t, rt, kernels.NormPartRows(tc.n)*tc.d)
 			var gotDW []float32
 			gotDX := deterministic(t, "rmsnorm_backward", func() []float32 {
 				ddx, ddw := cudatest.Upload(t, rt, dx0), cudatest.Upload(t, rt, dw0)
-				cudatest.Must(t, kernels.RMSNormBackward(rt, ddx, ddw, dDy, dX, dInv, dW, part, tc.n, tc.d))
+				cudatest.Must(t, kernels.RMSNormBackward(rt, ddx, 0, ddw, dDy, dX, dInv, dW, part, tc.n, tc.d))
 				gotDW = devGet(t, rt, ddw, tc.d)
 				return append(devGet(t, rt, ddx, tc.n*tc.d), gotDW...)
 			})
 			closeAll(t, "rmsnorm dx", gotDX[:tc.n*tc.d], dx, 2e-6, 1e-5)
 			closeAll(t, "rmsnorm dw", gotDW, dw, 1e-5*math.Sqrt(float64(tc.n)), 1e-5)
+			withBF16Copy(t, rt, "rmsnorm_backward dx", gotDX[:tc.n*tc.d], func(h cuda.Ptr) cuda.Ptr {
+				ddx, ddw := cudatest.Upload(t, rt, dx0), cudatest.Upload(t, rt, dw0)
+				cudatest.Must(t, kernels.RMSNormBackward(rt, ddx, h, ddw, dDy, dX, dInv, dW, part, tc.n, tc.d))
+				return ddx
+			})
 		})
 	}
 }
@@ -133,19 +143,29 @@ func TestCUDASwiGLU(t *testing.T) {
 			dSig := devOut(t, rt, tc.n*tc.m)
 			got := deterministic(t, "swiglu", func() []float32 {
 				out := devOut(t, rt, tc.n*tc.m)
-				cudatest.Must(t, kernels.SwiGLU(rt, out, dSig, dGu, tc.n, tc.m))
+				cudatest.Must(t, kernels.SwiGLU(rt, out, 0, dSig, dGu, tc.n, tc.m))
 				return devGet(t, rt, out, tc.n*tc.m)
 			})
 			closeAll(t, "swiglu act", got, act, 1e-6, 1e-5)
 			closeAll(t, "swiglu sig", devGet(t, rt, dSig, tc.n*tc.m), sig, 1e-7, 1e-5)
 			gotD := deterministic(t, "swiglu_backward", func() []float32 {
 				out := devOut(t, rt, tc.n*2*tc.m)
-				cudatest.Must(t, kernels.SwiGLUBackward(rt, out, dDact, dGu, dSig, tc.n, tc.m))
+				cudatest.Must(t, kernels.SwiGLUBackward(rt, out, 0, dDact, dGu, dSig, tc.n, tc.m))
 				return devGet(t, rt, out, tc.n*2*tc.m)
 			})
 			closeAll(t, "swiglu dgu", gotD, dgu, 1e-6, 1e-5)
+			withBF16Copy(t, rt, "swiglu act", got, func(h cuda.Ptr) cuda.Ptr {
+				out := devOut(t, rt, tc.n*tc.m)
+				cudatest.Must(t, kernels.SwiGLU(rt, out, h, dSig, dGu, tc.n, tc.m))
+				return out
+			})
+			withBF16Copy(t, rt, "swiglu_backward dgu", gotD, func(h cuda.Ptr) cuda.Ptr {
+				out := devOut(t, rt, tc.n*2*tc.m)
+				cudatest.Must(t, kernels.SwiGLUBackward(rt, out, h, dDact, dGu, dSig, tc.n, tc.m))
+				return out
+			})
 			noSig := devOut(t, rt, tc.n*tc.m) // scoring keeps no sigmoid
-			cudatest.Must(t, kernels.SwiGLU(rt, noSig, 0, dGu, tc.n, tc.m))
+			cudatest.Must(t, kernels.SwiGLU(rt, noSig, 0, 0, dGu, tc.n, tc.m))
 			closeAll(t, "swiglu act without sig", devGet(t, rt, noSig, tc.n*tc.m), act, 1e-6, 1e-5)
 		})
 	}
@@ -233,8 +253,13 @@ func runLogSoftmaxEntropy(t *testing.T, rt cuda.Runtime, rng *rand.Rand, v int, 
 	dDlp, dDH := cudatest.Upload(t, rt, dlpK), cudatest.Upload(t, rt, dHK)
 	gotD := deterministic(t, "logsoftmax_entropy_backward", func() []float32 {
 		over := cudatest.Upload(t, rt, logits) // the gradient overwrites the logits
-		cudatest.Must(t, kernels.LogSoftmaxEntropyBackward(rt, over, over, dMax, dLse, dEnt, dTargets, dDlp, dDH, k, v, inv))
+		cudatest.Must(t, kernels.LogSoftmaxEntropyBackward(rt, over, 0, over, dMax, dLse, dEnt, dTargets, dDlp, dDH, k, v, inv))
 		return devGet(t, rt, over, k*v)
 	})
 	closeAll(t, "dlogits", gotD, dlogits, 2e-6/temp, 1e-4)
+	withBF16Copy(t, rt, "dlogits", gotD, func(h cuda.Ptr) cuda.Ptr {
+		over := cudatest.Upload(t, rt, logits)
+		cudatest.Must(t, kernels.LogSoftmaxEntropyBackward(rt, over, h, over, dMax, dLse, dEnt, dTargets, dDlp, dDH, k, v, inv))
+		return over
+	})
 }

@@ -79,6 +79,11 @@ type cudaNet struct {
 	mem      *arena
 
 	headBudget int // floats of one lm_head block of logits (headBudget)
+
+	// convert16 has bf16 products convert every activation operand with
+	// f32_to_bf16_kernel, as before the kernels that write them wrote
+	// their bf16 copies too (cudaPass.out): tests compare the two.
+	convert16 bool
 }
 
 // netBytes is the device memory of a cudaNet.

@@ -68,17 +68,47 @@ func (p *cudaPass) mm(transA, transB bool, a, b mat, beta float32, c cuda.Ptr) {
 // scratch slot (0 or 1; a later conversion into the slot overwrites it).
 // With fp32 products it returns x.
 func (p *cudaPass) half(x mat, slot int) mat {
-	if x.h != 0 || p.n.dev.math != cuda.MathBF16 {
+	if x.h != 0 || p.n.dev.math != cuda.MathBF16 || !p.fits16(x) {
 		return x
 	}
-	n := x.rows * x.cols
-	if n > p.cap16 {
-		p.do(fmt.Errorf("gpu: cuda: a %d×%d operand exceeds the bf16 scratch of %d", x.rows, x.cols, p.cap16))
-		return x
-	}
-	p.do(kernels.F32ToBF16(p.rt, p.s16[slot], x.p, n))
+	p.do(kernels.F32ToBF16(p.rt, p.s16[slot], x.p, x.rows*x.cols))
 	x.h = p.s16[slot]
 	return x
+}
+
+// out is x, the output of the kernel queued next, with the bf16 copy that
+// kernel writes beside it for the products that read it: x's own (a
+// saved activation's), else with bf16 products scratch slot 0, which
+// nothing else writes before those products (mm converts a product's
+// other operand into slot 1); none with fp32 products or the net's
+// convert16, when half converts it.
+func (p *cudaPass) out(x mat) mat {
+	if x.h == 0 && p.n.dev.math == cuda.MathBF16 && !p.n.convert16 && p.fits16(x) {
+		x.h = p.s16[0]
+	}
+	return x
+}
+
+// saved is layer l's activation x ([rows, cols]) with its bf16 copy hs[l]:
+// the forward pass writes it for its product and the backward pass reads
+// it again for the weight gradient. Only a training workspace with bf16
+// products keeps them (hs nil otherwise; with convert16 they go unused and
+// half converts x for each product).
+func (p *cudaPass) saved(x cuda.Ptr, hs []cuda.Ptr, l, rows, cols int) mat {
+	m := act(x, rows, cols)
+	if hs != nil && !p.n.convert16 {
+		m.h = hs[l]
+	}
+	return m
+}
+
+// fits16 says whether x fits a bf16 scratch slot (a pass's error if not).
+func (p *cudaPass) fits16(x mat) bool {
+	if x.rows*x.cols > p.cap16 {
+		p.do(fmt.Errorf("gpu: cuda: a %d×%d operand exceeds the bf16 scratch of %d", x.rows, x.cols, p.cap16))
+		return false
+	}
+	return true
 }
 
 // attnShape is the batch's attention, on the device's attention kernels
@@ -130,8 +160,9 @@ func (p *cudaPass) layerForward(l int) {
 	a, n, rt := p.a, p.n, p.rt
 	D, M, _, E, H, G, qs, he := p.dims()
 	lw, N := n.lay.layers[l], a.N
-	p.do(kernels.RMSNorm(rt, a.xn1[l], a.inv1[l], a.resid[l], f32At(n.w, lw.attnNorm), N, D, p.eps()))
-	p.projectQKV(lw, a.qkv[l], a.xn1[l], a.qkRaw[l], a.qkInv[l], N) // + Qwen2's bias, Qwen3's q/k norms
+	xn1 := p.out(p.saved(a.xn1[l], a.xn1h, l, N, D))
+	p.do(kernels.RMSNorm(rt, xn1.p, xn1.h, a.inv1[l], a.resid[l], f32At(n.w, lw.attnNorm), N, D, p.eps()))
+	p.projectQKV(lw, a.qkv[l], xn1, a.qkRaw[l], a.qkInv[l]) // + Qwen2's bias, Qwen3's q/k norms
 	p.do(kernels.RoPE(rt, a.qkv[l], a.pos, n.cos, n.sin, N, qs, H+G, E, 1))
 	p.do(kernels.AttentionForward(rt, a.att[l], a.lse[l], a.qkv[l], a.start, a.pre, a.from, p.attnShape()))
 	R, att := N, a.att[l]
@@ -142,12 +173,18 @@ func (p *cudaPass) layerForward(l int) {
 	} else {
 		p.do(rt.Copy(a.mid[l], a.resid[l], 4*int64(N*D)))
 	}
-	p.mm(false, true, act(att, R, he), n.weight(lw.o, D, he), 1, a.mid[l]) // mid = x + o_proj(att)
-	p.do(kernels.RMSNorm(rt, a.xn2[l], a.inv2[l], a.mid[l], f32At(n.w, lw.mlpNorm), R, D, p.eps()))
-	p.mm(false, true, act(a.xn2[l], R, D), n.weight(lw.gateUp, 2*M, D), 0, a.gu[l])
-	p.do(kernels.SwiGLU(rt, a.act[l], a.sig[l], a.gu[l], R, M))
+	o := p.saved(att, a.atth, l, R, he)
+	if o.h != 0 { // rounded once for o_proj and its weight gradient
+		p.do(kernels.F32ToBF16(rt, o.h, o.p, R*he))
+	}
+	p.mm(false, true, o, n.weight(lw.o, D, he), 1, a.mid[l]) // mid = x + o_proj(att)
+	xn2 := p.out(p.saved(a.xn2[l], a.xn2h, l, R, D))
+	p.do(kernels.RMSNorm(rt, xn2.p, xn2.h, a.inv2[l], a.mid[l], f32At(n.w, lw.mlpNorm), R, D, p.eps()))
+	p.mm(false, true, xn2, n.weight(lw.gateUp, 2*M, D), 0, a.gu[l])
+	sw := p.out(p.saved(a.act[l], a.acth, l, R, M))
+	p.do(kernels.SwiGLU(rt, sw.p, sw.h, a.sig[l], a.gu[l], R, M))
 	p.do(rt.Copy(a.resid[l+1], a.mid[l], 4*int64(R*D)))
-	p.mm(false, true, act(a.act[l], R, M), n.weight(lw.down, D, M), 1, a.resid[l+1]) // x' = mid + down_proj(act)
+	p.mm(false, true, sw, n.weight(lw.down, D, M), 1, a.resid[l+1]) // x' = mid + down_proj(act)
 }
 
 // headForward is the final norm and the lm_head tail on the need rows, in
@@ -155,7 +192,7 @@ func (p *cudaPass) layerForward(l int) {
 func (p *cudaPass) headForward(temp float64) {
 	a, n := p.a, p.n
 	D, _, V, _, _, _, _, _ := p.dims()
-	p.do(kernels.RMSNorm(p.rt, a.xf, a.invf, a.resid[n.cfg.Layers], f32At(n.w, n.lay.norm), a.K, D, p.eps()))
+	p.do(kernels.RMSNorm(p.rt, a.xf, 0, a.invf, a.resid[n.cfg.Layers], f32At(n.w, n.lay.norm), a.K, D, p.eps()))
 	inv := float32(1 / temp)
 	for lo := 0; lo < a.K; lo += a.headRows {
 		r := min(a.headRows, a.K-lo)
@@ -174,17 +211,17 @@ func (p *cudaPass) backward(g cuda.Ptr, temp float64) {
 		return
 	}
 	D, _, _, _, _, _, _, _ := p.dims()
-	p.headBackward(g, temp)
-	for l := n.cfg.Layers - 1; l >= 0; l-- { // a.dx holds dLoss/d resid[l+1] (the need rows for the last block)
-		p.layerBackward(g, l)
+	dx := p.headBackward(g, temp)
+	for l := n.cfg.Layers - 1; l >= 0; l-- { // dx (in a.dx) is dLoss/d resid[l+1] (the need rows for the last block)
+		dx = p.layerBackward(g, l, dx)
 	}
-	p.do(kernels.EmbedBackward(p.rt, f32At(g, n.lay.embed), a.dx, a.tokRows, a.tokOff, a.tokUniq, a.U, D))
+	p.do(kernels.EmbedBackward(p.rt, f32At(g, n.lay.embed), dx.p, a.tokRows, a.tokOff, a.tokUniq, a.U, D))
 }
 
 // headBackward is the lm_head tail's backward in blocks (recomputing a
 // block's logits when there are several), then the final norm's: it
-// leaves dLoss/d resid[L] on the need rows in dx.
-func (p *cudaPass) headBackward(g cuda.Ptr, temp float64) {
+// returns dLoss/d resid[L] on the need rows, in a.dx.
+func (p *cudaPass) headBackward(g cuda.Ptr, temp float64) mat {
 	a, n := p.a, p.n
 	D, _, V, _, _, _, _, _ := p.dims()
 	head, inv := n.weight(n.lay.head, V, D), float32(1/temp)
@@ -194,20 +231,23 @@ func (p *cudaPass) headBackward(g cuda.Ptr, temp float64) {
 		if a.K > a.headRows {
 			p.mm(false, true, xf, head, 0, a.logits)
 		}
-		p.do(kernels.LogSoftmaxEntropyBackward(p.rt, a.logits, a.logits, a.stat(statMax, lo), a.stat(statLse, lo), a.stat(statEnt, lo),
+		dl := p.out(act(a.logits, r, V))
+		p.do(kernels.LogSoftmaxEntropyBackward(p.rt, dl.p, dl.h, a.logits, a.stat(statMax, lo), a.stat(statLse, lo), a.stat(statEnt, lo),
 			f32At(a.targets, lo), a.stat(statDlp, lo), a.stat(statDH, lo), r, V, inv))
-		dl := p.half(act(a.logits, r, V), 0)
+		dl = p.half(dl, 0)
 		p.mm(true, false, dl, xf, 1, f32At(g, n.lay.head)) // dHead += dlogitsᵀ·xf
 		p.mm(false, false, dl, head, 0, f32At(a.dxn, lo*D))
 	}
 	p.do(p.rt.Memset(a.dx, 0, 4*int64(a.K*D)))
-	p.do(kernels.RMSNormBackward(p.rt, a.dx, f32At(g, n.lay.norm), a.dxn, a.resid[n.cfg.Layers], a.invf,
+	dx := p.out(act(a.dx, a.K, D))
+	p.do(kernels.RMSNormBackward(p.rt, dx.p, dx.h, f32At(g, n.lay.norm), a.dxn, a.resid[n.cfg.Layers], a.invf,
 		f32At(n.w, n.lay.norm), a.part, a.K, D))
+	return dx
 }
 
-// layerBackward is block l's backward: dx holds dLoss/d resid[l+1] and
-// then dLoss/d resid[l].
-func (p *cudaPass) layerBackward(g cuda.Ptr, l int) {
+// layerBackward is block l's backward from dx, dLoss/d resid[l+1] in a.dx
+// (R rows), to the dLoss/d resid[l] it returns (in a.dx, every row).
+func (p *cudaPass) layerBackward(g cuda.Ptr, l int, dx mat) mat {
 	a, n, rt := p.a, p.n, p.rt
 	D, M, _, _, _, _, _, he := p.dims()
 	lw, N := n.lay.layers[l], a.N
@@ -218,23 +258,25 @@ func (p *cudaPass) layerBackward(g cuda.Ptr, l int) {
 	if R < N { // datt's compact rows, spread below
 		datt = a.dattK
 	}
-	dx := p.half(act(a.dx, R, D), 0)
-	p.mm(true, false, dx, act(a.act[l], R, M), 1, f32At(g, lw.down))
+	dx = p.half(dx, 0)
+	p.mm(true, false, dx, p.saved(a.act[l], a.acth, l, R, M), 1, f32At(g, lw.down))
 	p.mm(false, false, dx, n.weight(lw.down, D, M), 0, a.dact)
-	p.do(kernels.SwiGLUBackward(rt, a.dgu, a.dact, a.gu[l], a.sig[l], R, M))
-	dgu := p.half(act(a.dgu, R, 2*M), 0)
-	p.mm(true, false, dgu, act(a.xn2[l], R, D), 1, f32At(g, lw.gateUp))
+	dgu := p.out(act(a.dgu, R, 2*M))
+	p.do(kernels.SwiGLUBackward(rt, dgu.p, dgu.h, a.dact, a.gu[l], a.sig[l], R, M))
+	dgu = p.half(dgu, 0)
+	p.mm(true, false, dgu, p.saved(a.xn2[l], a.xn2h, l, R, D), 1, f32At(g, lw.gateUp))
 	p.mm(false, false, dgu, n.weight(lw.gateUp, 2*M, D), 0, a.dxn)
-	p.do(kernels.RMSNormBackward(rt, a.dx, f32At(g, lw.mlpNorm), a.dxn, a.mid[l], a.inv2[l], f32At(n.w, lw.mlpNorm), a.part, R, D)) // now dLoss/d mid
-	dx = p.half(act(a.dx, R, D), 0)
-	p.mm(true, false, dx, act(att, R, he), 1, f32At(g, lw.o))
+	dx = p.out(act(a.dx, R, D))
+	p.do(kernels.RMSNormBackward(rt, dx.p, dx.h, f32At(g, lw.mlpNorm), a.dxn, a.mid[l], a.inv2[l], f32At(n.w, lw.mlpNorm), a.part, R, D)) // now dLoss/d mid
+	dx = p.half(dx, 0)
+	p.mm(true, false, dx, p.saved(att, a.atth, l, R, he), 1, f32At(g, lw.o))
 	p.mm(false, false, dx, n.weight(lw.o, D, he), 0, datt)
 	if R < N { // back to every row: the others get gradients through attention only
 		p.spread(a.datt, a.dattK, he)
 		p.spread(a.dx2, a.dx, D)
 		a.dx, a.dx2 = a.dx2, a.dx
 	}
-	p.attentionBackward(g, l)
+	return p.attentionBackward(g, l)
 }
 
 // spread writes the K compact rows of src to their rows of dst ([N, d]),
@@ -245,8 +287,9 @@ func (p *cudaPass) spread(dst, src cuda.Ptr, d int) {
 }
 
 // attentionBackward is block l's attention and qkv product backward, from
-// datt and dx (dLoss/d mid) on every row to dx = dLoss/d resid[l].
-func (p *cudaPass) attentionBackward(g cuda.Ptr, l int) {
+// datt and dx (dLoss/d mid) on every row to the dLoss/d resid[l] it returns
+// (in dx).
+func (p *cudaPass) attentionBackward(g cuda.Ptr, l int) mat {
 	a, n, rt := p.a, p.n, p.rt
 	D, _, _, E, H, G, qs, _ := p.dims()
 	lw, N := n.lay.layers[l], a.N
@@ -254,7 +297,9 @@ func (p *cudaPass) attentionBackward(g cuda.Ptr, l int) {
 	p.do(kernels.RoPE(rt, a.dqkv, a.pos, n.cos, n.sin, N, qs, H+G, E, -1)) // dq, dk wrt the unrotated q, k
 	p.qkvBackward(g, l)                                                    // Qwen3's q/k norms, Qwen2's bias
 	dqkv := p.half(act(a.dqkv, N, qs), 0)
-	p.mm(true, false, dqkv, act(a.xn1[l], N, D), 1, f32At(g, lw.qkv))
+	p.mm(true, false, dqkv, p.saved(a.xn1[l], a.xn1h, l, N, D), 1, f32At(g, lw.qkv))
 	p.mm(false, false, dqkv, n.weight(lw.qkv, qs, D), 0, a.dxn)
-	p.do(kernels.RMSNormBackward(rt, a.dx, f32At(g, lw.attnNorm), a.dxn, a.resid[l], a.inv1[l], f32At(n.w, lw.attnNorm), a.part, N, D))
+	dx := p.out(act(a.dx, N, D))
+	p.do(kernels.RMSNormBackward(rt, dx.p, dx.h, f32At(g, lw.attnNorm), a.dxn, a.resid[l], a.inv1[l], f32At(n.w, lw.attnNorm), a.part, N, D))
+	return dx
 }

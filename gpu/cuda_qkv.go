@@ -32,7 +32,7 @@ func (p *cudaPass) heads() kernels.HeadShape {
 	return kernels.HeadShape{H: c.Heads, G: c.KVHeads, E: c.HeadDim()}
 }
 
-// projectQKV queues qkv = x·Wᵀ for r rows of x ([r, D]) with layer lw's
+// projectQKV queues qkv = x·Wᵀ for the r rows of x ([r, D]) with layer lw's
 // stacked q/k/v weights, then adds the layer's bias to every row (Qwen2)
 // or RMSNorms each query and key head (Qwen3: each head's 1/rms to inv,
 // the heads before the norm to raw unless it is 0): projectQKV and
@@ -42,10 +42,10 @@ func (p *cudaPass) heads() kernels.HeadShape {
 // product's beta with a broadcast copy: both read and write qkv once
 // more, and this keeps the product at beta 0, where cuBLAS does not read
 // C, the same call as a Llama layer's.
-func (p *cudaPass) projectQKV(lw cudaLayer, qkv, x, raw, inv cuda.Ptr, r int) {
+func (p *cudaPass) projectQKV(lw cudaLayer, qkv cuda.Ptr, x mat, raw, inv cuda.Ptr) {
 	D, _, _, _, _, _, qs, _ := p.dims()
-	n := p.n
-	p.mm(false, true, act(x, r, D), n.weight(lw.qkv, qs, D), 0, qkv)
+	n, r := p.n, x.rows
+	p.mm(false, true, x, n.weight(lw.qkv, qs, D), 0, qkv)
 	if lw.bias >= 0 {
 		p.do(kernels.AddBiasRows(p.rt, qkv, f32At(n.w, lw.bias), r, qs))
 	}

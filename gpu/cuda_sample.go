@@ -244,8 +244,9 @@ func (d *cudaDecoder) forward(p *cudaPass, r, outs, maps int) {
 	for l := range n.cfg.Layers {
 		r, x, xn = d.layer(p, l, r, outs, maps, x, xn)
 	}
-	p.do(kernels.RMSNorm(rt, xn, d.inv, x, f32At(n.w, n.lay.norm), r, D, p.eps()))
-	p.mm(false, true, act(xn, r, D), n.weight(n.lay.head, V, D), 0, d.logit)
+	xf := p.out(act(xn, r, D))
+	p.do(kernels.RMSNorm(rt, xf.p, xf.h, d.inv, x, f32At(n.w, n.lay.norm), r, D, p.eps()))
+	p.mm(false, true, xf, n.weight(n.lay.head, V, D), 0, d.logit)
 }
 
 // layer is block l of forward over r rows of x (xn its scratch); the last
@@ -255,8 +256,9 @@ func (d *cudaDecoder) layer(p *cudaPass, l, r, outs, maps int, x, xn cuda.Ptr) (
 	n, rt := p.n, p.rt
 	D, M, _, E, H, G, qs, he := p.dims()
 	lw, shape := n.lay.layers[l], kernels.DecodeShape{H: H, G: G, E: E, Tmax: d.cap.T}
-	p.do(kernels.RMSNorm(rt, xn, d.inv, x, f32At(n.w, lw.attnNorm), r, D, p.eps()))
-	p.projectQKV(lw, d.qkv, xn, 0, d.qkInv, r) // + Qwen2's bias, Qwen3's q/k norms (in place)
+	xn1 := p.out(act(xn, r, D))
+	p.do(kernels.RMSNorm(rt, xn1.p, xn1.h, d.inv, x, f32At(n.w, lw.attnNorm), r, D, p.eps()))
+	p.projectQKV(lw, d.qkv, xn1, 0, d.qkInv) // + Qwen2's bias, Qwen3's q/k norms (in place)
 	p.do(kernels.RoPE(rt, d.qkv, d.pos, n.cos, n.sin, r, qs, H+G, E, 1))
 	p.do(kernels.KVAppend(rt, d.kc[l], d.vc[l], d.qkv, d.slot, d.pos, r, shape))
 	for k := range maps {
@@ -270,10 +272,12 @@ func (d *cudaDecoder) layer(p *cudaPass, l, r, outs, maps int, x, xn cuda.Ptr) (
 	}
 	p.do(kernels.DecodeAttention(rt, d.att, d.qkv, d.kc[l], d.vc[l], d.slot, d.pos, rows, R, shape))
 	p.mm(false, true, act(d.att, R, he), n.weight(lw.o, D, he), 1, x)
-	p.do(kernels.RMSNorm(rt, xn, d.inv, x, f32At(n.w, lw.mlpNorm), R, D, p.eps()))
-	p.mm(false, true, act(xn, R, D), n.weight(lw.gateUp, 2*M, D), 0, d.gu)
-	p.do(kernels.SwiGLU(rt, d.act, 0, d.gu, R, M))
-	p.mm(false, true, act(d.act, R, M), n.weight(lw.down, D, M), 1, x)
+	xn2 := p.out(act(xn, R, D))
+	p.do(kernels.RMSNorm(rt, xn2.p, xn2.h, d.inv, x, f32At(n.w, lw.mlpNorm), R, D, p.eps()))
+	p.mm(false, true, xn2, n.weight(lw.gateUp, 2*M, D), 0, d.gu)
+	sw := p.out(act(d.act, R, M))
+	p.do(kernels.SwiGLU(rt, sw.p, sw.h, 0, d.gu, R, M))
+	p.mm(false, true, sw, n.weight(lw.down, D, M), 1, x)
 	return R, x, xn
 }
 

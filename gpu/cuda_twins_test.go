@@ -10,6 +10,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/gpu/cuda"
 	"github.com/mgrpo/mgrpo/gpu/cuda/cudatest"
+	"github.com/mgrpo/mgrpo/gpu/cuda/kernels"
 )
 
 // The CPU twins of the CUDA kernels (gpu/cuda/kernels), each called in one
@@ -162,6 +163,26 @@ func deterministic[T any](t *testing.T, what string, run func() []T) []T {
 		t.Fatalf("%s: a second run gives different bits", what)
 	}
 	return a
+}
+
+// withBF16Copy runs a kernel that writes the bf16 copy of its output into
+// h (a fresh poisoned buffer of len(want) bf16s; run returns the fp32
+// output) and fails unless the fp32 output is want, bit for bit, and the
+// copy is what f32_to_bf16_kernel makes of it, element by element: the
+// bits a bf16 product would have read after converting the output.
+func withBF16Copy(t *testing.T, rt cuda.Runtime, what string, want []float32, run func(h cuda.Ptr) cuda.Ptr) {
+	t.Helper()
+	n := len(want)
+	h, converted := cudatest.Alloc[uint16](t, rt, n), cudatest.Alloc[uint16](t, rt, n)
+	out := run(h)
+	sameBits(t, what+" beside its bf16 copy", devGet(t, rt, out, n), want)
+	cudatest.Must(t, kernels.F32ToBF16(rt, converted, out, n))
+	got, wantH := cudatest.Download[uint16](t, rt, h, n), cudatest.Download[uint16](t, rt, converted, n)
+	for i := range wantH {
+		if got[i] != wantH[i] {
+			t.Fatalf("%s: bf16 copy [%d] = %#04x, want %#04x (f32_to_bf16 of %v)", what, i, got[i], wantH[i], want[i])
+		}
+	}
 }
 
 // devOut allocates n poisoned floats (see cudatest.Alloc).

@@ -18,5 +18,5 @@
 // Example (on the emulator, -tags cudaemu):
 //
 //	rt := emu.New(0)
-//	err := kernels.RMSNorm(rt, y, inv, x, w, n, d, 1e-6)
+//	err := kernels.RMSNorm(rt, y, 0, inv, x, w, n, d, 1e-6)
 package kernels

@@ -19,7 +19,7 @@ func ExampleRMSNorm() {
 	w, _ := cuda.UploadSlice(rt, []float32{1, 2})
 	y, _ := rt.Alloc(2 * 4)
 	inv, _ := rt.Alloc(4)
-	if err := kernels.RMSNorm(rt, y, inv, x, w, 1, 2, 0); err != nil {
+	if err := kernels.RMSNorm(rt, y, 0, inv, x, w, 1, 2, 0); err != nil {
 		fmt.Println(err)
 	}
 	out := make([]float32, 2)

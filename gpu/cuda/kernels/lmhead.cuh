@@ -41,29 +41,33 @@ EMU_REGISTER(logsoftmax_entropy)
 
 // logsoftmax_entropy_backward writes the gradient wrt the logits from the
 // upstream gradients dlp[i] (of logp[i]) and dH[i] (of ent[i]):
-//   dz_v = (dlp·(1[v = target] − p_v) − dH·p_v·(l_v + H))·inv,   p_v = e^{l_v}.
+//   dz_v = (dlp·(1[v = target] − p_v) − dH·p_v·(l_v + H))·inv,   p_v = e^{l_v},
+// and dlogits16 (unless null) = bf16(dlogits), the bf16 products' operand.
 // A row with both gradients 0 gets zeros. dlogits may be logits: each
 // element is read, then written, by one thread.
-//   dlogits, logits: [k, v]   rowmax, rowlse, ent, targets, dlp, dH: [k]
+//   dlogits, logits: [k, v]   dlogits16: [k, v] bf16   rowmax, rowlse, ent, targets, dlp, dH: [k]
 // Launch: grid k, block 256 (any size).
-extern "C" __global__ void logsoftmax_entropy_backward(float* dlogits, const float* logits, const float* rowmax,
-                                                       const float* rowlse, const float* ent, const int* targets,
-                                                       const float* dlp, const float* dH, int k, int v, float inv) {
+extern "C" __global__ void logsoftmax_entropy_backward(float* dlogits, bf16* dlogits16, const float* logits,
+                                                       const float* rowmax, const float* rowlse, const float* ent,
+                                                       const int* targets, const float* dlp, const float* dH, int k,
+                                                       int v, float inv) {
   const int i = blockIdx.x;
   if (i >= k) return;
   const float* z = logits + (size_t)i * v;
   float* dz = dlogits + (size_t)i * v;
+  bf16* hz = dlogits16 ? dlogits16 + (size_t)i * v : nullptr;
   const float a = dlp[i], b = dH[i], h = ent[i], mx = rowmax[i], lse = rowlse[i];
   const int target = targets[i];
   for (int j = threadIdx.x; j < v; j += blockDim.x) {
     if (a == 0 && b == 0) {
       dz[j] = 0;
-      continue;
+    } else {
+      const float l = (z[j] - mx) * inv - lse, p = expf(l);
+      float g = (-a * p - b * p * (l + h)) * inv;
+      if (j == target) g += a * inv;
+      dz[j] = g;
     }
-    const float l = (z[j] - mx) * inv - lse, p = expf(l);
-    float g = (-a * p - b * p * (l + h)) * inv;
-    if (j == target) g += a * inv;
-    dz[j] = g;
+    if (hz) hz[j] = f32_to_bf16(dz[j]);
   }
 }
 EMU_REGISTER(logsoftmax_entropy_backward)

@@ -15,7 +15,8 @@ func LogSoftmaxEntropy(rt cuda.Runtime, logp, ent, rowmax, rowlse, logits, targe
 
 // LogSoftmaxEntropyBackward writes the gradient wrt the k rows of logits
 // into dlogits (which may be logits) from the upstream gradients dlp and dH
-// ([k]), as logSoftmaxEntropyBackward.
-func LogSoftmaxEntropyBackward(rt cuda.Runtime, dlogits, logits, rowmax, rowlse, ent, targets, dlp, dH cuda.Ptr, k, v int, inv float32) error {
-	return launchRows(rt, "logsoftmax_entropy_backward", k, headThreads, dlogits, logits, rowmax, rowlse, ent, targets, dlp, dH, k, v, inv)
+// ([k]), as logSoftmaxEntropyBackward, and unless dlogits16 is 0 the
+// gradient rounded to bf16 there ([k, v] uint16s).
+func LogSoftmaxEntropyBackward(rt cuda.Runtime, dlogits, dlogits16, logits, rowmax, rowlse, ent, targets, dlp, dH cuda.Ptr, k, v int, inv float32) error {
+	return launchRows(rt, "logsoftmax_entropy_backward", k, headThreads, dlogits, dlogits16, logits, rowmax, rowlse, ent, targets, dlp, dH, k, v, inv)
 }
