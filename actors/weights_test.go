@@ -61,20 +61,7 @@ func TestTensorLayout(t *testing.T) {
 // it the version.
 func TestGeneratorFetchesOfferedWeights(t *testing.T) {
 	s := testSettings(t, testConfig(t, nil))
-	model, err := gpu.NewModelFromWeights(s.model, testModels(t, s).Policy.(*gpu.Model).Weights(), 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := chunkModel(messages.NewMeta("r", 5, "weights/5", 5), model, 1000, &tensorLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := node.NewBlobServer("127.0.0.1", "127.0.0.1", 0, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
-	server.Put("weights/5", chunkBlob(chunks))
+	model, chunks, server := servedVersion(t, s, 5)
 	client := node.NewBlobClient(nil)
 	defer client.Close()
 
@@ -212,28 +199,14 @@ func TestPublisherFallsBackToMessages(t *testing.T) {
 // get every chunk as it was cut (the chunks are encoded as fetched, from
 // the one copy the publisher keeps).
 func TestChunkBlobConcurrentFetches(t *testing.T) {
-	s := testSettings(t, testConfig(t, nil))
-	model, err := gpu.NewModel(s.model, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := chunkModel(messages.NewMeta("r", 1, "weights/1", 1), model, 1000, &tensorLayout{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := node.NewBlobServer("127.0.0.1", "127.0.0.1", 0, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
-	server.Put("weights/1", chunkBlob(chunks))
+	_, chunks, server := servedVersion(t, testSettings(t, testConfig(t, nil)), 1)
 	errs := make(chan error, 3)
 	for range 3 {
 		go func() {
 			client := node.NewBlobClient(nil)
 			defer client.Close()
 			i := 0
-			errs <- client.Fetch(server.Addr(), "weights/1", 1<<30, 10*time.Second, func(part []byte) error {
+			errs <- client.Fetch(server.Addr(), blobKey(1), 1<<30, 10*time.Second, func(part []byte) error {
 				pw := &messages.PolicyWeights{}
 				if err := proto.Unmarshal(part, pw); err != nil {
 					return err
@@ -251,4 +224,26 @@ func TestChunkBlobConcurrentFetches(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// servedVersion is the test policy as weights version v, its chunks of
+// 1000 bytes, and a blob server on 127.0.0.1 serving them under
+// blobKey(v), closed with the test.
+func servedVersion(t *testing.T, s *settings, v int64) (*gpu.Model, []*messages.PolicyWeights, *node.BlobServer) {
+	t.Helper()
+	model, err := gpu.NewModelFromWeights(s.model, testModels(t, s).Policy.(*gpu.Model).Weights(), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := chunkModel(messages.NewMeta("r", v, blobKey(v), v), model, 1000, &tensorLayout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := node.NewBlobServer("127.0.0.1", "127.0.0.1", 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	server.Put(blobKey(v), chunkBlob(chunks))
+	return model, chunks, server
 }
