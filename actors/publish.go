@@ -215,6 +215,7 @@ func (w *publisher) send(c actor.Context, pid *actor.PID, key int64, chunks []*m
 			return
 		}
 		c.Logger().Warn("weights offer not taken: sending them as messages", "actor", pid.GetId(), "version", chunks[0].GetVersion(), "err", err)
+		w.tel.meter.WeightsSent(chunkBytes(chunks)) // a second time: the node's counter counts what went out
 		c.ReenterAfter(w.sendChunks(c, pid, chunks), done)
 	})
 }
