@@ -39,6 +39,7 @@ type publisher struct {
 	latest   *gpu.Model                          // the newest weights published (nil: none yet)
 	chunks   map[int64][]*messages.PolicyWeights // by version: the newest policy, and the reference as referenceVersion
 	served   map[int64]bool                      // keys whose chunks the blob server holds
+	offers   map[int64]int                       // by key: offers not answered yet (their chunks stay served)
 	syncs    []*weightSync                       // publications waiting for their acknowledgements
 	lastSync SyncMeasure                         // the newest acknowledged one
 }
@@ -165,7 +166,9 @@ func (w *publisher) referenceChunks() []*messages.PolicyWeights {
 }
 
 // chunksOf cuts m into PolicyWeights chunks once per key (a version, or
-// referenceVersion) and keeps only the newest policy's and the reference's.
+// referenceVersion) and keeps only the newest policy's and the
+// reference's: cutting a policy version lets go of the older one, cutting
+// the reference lets go of none.
 func (w *publisher) chunksOf(m *gpu.Model, key int64) []*messages.PolicyWeights {
 	if ch, ok := w.chunks[key]; ok {
 		return ch
@@ -176,9 +179,9 @@ func (w *publisher) chunksOf(m *gpu.Model, key int64) []*messages.PolicyWeights 
 		panic(fmt.Sprintf("actors: chunk weights: %v", err)) // the model's own tensors always chunk
 	}
 	for k := range w.chunks {
-		if k != referenceVersion {
+		if k != referenceVersion && key != referenceVersion {
 			delete(w.chunks, k)
-			w.dropBlob(k)
+			w.release(k)
 		}
 	}
 	if w.chunks == nil {
@@ -210,6 +213,7 @@ func (w *publisher) send(c actor.Context, pid *actor.PID, key int64, chunks []*m
 		return
 	}
 	c.ReenterAfter(c.RequestFuture(pid, w.offer(key, chunks), w.timeout), func(res any, err error) {
+		w.answered(key)
 		if err = ackError(res, err, chunks[0].GetVersion()); err == nil {
 			done(res, nil)
 			return
@@ -231,8 +235,9 @@ func (w *publisher) sendChunks(c actor.Context, pid *actor.PID, chunks []*messag
 }
 
 // offer serves chunks under key on the blob server (each encoded when a
-// fetch reaches it: the chunks are the one copy of the weights) and
-// returns the offer that names them.
+// fetch reaches it: the chunks are the one copy of the weights) until
+// the offer it returns is answered, and at least as long as they are the
+// newest (see release).
 func (w *publisher) offer(key int64, chunks []*messages.PolicyWeights) *messages.WeightsOffer {
 	name := blobKey(key)
 	if !w.served[key] {
@@ -242,6 +247,10 @@ func (w *publisher) offer(key int64, chunks []*messages.PolicyWeights) *messages
 		w.served[key] = true
 		w.blobs.Put(name, chunkBlob(chunks))
 	}
+	if w.offers == nil {
+		w.offers = map[int64]int{}
+	}
+	w.offers[key]++
 	return &messages.WeightsOffer{Meta: messages.DeriveMeta(chunks[0].GetMeta()), Version: chunks[0].GetVersion(),
 		Address: w.blobs.Addr(), Key: name, ChunkCount: int32(len(chunks)), Bytes: chunkBytes(chunks)}
 }
@@ -255,12 +264,25 @@ func (c chunkBlob) Parts() int { return len(c) }
 // Part implements node.Blob.
 func (c chunkBlob) Part(i int) ([]byte, error) { return proto.Marshal(c[i]) }
 
-// dropBlob stops serving the chunks of key.
-func (w *publisher) dropBlob(key int64) {
-	if w.served[key] {
-		delete(w.served, key)
-		w.blobs.Delete(blobKey(key))
+// answered notes that an offer of key's chunks has its answer, and
+// releases them if they were the last it kept served.
+func (w *publisher) answered(key int64) {
+	if w.offers[key]--; w.offers[key] <= 0 {
+		delete(w.offers, key)
 	}
+	w.release(key)
+}
+
+// release stops serving the chunks of key once they are no longer kept
+// (a newer version was cut) and no offer of them waits for its answer: a
+// node still fetching a version the learner has moved past gets it
+// whole, and the samples it was asked for with it are not skipped.
+func (w *publisher) release(key int64) {
+	if _, kept := w.chunks[key]; kept || w.offers[key] > 0 || !w.served[key] {
+		return
+	}
+	delete(w.served, key)
+	w.blobs.Delete(blobKey(key))
 }
 
 // blobKey names the chunks of key (a version, or referenceVersion) on the

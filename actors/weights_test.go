@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -192,6 +193,60 @@ func TestPublisherFallsBackToMessages(t *testing.T) {
 				t.Errorf("%d chunk messages reached the generator; want them: %v", n, tc.messages)
 			}
 		})
+	}
+}
+
+// TestPublisherKeepsOfferedWeights: a version's chunks stay on the blob
+// server while they are the newest policy's, whatever else is cut (the
+// reference for a reference scorer that joins), and after a newer
+// version is cut until every offer of them is answered. A generator that
+// joined just before a reference scorer once found its first version
+// gone, and skipped the run's first step.
+func TestPublisherKeepsOfferedWeights(t *testing.T) {
+	s := testSettings(t, testConfig(t, nil))
+	weights := testModels(t, s).Policy.(*gpu.Model).Weights()
+	version := func(v int64) *gpu.Model {
+		m, err := gpu.NewModelFromWeights(s.model, weights, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	server, err := node.NewBlobServer("127.0.0.1", "127.0.0.1", 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	client := node.NewBlobClient(nil)
+	defer client.Close()
+	served := func(key int64) bool {
+		t.Helper()
+		err := client.Fetch(server.Addr(), blobKey(key), 1<<30, 10*time.Second, func([]byte) error { return nil })
+		if err != nil && !errors.Is(err, node.ErrNoBlob) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	w := &publisher{runID: "r", chunkSize: 1000, reference: version(0), tel: quiet(), blobs: server}
+	w.offer(0, w.chunksOf(version(0), 0)) // a generator joins and takes it
+	w.answered(0)
+	w.offer(referenceVersion, w.referenceChunks()) // then a reference scorer
+	if !served(0) || !served(referenceVersion) {
+		t.Fatalf("after the reference was cut: version 0 served %v, the reference %v; want both", served(0), served(referenceVersion))
+	}
+	w.offer(0, w.chunksOf(version(0), 0)) // a second generator joins
+	w.chunksOf(version(1), 1)             // and the learner moves on while it fetches
+	if !served(0) {
+		t.Fatal("version 0 was dropped with its offer unanswered")
+	}
+	w.answered(0)
+	if served(0) {
+		t.Error("version 0 is still served after its offer was answered and version 1 cut")
+	}
+	w.offer(1, w.chunksOf(version(1), 1))
+	w.answered(1)
+	if !served(1) || !served(referenceVersion) {
+		t.Errorf("after their offers were answered: version 1 served %v, the reference %v; want both (they are kept)", served(1), served(referenceVersion))
 	}
 }
 
