@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,7 +12,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/config"
+	"github.com/mgrpo/mgrpo/gpu"
 )
 
 // benchConfig is the small preset at the CI batch size (16 prompts × 8).
@@ -123,4 +127,59 @@ func BenchmarkDeliver(b *testing.B) {
 		}
 		b.ReportMetric(float64(bytes), "bytes/step")
 	})
+}
+
+// BenchmarkWeightSync measures one weight publication to a worker node's
+// actor through the weight port over loopback, as a synchronous step
+// waits for it: the learner cuts its snapshot into chunks, the worker
+// fetches them, checks and assembles them, and builds its model. MB/s
+// counts the float32 weights. Set MGRPO_SYNC_PRESETS (space-separated) to
+// measure others than base, e.g. smollm2-135m (540 MB).
+func BenchmarkWeightSync(b *testing.B) {
+	presets := []string{"base"}
+	if p := os.Getenv("MGRPO_SYNC_PRESETS"); p != "" {
+		presets = strings.Fields(p)
+	}
+	for _, preset := range presets {
+		b.Run("preset="+preset, func(b *testing.B) {
+			cfg, err := gpu.Preset(preset)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := gpu.NewModel(cfg, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			server, err := node.NewBlobServer("127.0.0.1", "127.0.0.1", 0, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer server.Close()
+			client := node.NewBlobClient(nil)
+			defer client.Close()
+			w := &publisher{runID: "bench", chunkSize: config.Default().Cluster.WeightChunkBytes, blobs: server}
+			r := weightReceiver{cfg: cfg, blobs: client}
+			from := actor.NewPID("127.0.0.1:1", "learner")
+			b.SetBytes(int64(cfg.WeightBytes()))
+			b.ResetTimer()
+			weights := m.Weights()
+			for i := range int64(b.N) {
+				b.StopTimer()
+				v, err := gpu.NewModelFromWeights(cfg, weights, i+1) // the learner's snapshot
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				offer := w.offer(i+1, w.chunksOf(v, i+1))
+				got, err := r.fetch(from, offer)
+				if err != nil {
+					b.Fatal(err)
+				}
+				w.answered(i + 1)
+				if got.Version() != i+1 {
+					b.Fatalf("version %d, want %d", got.Version(), i+1)
+				}
+			}
+		})
+	}
 }

@@ -149,10 +149,47 @@ func (s onDeviceSampler) Sample(prompts [][]int, n int, opt gpu.SampleOptions) (
 // TestChunksAssembleOnCUDA: a receiver on the cuda device (a GPU worker
 // node's generator or reference scorer) builds the model that chunks of a
 // device model make on its device, with the sender's weights.
+// The host buffer the weights were assembled in is uploaded and let go:
+// the next version is assembled in it, and each model keeps its own
+// weights.
 func TestChunksAssembleOnCUDA(t *testing.T) {
-	host, _, _, got := chunkRoundTrip(t, gpu.DTypeFloat32)
+	dev, host, _, chunks, got := chunkRoundTrip(t, gpu.DTypeFloat32)
 	if !slices.Equal(got.Weights(), host.Weights()) {
 		t.Fatal("assembled weights differ from the sender's")
+	}
+	a := messages.Assembler{MaxBytes: int64(4 * host.NumParams())}
+	for _, c := range chunks {
+		if _, err := addWeightChunk(&a, host.Config(), dev, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := a.Buffer
+	if len(buf) != host.NumParams() {
+		t.Fatalf("after an upload the assembler holds a buffer of %d weights, want the version's %d", len(buf), host.NumParams())
+	}
+	w2 := host.Weights()
+	for i := range w2 {
+		w2[i] = -w2[i]
+	}
+	next, err := gpu.NewModelFromWeights(host.Config(), w2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks2, err := chunkModel(messages.NewMeta("r", 2, "w", 2), next, 1<<12, &tensorLayout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got2 *gpu.Model
+	for _, c := range chunks2 {
+		if got2, err = addWeightChunk(&a, host.Config(), dev, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if &a.Buffer[0] != &buf[0] {
+		t.Error("the next version was assembled in a new buffer")
+	}
+	if !slices.Equal(got2.Weights(), w2) || !slices.Equal(got.Weights(), host.Weights()) {
+		t.Error("assembling version 2 in version 1's host buffer changed a model's weights")
 	}
 }
 
@@ -163,7 +200,7 @@ func TestChunksAssembleOnCUDA(t *testing.T) {
 // weights are the sender's, and which scores as the sender does, bit for
 // bit.
 func TestBF16ChunksRoundTrip(t *testing.T) {
-	_, sender, chunks, got := chunkRoundTrip(t, gpu.DTypeBF16)
+	_, _, sender, chunks, got := chunkRoundTrip(t, gpu.DTypeBF16)
 	want, bytes := bf16Expected(t, sender)
 	if n := chunkBytes(chunks); n != bytes {
 		t.Errorf("chunks hold %d bytes, want %d (of %d as float32)", n, bytes, 4*sender.NumParams())
@@ -192,9 +229,10 @@ func TestBF16ChunksRoundTrip(t *testing.T) {
 
 // chunkRoundTrip makes a tiny model on the host and on a cuda device of
 // dtype, cuts the device one into chunks and assembles them on that
-// device, as a GPU worker node does: the host model, the sender, its
-// chunks and the model they make (checked to be on the device).
-func chunkRoundTrip(t *testing.T, dtype string) (host, sender *gpu.Model, chunks []*messages.PolicyWeights, got *gpu.Model) {
+// device, as a GPU worker node does: the device, the host model, the
+// sender, its chunks and the model they make (checked to be on the
+// device).
+func chunkRoundTrip(t *testing.T, dtype string) (dev gpu.Device, host, sender *gpu.Model, chunks []*messages.PolicyWeights, got *gpu.Model) {
 	t.Helper()
 	dev, err := gpu.OpenDeviceWith("cuda", gpu.DeviceOptions{DType: dtype})
 	if err != nil {
@@ -220,7 +258,7 @@ func chunkRoundTrip(t *testing.T, dtype string) (host, sender *gpu.Model, chunks
 	if !isOn(got, dev) {
 		t.Fatal("chunks assembled off the device")
 	}
-	return host, sender, chunks, got
+	return dev, host, sender, chunks, got
 }
 
 // bf16Expected is m's weights with its product weights rounded to bf16,

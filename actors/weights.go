@@ -23,8 +23,10 @@ type policySnapshot struct {
 
 // chunkModel splits m's weights into PolicyWeights chunks of at most
 // maxBytes of tensor data each, tagged with m's version, with the tensor
-// names and shapes of l (read from m the first time). The weights are
-// copied once (Model.Weights), and the chunks share that copy. A model
+// names and shapes of l (read from m the first time). The chunks share
+// one buffer: a CPU model's own (a snapshot's, which nothing writes; for
+// SmolLM2-135M that spares a copy of 540 MB a publication), or a copy of
+// a device's weights (Model.Weights). A model
 // whose products run in bf16 (model.dtype bf16) sends its product weights
 // as bf16 (half the bytes): their rounding is all its products read, so a
 // receiver computing in bf16 computes exactly what it does.
@@ -46,8 +48,8 @@ type tensorLayout struct {
 	product []bool            // by tensor: read only as a product weight (Model.ProductWeights)
 }
 
-// tensors returns m's tensors as views of one copy of its weights, the
-// product weights of a bf16 model to travel as bf16.
+// tensors returns m's tensors as views of one buffer of its weights (see
+// chunkModel), the product weights of a bf16 model to travel as bf16.
 func (l *tensorLayout) tensors(m *gpu.Model) ([]messages.Tensor, error) {
 	if l.shapes == nil || l.cfg != m.Config() {
 		if err := l.read(m); err != nil {
@@ -55,7 +57,10 @@ func (l *tensorLayout) tensors(m *gpu.Model) ([]messages.Tensor, error) {
 		}
 	}
 	half := m.DType() == gpu.DTypeBF16
-	flat := m.Weights()
+	flat, host := m.HostWeights()
+	if !host {
+		flat = m.Weights()
+	}
 	out := make([]messages.Tensor, len(l.shapes))
 	off := 0
 	for i, t := range l.shapes {
@@ -105,7 +110,9 @@ func numel(shape []int64) int {
 
 // addWeightChunk adds one chunk to a; once every chunk of the version has
 // arrived it returns the model they make on dev (weights in the sender's
-// tensor order, which is gpu's layout order), else nil.
+// tensor order, which is gpu's layout order), else nil. A model on a
+// device has its weights uploaded: their host buffer becomes a's Buffer,
+// where the next version is assembled. A CPU model keeps it.
 func addWeightChunk(a *messages.Assembler, cfg gpu.Config, dev gpu.Device, w *messages.PolicyWeights) (*gpu.Model, error) {
 	done, err := a.Add(w)
 	if err != nil || !done {
@@ -118,6 +125,9 @@ func addWeightChunk(a *messages.Assembler, cfg gpu.Config, dev gpu.Device, w *me
 	m, err := gpu.NewModelOn(dev, cfg, flat, a.Version()) // flat is the model's, or uploaded and dropped
 	if err != nil {
 		return nil, fmt.Errorf("assemble weights version %d: %w", a.Version(), err)
+	}
+	if _, host := m.HostWeights(); !host {
+		a.Buffer = flat
 	}
 	return m, nil
 }
@@ -135,6 +145,7 @@ type weightReceiver struct {
 	device gpu.Device
 	blobs  blobFetcher // fetches the versions offered (nil: none can be)
 	asm    *messages.Assembler
+	spare  []float32          // on a device: the last fetched version's uploaded host buffer, for the next
 	meter  *meter.Instruments // counts the bytes received (nil: off)
 }
 
@@ -194,7 +205,8 @@ func (w *weightReceiver) fetch(from *actor.PID, m *messages.WeightsOffer) (*gpu.
 	if err := sameHost(from.GetAddress(), m.GetAddress()); err != nil {
 		return nil, err
 	}
-	asm := &messages.Assembler{MaxBytes: w.cfg.WeightBytes()}
+	asm := &messages.Assembler{MaxBytes: w.cfg.WeightBytes(), Buffer: w.spare}
+	defer func() { w.spare = asm.Buffer }() // a failed fetch's buffer too: nothing reads it
 	limit := 2*w.cfg.WeightBytes() + 16<<20 // the tensors, bf16 ones included, and their names and shapes
 	timeout := max(minTimeout, seconds(float64(m.GetBytes())/slowLink))
 	var model *gpu.Model

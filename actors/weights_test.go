@@ -250,6 +250,43 @@ func TestPublisherKeepsOfferedWeights(t *testing.T) {
 	}
 }
 
+// TestCPUReceiverKeepsEachVersion: a CPU node's model computes with the
+// buffer its weights were assembled in, so the next version fetched is
+// assembled in a buffer of its own and the model before it keeps its
+// weights (a device node reuses the buffer it uploaded:
+// TestChunksAssembleOnCUDA).
+func TestCPUReceiverKeepsEachVersion(t *testing.T) {
+	s := testSettings(t, testConfig(t, nil))
+	first, _, server := servedVersion(t, s, 1)
+	w2 := first.Weights()
+	for i := range w2 {
+		w2[i] += 1
+	}
+	second, err := gpu.NewModelFromWeights(s.model, w2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &publisher{runID: "r", chunkSize: 1000, blobs: server}
+	client := node.NewBlobClient(nil)
+	defer client.Close()
+	r := weightReceiver{cfg: s.model, blobs: client}
+	from := actor.NewPID("127.0.0.1:1", "learner")
+	got1, err := r.fetch(from, w.offer(1, w.chunksOf(first, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got2, err := r.fetch(from, w.offer(2, w.chunksOf(second, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.spare != nil {
+		t.Error("a CPU receiver kept a model's buffer to assemble the next version in")
+	}
+	if !slices.Equal(got1.Weights(), first.Weights()) || !slices.Equal(got2.Weights(), w2) {
+		t.Error("fetching version 2 changed version 1's weights, or version 2 differs from the sender's")
+	}
+}
+
 // TestChunkBlobConcurrentFetches: nodes fetching one version at once each
 // get every chunk as it was cut (the chunks are encoded as fetched, from
 // the one copy the publisher keeps).

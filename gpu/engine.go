@@ -107,8 +107,8 @@ type hostWeighter interface {
 // modelWeights returns m's flat weights for reading: the engine's own
 // buffer when it lends one, a copy otherwise.
 func modelWeights(m *Model) []float32 {
-	if h, ok := m.eng.(hostWeighter); ok {
-		return h.hostWeights()
+	if w, ok := m.HostWeights(); ok {
+		return w
 	}
 	return m.Weights()
 }

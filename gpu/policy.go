@@ -125,6 +125,18 @@ func (m *Model) Weights() []float32 {
 	return w
 }
 
+// HostWeights lends the flat weight buffer (layout of TensorNames) that m
+// computes with, for reading only, when m keeps its weights in host
+// memory (a CPU model): nothing may write it, and it is m's as long as m
+// is used. ok is false for a model whose weights live on a device, whose
+// weights Weights copies out.
+func (m *Model) HostWeights() (w []float32, ok bool) {
+	if h, ok := m.eng.(hostWeighter); ok {
+		return h.hostWeights(), true
+	}
+	return nil, false
+}
+
 // TensorNames lists the Hugging Face tensor names in weight-buffer order.
 func (m *Model) TensorNames() []string {
 	l := newLayout(m.cfg)

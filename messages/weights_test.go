@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mgrpo/mgrpo/internal/bf16"
 )
 
 // refTensors is the snapshot the Assembler tests send: 28 bytes in 4
@@ -329,6 +331,104 @@ func TestFlat(t *testing.T) {
 	}
 }
 
+// TestAssemblerBuffer: a version is assembled in Buffer when it has room
+// for MaxBytes, whatever it held, and out of order too; a Buffer without
+// that room is left alone. A newer version that discards a partial one
+// keeps Buffer.
+func TestAssemblerBuffer(t *testing.T) {
+	want := []float32{1, 2, 3, 4, 5, 6, 7}
+	for _, tc := range []struct {
+		name  string
+		room  int
+		order []int
+		used  bool
+	}{
+		{"room for MaxBytes", 7, []int{0, 1, 2, 3}, true},
+		{"more room", 9, []int{0, 1, 2, 3}, true},
+		{"out of order", 7, []int{3, 1, 0, 2}, true},
+		{"too small", 6, []int{0, 1, 2, 3}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := slices.Repeat([]float32{float32(math.NaN())}, tc.room)
+			a := Assembler{MaxBytes: 28, Buffer: buf[:0]}
+			if _, err := a.Add(ChunkWeights(meta(), 1, refTensors(), 8)[0]); err != nil { // a partial version 1
+				t.Fatal(err)
+			}
+			for _, i := range tc.order {
+				if _, err := a.Add(ChunkWeights(meta(), 2, refTensors(), 8)[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := a.Flat()
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("Flat = %v, %v; want %v", got, err, want)
+			}
+			checkTensors(t, &a, refTensors())
+			if in := &got[0] == &buf[0]; in != tc.used && tc.order[0] == 0 {
+				t.Errorf("assembled in Buffer: %v, want %v", in, tc.used)
+			}
+			if touched := !math.IsNaN(float64(buf[0])); touched != tc.used {
+				t.Errorf("Buffer written: %v, want %v", touched, tc.used)
+			}
+		})
+	}
+}
+
+// TestChunkWeightsLarge: a snapshot big enough to be encoded on several
+// goroutines (4 M elements, bf16 and float32 tensors) travels as the
+// element-by-element encoding of each piece, and assembles back exactly
+// (bf16 pieces to their rounding).
+func TestChunkWeightsLarge(t *testing.T) {
+	tensors := []Tensor{
+		{Name: "a", Shape: []int64{1 << 21}, DType: DType_BF16},
+		{Name: "b", Shape: []int64{3, 1 << 19}},
+		{Name: "c", Shape: []int64{1<<19 + 7}, DType: DType_BF16},
+	}
+	for i := range tensors {
+		n := int64(1)
+		for _, d := range tensors[i].Shape {
+			n *= d
+		}
+		tensors[i].Data = make([]float32, n)
+		for j := range tensors[i].Data {
+			tensors[i].Data[j] = float32(math.Sin(float64(i*7919 + j)))
+		}
+	}
+	chunks := ChunkWeights(meta(), 1, tensors, 1<<16)
+	byName := map[string]Tensor{}
+	for _, x := range tensors {
+		byName[x.Name] = x
+	}
+	a := Assembler{MaxBytes: 4 * (1<<21 + 3<<19 + 1<<19 + 7)}
+	for _, c := range chunks {
+		for _, p := range c.GetTensors() {
+			size := int64(dtypeSize(p.GetDtype()))
+			src := byName[p.GetName()].Data[p.GetOffset()/size:][:int64(len(p.GetData()))/size]
+			if !slices.Equal(p.GetData(), encodeAs(p.GetDtype(), src)) {
+				t.Fatalf("chunk %d, %s at %d: not the encoding of its elements", c.GetChunkIndex(), p.GetName(), p.GetOffset())
+			}
+		}
+		if _, err := a.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := a.Tensors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range got {
+		for j, v := range g.Data {
+			want := tensors[i].Data[j]
+			if tensors[i].DType == DType_BF16 {
+				want = bf16.Float32(bf16.Round(want))
+			}
+			if v != want {
+				t.Fatalf("%s[%d] = %v, want %v", g.Name, j, v, want)
+			}
+		}
+	}
+}
+
 // TestFloatBytes checks the wire form of float32 data against the
 // element-by-element little-endian encoding, both ways, bit for bit
 // (NaN payloads and -0 included).
@@ -395,5 +495,24 @@ func TestBF16Chunks(t *testing.T) {
 				t.Errorf("chunk size %d: tensor %s reports %s, want %s", size, got[i].Name, got[i].DType, want[i].DType)
 			}
 		}
+	}
+}
+
+// BenchmarkChunkWeights cuts a snapshot of 32 M weights (128 MB as
+// float32) into 1 MiB chunks, as float32 (no copy on a little-endian
+// machine) and as bf16 (each weight rounded). MB/s counts float32 bytes.
+func BenchmarkChunkWeights(b *testing.B) {
+	data := make([]float32, 32<<20)
+	for i := range data {
+		data[i] = float32(i) * 1e-7
+	}
+	for _, d := range []DType{DType_FLOAT32, DType_BF16} {
+		b.Run("dtype="+d.String(), func(b *testing.B) {
+			tensors := []Tensor{{Name: "w", Shape: []int64{int64(len(data))}, Data: data, DType: d}}
+			b.SetBytes(int64(4 * len(data)))
+			for range b.N {
+				ChunkWeights(meta(), 1, tensors, 1<<20)
+			}
+		})
 	}
 }
