@@ -24,7 +24,7 @@ goblas = if test -e $(OPENBLAS_DIR)/libopenblas.so; then \
 FUZZ_TARGETS := FuzzCountdownVerify:./rewards/tasks FuzzAdditionVerify:./rewards/tasks \
 	FuzzWordProblemsVerify:./rewards/tasks FuzzLoadJSONL:./rewards/tasks \
 	FuzzExtractAnswer:./rewards FuzzPrepare:./rewards FuzzRead:./gpu/safetensors \
-	FuzzAssembler:./messages
+	FuzzAssembler:./messages FuzzParseWeights:./messages
 
 .DEFAULT_GOAL := help
 .PHONY: help deps build build-cuda run test test-long fuzz bench bench-peer proto proto-check lint protoc-installed cuda-check jaeger trace-demo

@@ -8,7 +8,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	oteltrace "go.opentelemetry.io/otel/trace"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/gpu"
@@ -255,14 +254,15 @@ func (w *publisher) offer(key int64, chunks []*messages.PolicyWeights) *messages
 		Address: w.blobs.Addr(), Key: name, ChunkCount: int32(len(chunks)), Bytes: chunkBytes(chunks)}
 }
 
-// chunkBlob serves a version's chunks, each protobuf-encoded when fetched.
+// chunkBlob serves a version's chunks, each protobuf-encoded when fetched
+// around its tensors' data, which go out from the snapshot's memory.
 type chunkBlob []*messages.PolicyWeights
 
 // Parts implements node.Blob.
 func (c chunkBlob) Parts() int { return len(c) }
 
 // Part implements node.Blob.
-func (c chunkBlob) Part(i int) ([]byte, error) { return proto.Marshal(c[i]) }
+func (c chunkBlob) Part(i int) ([][]byte, error) { return messages.WeightsPieces(c[i]) }
 
 // answered notes that an offer of key's chunks has its answer, and
 // releases them if they were the last it kept served.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/gpu"
@@ -211,15 +210,14 @@ func (w *weightReceiver) fetch(from *actor.PID, m *messages.WeightsOffer) (*gpu.
 	timeout := max(minTimeout, seconds(float64(m.GetBytes())/slowLink))
 	var model *gpu.Model
 	err := w.blobs.Fetch(m.GetAddress(), m.GetKey(), limit, timeout, func(part []byte) error {
-		pw := &messages.PolicyWeights{}
-		if err := proto.Unmarshal(part, pw); err != nil {
+		pw, err := messages.ParseWeights(part) // its data read where they arrived, then copied once into asm
+		if err != nil {
 			return fmt.Errorf("weights version %d: a chunk: %w", m.GetVersion(), err)
 		}
 		if pw.GetVersion() != m.GetVersion() {
 			return fmt.Errorf("a chunk of weights version %d where version %d was offered", pw.GetVersion(), m.GetVersion())
 		}
 		w.meter.WeightsReceived(chunkBytes([]*messages.PolicyWeights{pw}))
-		var err error
 		model, err = addWeightChunk(asm, w.cfg, w.device, pw)
 		return err
 	})

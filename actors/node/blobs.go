@@ -61,10 +61,13 @@ var ErrNoBlob = errors.New("node: no such blob")
 
 // Blob is what a BlobServer serves under a key: its parts, in order, each
 // made when a fetch reaches it (encoded on demand, so that a large blob
-// need not be held twice). Part must be safe for concurrent use.
+// need not be held twice). A part is a list of pieces sent one after
+// another as its bytes, so that it can be written from where its data
+// lie without being gathered into one buffer. Part must be safe for
+// concurrent use.
 type Blob interface {
 	Parts() int
-	Part(i int) ([]byte, error)
+	Part(i int) ([][]byte, error)
 }
 
 // Parts is a Blob of parts held in memory.
@@ -74,7 +77,7 @@ type Parts [][]byte
 func (p Parts) Parts() int { return len(p) }
 
 // Part implements Blob.
-func (p Parts) Part(i int) ([]byte, error) { return p[i], nil }
+func (p Parts) Part(i int) ([][]byte, error) { return [][]byte{p[i]}, nil }
 
 // BlobServer serves blobs on a listener of its own (Node.ServeBlobs).
 // Safe for concurrent use.
@@ -253,15 +256,21 @@ func (s *BlobServer) respond(c net.Conn, w *bufio.Writer, key string) error {
 	binary.BigEndian.PutUint32(head[:4], uint32(b.Parts()))
 	w.Write(head[:4])
 	for i := range b.Parts() {
-		p, err := b.Part(i)
+		pieces, err := b.Part(i)
 		if err != nil {
 			return err
 		}
-		c.SetWriteDeadline(time.Now().Add(blobIdle + time.Duration(len(p)/blobRate)*time.Second))
-		binary.BigEndian.PutUint64(head[:], uint64(len(p)))
+		n := 0
+		for _, p := range pieces {
+			n += len(p)
+		}
+		c.SetWriteDeadline(time.Now().Add(blobIdle + time.Duration(n/blobRate)*time.Second))
+		binary.BigEndian.PutUint64(head[:], uint64(n))
 		w.Write(head[:])
-		if _, err := w.Write(p); err != nil {
-			return err
+		for _, p := range pieces {
+			if _, err := w.Write(p); err != nil { // a piece larger than w's buffer goes to c without a copy
+				return err
+			}
 		}
 	}
 	return w.Flush()
@@ -310,10 +319,16 @@ type BlobClient struct {
 
 // blobConn is a client's connection to one server.
 type blobConn struct {
-	mu sync.Mutex // one fetch at a time
-	c  net.Conn   // nil: not connected
-	r  *bufio.Reader
+	mu   sync.Mutex // one fetch at a time
+	c    net.Conn   // nil: not connected
+	r    *bufio.Reader
+	part []byte // where the next part is read when it fits: the last one's memory
 }
+
+// maxKeptPart bounds the part buffer a connection keeps between parts
+// (a weight chunk is 1 MiB by default); a larger part is read into memory
+// of its own.
+const maxKeptPart = 64 << 20
 
 // Blobs returns the node's blob client, with the node's TLS.
 func (n *Node) Blobs() *BlobClient {
@@ -337,6 +352,8 @@ func NewBlobClient(t *TLSConfigs) *BlobClient {
 // all before reading it. A connection kept from an earlier fetch that
 // fails before anything was handed on is dialled again once (the server
 // may have closed it meanwhile). ErrNoBlob: the server does not hold key.
+// A part is each's only until each returns: the next part is read into
+// the same memory, so that a blob of many parts allocates one.
 func (b *BlobClient) Fetch(addr, key string, limit int64, timeout time.Duration, each func(part []byte) error) error {
 	if len(key) > maxBlobKey {
 		return fmt.Errorf("fetch blob %q: a key of %d bytes (at most %d)", key, len(key), maxBlobKey)
@@ -424,7 +441,7 @@ func fetchOn(bc *blobConn, key string, limit int64, deadline time.Time, each fun
 		if total += int64(n); n > uint64(limit) || total > limit {
 			return handed, fmt.Errorf("a blob of more than %d bytes", limit)
 		}
-		part := make([]byte, n)
+		part := bc.buffer(int(n))
 		if _, err := io.ReadFull(bc.r, part); err != nil {
 			return handed, err
 		}
@@ -434,6 +451,20 @@ func fetchOn(bc *blobConn, key string, limit int64, deadline time.Time, each fun
 		}
 	}
 	return handed, nil
+}
+
+// buffer returns n bytes to read a part into: the connection's part
+// buffer when it has room, else new memory, kept for the next part when
+// it is no larger than maxKeptPart.
+func (bc *blobConn) buffer(n int) []byte {
+	if n <= cap(bc.part) {
+		return bc.part[:n]
+	}
+	p := make([]byte, n)
+	if n <= maxKeptPart {
+		bc.part = p
+	}
+	return p
 }
 
 // Close closes the client's connections.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // blobServer starts a blob server on 127.0.0.1 with t's TLS (nil:
@@ -26,7 +27,7 @@ func blobServer(t *testing.T, tc *TLSConfigs, notes *lockedBuffer) *BlobServer {
 func fetchAll(c *BlobClient, addr, key string, limit int64) ([][]byte, error) {
 	var parts [][]byte
 	err := c.Fetch(addr, key, limit, 10*time.Second, func(p []byte) error {
-		parts = append(parts, p)
+		parts = append(parts, bytes.Clone(p)) // p is the client's until this returns
 		return nil
 	})
 	return parts, err
@@ -182,11 +183,46 @@ func (s *BlobServer) dropConns() {
 type failingBlob struct{}
 
 func (failingBlob) Parts() int { return 3 }
-func (failingBlob) Part(i int) ([]byte, error) {
+func (failingBlob) Part(i int) ([][]byte, error) {
 	if i == 1 {
 		return nil, errors.New("no part")
 	}
-	return []byte{byte(i)}, nil
+	return [][]byte{{byte(i)}}, nil
+}
+
+// piecedBlob's parts are each sent as several pieces.
+type piecedBlob [][][]byte
+
+func (p piecedBlob) Parts() int                   { return len(p) }
+func (p piecedBlob) Part(i int) ([][]byte, error) { return p[i], nil }
+
+// TestBlobPieces: a part made of pieces arrives as their bytes one after
+// another, and the parts of a blob are read into one buffer.
+func TestBlobPieces(t *testing.T) {
+	var notes lockedBuffer
+	s := blobServer(t, nil, &notes)
+	big := bytes.Repeat([]byte{9}, 200<<10) // past the server's write buffer: written from where it lies
+	s.Put("p", piecedBlob{{[]byte("ab"), nil, big, []byte("c")}, {}, {[]byte("de"), {}}, {[]byte("fgh")}})
+	want := [][]byte{append(append([]byte("ab"), big...), 'c'), {}, []byte("de"), []byte("fgh")}
+	c := NewBlobClient(nil)
+	defer c.Close()
+	var first *byte
+	i := 0
+	err := c.Fetch(s.Addr(), "p", 1<<20, 10*time.Second, func(p []byte) error {
+		if !bytes.Equal(p, want[i]) {
+			t.Errorf("part %d: %d bytes, want %d", i, len(p), len(want[i]))
+		}
+		if i == 0 {
+			first = unsafe.SliceData(p)
+		} else if len(p) > 0 && unsafe.SliceData(p) != first {
+			t.Errorf("part %d was read into new memory, not the first part's", i)
+		}
+		i++
+		return nil
+	})
+	if err != nil || i != len(want) {
+		t.Fatalf("%d parts, %v", i, err)
+	}
 }
 
 // TestBlobPartFails: a part the blob cannot make ends the fetch with an
