@@ -11,6 +11,8 @@
 # CORES_PER_NODE=K gives each process K cores of its own, as separate machines would:
 # --role all and the learner on cores 0..K-1, the generator node on K..2K-1, the
 # reward+reference node on 2K..3K-1 (taskset, GOMAXPROCS=K); it needs 3K cores.
+# TRACE=1 ends with one traced pair of each preset (every step sampled) and the medians of when
+# each milestone of a step came, each way (docs/analysis/critical-path.py).
 set -euo pipefail
 steps=${1:-200}
 presets=${PRESETS:-tiny small base}
@@ -77,6 +79,12 @@ pair() {
 }
 sps() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])["steps_per_s"])' "$1"; }
 
+# preset_flags PRESET: the flags of a preset's runs, from its initialisation.
+preset_flags() {
+  echo --model.preset "$1" --train.warm_start_steps 0 --train.steps "$preset_steps" --train.eval_every 0 \
+    --train.checkpoint_every 0 --output.sample_every 0 --train.guard warn
+}
+
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), cores per node: ${k/#0/shared}"
 if [[ ${RECIPE:-1} != 0 ]]; then
   "${node0[@]}" "$bin" --output.dir "$work" --output.name warm --train.steps 1 >/dev/null
@@ -88,8 +96,7 @@ for round in $(seq "$rounds"); do
       --train.checkpoint_every 0 --output.sample_every 0
   fi
   for preset in $presets; do
-    pair "$preset preset" "$preset" --model.preset "$preset" --train.warm_start_steps 0 --train.steps "$preset_steps" \
-      --train.eval_every 0 --train.checkpoint_every 0 --output.sample_every 0 --train.guard warn
+    pair "$preset preset" "$preset" $(preset_flags "$preset")
   done
 done
 if (( rounds > 1 )); then # medians over the rounds: --role all, 3 processes, and of the rounds' ratios
@@ -103,4 +110,15 @@ for label, r in by.items():
     print(f"{label}: {len(r)} rounds, median steps/s --role all {statistics.median(a for a, _ in r):.1f}, "
           f"3 processes {statistics.median(t for _, t in r):.1f}, median ratio {statistics.median(t / a for a, t in r):.2f}")
 PY
+fi
+if [[ ${TRACE:-0} != 0 ]]; then # one traced pair of each preset: when each milestone of a step came
+  for preset in $presets; do
+    trace=(--trace.sample_ratio 1 --trace.file)
+    "${node0[@]}" "$bin" --role all --output.dir "$work" --output.name "trace-all-$preset" $(preset_flags "$preset") \
+      "${trace[@]}" "$work/trace-all-$preset.jsonl" >/dev/null
+    cluster "trace-three-$preset" $(preset_flags "$preset") "${trace[@]}" "$work/trace-three-$preset.jsonl" # the workers' spans too
+    echo "# $preset preset, one traced run each way ($preset_steps steps)"
+    python3 "$(dirname "${BASH_SOURCE[0]}")/analysis/critical-path.py" "--role all=$work/trace-all-$preset.jsonl" \
+      "3 processes=$work/trace-three-$preset.jsonl"
+  done
 fi

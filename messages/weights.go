@@ -92,6 +92,12 @@ func encodePieces(pieces []encodePiece) {
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), work/parallelEncode+1)
+	if workers == 1 { // float32 views, or little to round: no goroutine to wait for
+		for _, p := range pieces {
+			p.c.Data = encodeAs(p.c.GetDtype(), p.data)
+		}
+		return
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
