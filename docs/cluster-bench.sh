@@ -12,7 +12,8 @@
 # --role all and the learner on cores 0..K-1, the generator node on K..2K-1, the
 # reward+reference node on 2K..3K-1 (taskset, GOMAXPROCS=K); it needs 3K cores.
 # TRACE=1 ends with one traced pair of each preset (every step sampled) and the medians of when
-# each milestone of a step came, each way (docs/analysis/critical-path.py).
+# each milestone of a step came, each way (docs/analysis/critical-path.py). EXTRA="FLAGS" adds
+# flags to every preset run (EXTRA="--train.prompts_per_part 4": smaller parts).
 set -euo pipefail
 steps=${1:-200}
 presets=${PRESETS:-tiny small base}
@@ -79,10 +80,10 @@ pair() {
 }
 sps() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])["steps_per_s"])' "$1"; }
 
-# preset_flags PRESET: the flags of a preset's runs, from its initialisation.
+# preset_flags PRESET: the flags of a preset's runs, from its initialisation, and EXTRA's.
 preset_flags() {
   echo --model.preset "$1" --train.warm_start_steps 0 --train.steps "$preset_steps" --train.eval_every 0 \
-    --train.checkpoint_every 0 --output.sample_every 0 --train.guard warn
+    --train.checkpoint_every 0 --output.sample_every 0 --train.guard warn ${EXTRA:-}
 }
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), cores per node: ${k/#0/shared}"
