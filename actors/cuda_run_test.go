@@ -227,6 +227,46 @@ func TestBF16ChunksRoundTrip(t *testing.T) {
 	}
 }
 
+// TestBF16ChunksOwnTheirData: a bf16 model on a device is read into the
+// layout's one buffer at every cut, and the chunks of a version keep none
+// of it: cutting the next version leaves them the first version's.
+func TestBF16ChunksOwnTheirData(t *testing.T) {
+	dev, host, sender, _, _ := chunkRoundTrip(t, gpu.DTypeBF16)
+	var l tensorLayout
+	first, err := chunkModel(messages.NewMeta("r", 1, "w", 1), sender, 1<<12, &l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged := &l.staged[0]
+	w2 := host.Weights()
+	for i := range w2 {
+		w2[i] = -w2[i]
+	}
+	next, err := gpu.NewModelFromWeights(host.Config(), w2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next, err = next.On(dev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chunkModel(messages.NewMeta("r", 2, "w", 2), next, 1<<12, &l); err != nil {
+		t.Fatal(err)
+	}
+	if &l.staged[0] != staged {
+		t.Error("the second cut read the weights into a new buffer")
+	}
+	a := messages.Assembler{MaxBytes: host.Config().WeightBytes()}
+	var got *gpu.Model
+	for _, c := range first {
+		if got, err = addWeightChunk(&a, host.Config(), dev, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want, _ := bf16Expected(t, sender); !slices.Equal(got.Weights(), want) {
+		t.Fatal("cutting version 2 changed version 1's chunks")
+	}
+}
+
 // chunkRoundTrip makes a tiny model on the host and on a cuda device of
 // dtype, cuts the device one into chunks and assembles them on that
 // device, as a GPU worker node does: the device, the host model, the
@@ -306,5 +346,44 @@ func TestRunRefusesGPUBatchAtStart(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Output.Dir, "run")); !os.IsNotExist(err) {
 		t.Errorf("the refused run left its directory: %v", err)
+	}
+}
+
+// BenchmarkCutDeviceModel times the learner cutting a bf16 device model's
+// chunks, as every publication to another node does: reading its weights
+// out of the device, rounding the product weights, copying the rest.
+// MGRPO_SYNC_PRESETS picks the models (default base).
+func BenchmarkCutDeviceModel(b *testing.B) {
+	presets := []string{"base"}
+	if p := os.Getenv("MGRPO_SYNC_PRESETS"); p != "" {
+		presets = strings.Fields(p)
+	}
+	dev, err := gpu.OpenDeviceWith("cuda", gpu.DeviceOptions{DType: gpu.DTypeBF16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	for _, preset := range presets {
+		b.Run("preset="+preset, func(b *testing.B) {
+			cfg, err := gpu.Preset(preset)
+			if err != nil {
+				b.Fatal(err)
+			}
+			host, err := gpu.NewModel(cfg, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := host.On(dev)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var l tensorLayout
+			b.SetBytes(cfg.WeightBytes())
+			for i := range int64(b.N) {
+				if _, err := chunkModel(messages.NewMeta("bench", i, "w", i), m, 1<<20, &l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

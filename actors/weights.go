@@ -28,7 +28,10 @@ type policySnapshot struct {
 // a device's weights (Model.Weights). A model
 // whose products run in bf16 (model.dtype bf16) sends its product weights
 // as bf16 (half the bytes): their rounding is all its products read, so a
-// receiver computing in bf16 computes exactly what it does.
+// receiver computing in bf16 computes exactly what it does. Such a model
+// on a device is read into l's buffer, the same every time: its product
+// weights are rounded into bytes of their own and the rest copied, so the
+// chunks keep none of it.
 func chunkModel(meta *messages.StepMeta, m *gpu.Model, maxBytes int, l *tensorLayout) ([]*messages.PolicyWeights, error) {
 	tensors, err := l.tensors(m)
 	if err != nil {
@@ -45,6 +48,8 @@ type tensorLayout struct {
 	cfg     gpu.Config
 	shapes  []messages.Tensor // no Data
 	product []bool            // by tensor: read only as a product weight (Model.ProductWeights)
+	rest    int               // weights of the tensors that are not product weights
+	staged  []float32         // a bf16 device model's weights, read here by every cut (tensors)
 }
 
 // tensors returns m's tensors as views of one buffer of its weights (see
@@ -57,17 +62,35 @@ func (l *tensorLayout) tensors(m *gpu.Model) ([]messages.Tensor, error) {
 	}
 	half := m.DType() == gpu.DTypeBF16
 	flat, host := m.HostWeights()
-	if !host {
+	staged := !host && half
+	switch {
+	case staged:
+		if len(l.staged) != m.NumParams() {
+			l.staged = make([]float32, m.NumParams())
+		}
+		if err := m.ReadWeights(l.staged); err != nil {
+			return nil, err
+		}
+		flat = l.staged
+	case !host:
 		flat = m.Weights()
+	}
+	var own []float32 // staged: the copy of the float32 tensors, which their chunks keep
+	if staged {
+		own = make([]float32, 0, l.rest)
 	}
 	out := make([]messages.Tensor, len(l.shapes))
 	off := 0
 	for i, t := range l.shapes {
 		n := numel(t.Shape)
-		out[i] = messages.Tensor{Name: t.Name, Shape: t.Shape, Data: flat[off : off+n : off+n]}
+		data, dtype := flat[off:off+n:off+n], messages.DType_FLOAT32
 		if half && l.product[i] {
-			out[i].DType = messages.DType_BF16
+			dtype = messages.DType_BF16 // rounded into bytes of their own (messages.ChunkWeights)
+		} else if staged {
+			own = append(own, data...)
+			data = own[len(own)-n : len(own) : len(own)]
 		}
+		out[i] = messages.Tensor{Name: t.Name, Shape: t.Shape, Data: data, DType: dtype}
 		off += n
 	}
 	return out, nil
@@ -94,7 +117,12 @@ func (l *tensorLayout) read(m *gpu.Model) error {
 	if total != m.NumParams() {
 		return fmt.Errorf("%w: tensors of %d weights in a buffer of %d", messages.ErrShape, total, m.NumParams())
 	}
-	l.cfg, l.shapes, l.product = m.Config(), shapes, m.ProductWeights()
+	l.cfg, l.shapes, l.product, l.rest = m.Config(), shapes, m.ProductWeights(), 0
+	for i, s := range shapes {
+		if !l.product[i] {
+			l.rest += numel(s.Shape)
+		}
+	}
 	return nil
 }
 

@@ -119,10 +119,21 @@ func (m *Model) NumParams() int { return m.cfg.NumParams() }
 // device failure, not an input error).
 func (m *Model) Weights() []float32 {
 	w := make([]float32, m.NumParams())
-	if err := m.eng.ReadWeights(w, 0); err != nil {
+	if err := m.ReadWeights(w); err != nil {
 		panic(fmt.Sprintf("gpu: read weights: %v", err))
 	}
 	return w
+}
+
+// ReadWeights copies the flat weight buffer (layout of TensorNames) into
+// dst, which holds NumParams weights: what Weights returns, into memory
+// the caller reuses (a device model's weights read out every step need
+// not be allocated and first touched every step).
+func (m *Model) ReadWeights(dst []float32) error {
+	if len(dst) != m.NumParams() {
+		return fmt.Errorf("%w: read %d weights into a buffer of %d", ErrBadInput, m.NumParams(), len(dst))
+	}
+	return m.eng.ReadWeights(dst, 0)
 }
 
 // HostWeights lends the flat weight buffer (layout of TensorNames) that m

@@ -93,3 +93,22 @@ func TestProductWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestReadWeights: ReadWeights fills a buffer with what Weights returns,
+// and refuses one of another length with ErrBadInput.
+func TestReadWeights(t *testing.T) {
+	cfg, _ := Preset("tiny")
+	m, err := NewModel(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]float32, m.NumParams())
+	if err := m.ReadWeights(dst); err != nil || !slices.Equal(dst, m.Weights()) {
+		t.Errorf("ReadWeights: %v, or weights other than Weights'", err)
+	}
+	for _, n := range []int{0, m.NumParams() - 1, m.NumParams() + 1} {
+		if err := m.ReadWeights(make([]float32, n)); !errors.Is(err, ErrBadInput) {
+			t.Errorf("a buffer of %d: %v, want ErrBadInput", n, err)
+		}
+	}
+}
