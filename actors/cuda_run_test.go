@@ -167,14 +167,8 @@ func TestChunksAssembleOnCUDA(t *testing.T) {
 	if len(buf) != host.NumParams() {
 		t.Fatalf("after an upload the assembler holds a buffer of %d weights, want the version's %d", len(buf), host.NumParams())
 	}
-	w2 := host.Weights()
-	for i := range w2 {
-		w2[i] = -w2[i]
-	}
-	next, err := gpu.NewModelFromWeights(host.Config(), w2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := negated(t, host)
+	w2 := next.Weights()
 	chunks2, err := chunkModel(messages.NewMeta("r", 2, "w", 2), next, 1<<12, &tensorLayout{})
 	if err != nil {
 		t.Fatal(err)
@@ -238,15 +232,8 @@ func TestBF16ChunksOwnTheirData(t *testing.T) {
 		t.Fatal(err)
 	}
 	staged := &l.staged[0]
-	w2 := host.Weights()
-	for i := range w2 {
-		w2[i] = -w2[i]
-	}
-	next, err := gpu.NewModelFromWeights(host.Config(), w2, 2)
+	next, err := negated(t, host).On(dev)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if next, err = next.On(dev); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chunkModel(messages.NewMeta("r", 2, "w", 2), next, 1<<12, &l); err != nil {
@@ -265,6 +252,20 @@ func TestBF16ChunksOwnTheirData(t *testing.T) {
 	if want, _ := bf16Expected(t, sender); !slices.Equal(got.Weights(), want) {
 		t.Fatal("cutting version 2 changed version 1's chunks")
 	}
+}
+
+// negated is version 2 of host: its weights negated, on the CPU.
+func negated(t *testing.T, host *gpu.Model) *gpu.Model {
+	t.Helper()
+	w := host.Weights()
+	for i := range w {
+		w[i] = -w[i]
+	}
+	m, err := gpu.NewModelFromWeights(host.Config(), w, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // chunkRoundTrip makes a tiny model on the host and on a cuda device of
