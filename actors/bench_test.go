@@ -136,11 +136,7 @@ func BenchmarkDeliver(b *testing.B) {
 // counts the float32 weights. Set MGRPO_SYNC_PRESETS (space-separated) to
 // measure others than base, e.g. smollm2-135m (540 MB).
 func BenchmarkWeightSync(b *testing.B) {
-	presets := []string{"base"}
-	if p := os.Getenv("MGRPO_SYNC_PRESETS"); p != "" {
-		presets = strings.Fields(p)
-	}
-	for _, preset := range presets {
+	for _, preset := range syncPresets() {
 		b.Run("preset="+preset, func(b *testing.B) {
 			cfg, err := gpu.Preset(preset)
 			if err != nil {
@@ -182,4 +178,13 @@ func BenchmarkWeightSync(b *testing.B) {
 			}
 		})
 	}
+}
+
+// syncPresets are the presets the weight benchmarks measure:
+// MGRPO_SYNC_PRESETS (space-separated), else base.
+func syncPresets() []string {
+	if p := os.Getenv("MGRPO_SYNC_PRESETS"); p != "" {
+		return strings.Fields(p)
+	}
+	return []string{"base"}
 }

@@ -355,16 +355,12 @@ func TestRunRefusesGPUBatchAtStart(t *testing.T) {
 // out of the device, rounding the product weights, copying the rest.
 // MGRPO_SYNC_PRESETS picks the models (default base).
 func BenchmarkCutDeviceModel(b *testing.B) {
-	presets := []string{"base"}
-	if p := os.Getenv("MGRPO_SYNC_PRESETS"); p != "" {
-		presets = strings.Fields(p)
-	}
 	dev, err := gpu.OpenDeviceWith("cuda", gpu.DeviceOptions{DType: gpu.DTypeBF16})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer dev.Close()
-	for _, preset := range presets {
+	for _, preset := range syncPresets() {
 		b.Run("preset="+preset, func(b *testing.B) {
 			cfg, err := gpu.Preset(preset)
 			if err != nil {
