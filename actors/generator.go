@@ -141,13 +141,15 @@ type generatorActor struct {
 // on dev.
 func newGeneratorProps(id string, s generateSettings, dev gpu.Device, blobs blobFetcher, tel telemetry, slot *policySlot) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &generatorActor{id: id, settings: s, tel: tel, slot: slot, weights: weightReceiver{cfg: s.model, device: dev, blobs: blobs, meter: tel.meter}}
+		return &generatorActor{id: id, settings: s, tel: tel, slot: slot, weights: weightReceiver{cfg: s.model, device: dev, blobs: blobs, channel: weightsChannel, meter: tel.meter}}
 	})
 }
 
 // Receive implements actor.Actor.
 func (a *generatorActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
+	case *actor.Stopping, *actor.Restarting:
+		a.weights.stop()
 	case *policySnapshot:
 		a.slot.set(m.model)
 	case *messages.PolicyWeights:

@@ -245,6 +245,9 @@ func (w *publisher) offer(key int64, chunks []*messages.PolicyWeights) *messages
 		}
 		w.served[key] = true
 		w.blobs.Put(name, chunkBlob(chunks))
+		if key != referenceVersion {
+			w.blobs.Announce(weightsChannel, name) // generator nodes awaiting it fetch it now (weightReceiver.fetchAhead)
+		}
 	}
 	if w.offers == nil {
 		w.offers = map[int64]int{}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/mgrpo/mgrpo/actors/meter"
+	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 )
@@ -164,22 +166,45 @@ func addWeightChunk(a *messages.Assembler, cfg gpu.Config, dev gpu.Device, w *me
 // protocol fault).
 var errNoWeights = errors.New("actors: no weights received yet")
 
+// weightsChannel is the blob channel on which a learner node announces
+// each policy version it serves (node.BlobServer.Announce), so that a
+// generator node fetches it as soon as it is cut, while the offer naming
+// it is on its way.
+const weightsChannel = "weights"
+
 // weightReceiver assembles the PolicyWeights chunks one stage actor is
 // sent into models of cfg on device, where the stage runs its models
 // (model.device: a GPU node's weights go to its GPU once assembled).
 type weightReceiver struct {
-	cfg    gpu.Config
-	device gpu.Device
-	blobs  blobFetcher // fetches the versions offered (nil: none can be)
-	asm    *messages.Assembler
-	spare  []float32          // on a device: the last fetched version's uploaded host buffer, for the next
-	meter  *meter.Instruments // counts the bytes received (nil: off)
+	cfg     gpu.Config
+	device  gpu.Device
+	blobs   blobFetcher // fetches the versions offered (nil: none can be)
+	channel string      // awaits the versions announced there, fetching each ahead of its offer ("": no)
+	asm     *messages.Assembler
+	spare   []float32          // on a device: the last fetched version's uploaded host buffer, for the next
+	meter   *meter.Instruments // counts the bytes received (nil: off)
+	next    *ahead             // the version after the one in use, being fetched ahead (nil: none)
 }
 
-// blobFetcher fetches a blob from a learner node's blob server
-// (node.BlobClient).
+// blobFetcher fetches a blob from a learner node's blob server, or awaits
+// the next one announced there (node.BlobClient).
 type blobFetcher interface {
 	Fetch(addr, key string, limit int64, timeout time.Duration, each func(part []byte) error) error
+	Await(ctx context.Context, addr, channel, held string, limit int64, timeout time.Duration, each func(part []byte) error) (string, error)
+}
+
+// ahead is a version fetched before its offer came: the first that the
+// learner node at addr announced after the one the actor took. Its
+// fields past done are set once done is closed.
+type ahead struct {
+	addr   string
+	after  int64 // the version the actor took
+	cancel context.CancelFunc
+	done   chan struct{}
+	key    string     // the blob's key, as its offer names it
+	model  *gpu.Model // nil: it could not be fetched whole
+	err    error
+	spare  []float32 // the receiver's spare buffer, handed back
 }
 
 // receive adds chunk m and, once its version is complete, hands the
@@ -211,8 +236,15 @@ func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyW
 // when it could not: the actor keeps no older weights), then answers the
 // offer with WeightsApplied, or with a SkipNotice (stage SYNC) saying why
 // not: the learner then sends the chunks as messages.
+//
+// The version offered may have been fetched already (fetchAhead); once
+// it is in use, the receiver awaits the next.
 func (w *weightReceiver) pull(c actor.Context, id string, m *messages.WeightsOffer, install func(*gpu.Model)) {
-	model, err := w.fetch(c.Sender(), m)
+	model := w.fetched(c.Sender(), m)
+	var err error
+	if model == nil {
+		model, err = w.fetch(c.Sender(), m)
+	}
 	install(model)
 	if err != nil {
 		c.Logger().Warn("weights offer not taken", "actor", id, "err", err)
@@ -220,7 +252,93 @@ func (w *weightReceiver) pull(c actor.Context, id string, m *messages.WeightsOff
 		return
 	}
 	c.Respond(&messages.WeightsApplied{Meta: messages.DeriveMeta(m.GetMeta()), Version: m.GetVersion(), Actor: id})
+	w.fetchAhead(m)
 }
+
+// fetchAhead starts fetching the version after the one m offered as soon
+// as its learner node announces it on the receiver's channel: that is
+// when the version is cut, a proto.actor trip before its offer arrives
+// here, so the fetch and the model's building overlap the offer's trip
+// instead of following it. The fetch keeps every check of fetch's but the
+// version's, which fetched makes. Without a channel it does nothing.
+func (w *weightReceiver) fetchAhead(m *messages.WeightsOffer) {
+	if w.channel == "" || w.blobs == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &ahead{addr: m.GetAddress(), after: m.GetVersion(), cancel: cancel, done: make(chan struct{})}
+	spare, cfg, dev, blobs, mt, channel := w.spare, w.cfg, w.device, w.blobs, w.meter, w.channel
+	w.spare, w.next = nil, a // the fetch ahead assembles in the spare buffer, and hands it back
+	timeout := fetchTimeout(m)
+	go func() {
+		defer close(a.done)
+		asm := &messages.Assembler{MaxBytes: cfg.WeightBytes(), Buffer: spare}
+		for {
+			a.key, a.err = blobs.Await(ctx, a.addr, channel, m.GetKey(), fetchLimit(cfg), timeout, func(part []byte) error {
+				pw, err := messages.ParseWeights(part)
+				if err != nil {
+					return fmt.Errorf("weights fetched ahead: a chunk: %w", err)
+				}
+				mt.WeightsReceived(chunkBytes([]*messages.PolicyWeights{pw}))
+				a.model, err = addWeightChunk(asm, cfg, dev, pw)
+				return err
+			})
+			if !errors.Is(a.err, node.ErrNoBlob) || ctx.Err() != nil { // nothing new for the server's idle time: wait on
+				break
+			}
+		}
+		a.spare = asm.Buffer
+	}()
+}
+
+// fetched returns the model of the version m offers when the fetch ahead
+// was of it and ended whole, else nil: the version is then fetched as
+// offered. Either way the fetch ahead is over, and its spare buffer back.
+// It waits for a fetch ahead still under way when m offers a newer
+// version from the same node than the one the actor took: the publisher
+// announced that version before offering it (and serves it until the
+// offer is answered), so the await is answered with it, or with a newer
+// one.
+func (w *weightReceiver) fetched(from *actor.PID, m *messages.WeightsOffer) *gpu.Model {
+	a := w.next
+	if a == nil {
+		return nil
+	}
+	w.next = nil
+	same := a.addr == m.GetAddress() && sameHost(from.GetAddress(), a.addr) == nil
+	if same && m.GetVersion() > a.after {
+		select {
+		case <-a.done:
+		case <-time.After(fetchTimeout(m)):
+		}
+	}
+	a.cancel()
+	<-a.done
+	if a.spare != nil {
+		w.spare = a.spare
+	}
+	if !same || a.err != nil || a.key != m.GetKey() || a.model == nil || a.model.Version() != m.GetVersion() {
+		return nil
+	}
+	return a.model
+}
+
+// stop ends the fetch ahead, if any (the actor is stopping).
+func (w *weightReceiver) stop() {
+	if w.next != nil {
+		w.next.cancel()
+		w.next = nil
+	}
+}
+
+// fetchTimeout is how long the version m offers may take to arrive.
+func fetchTimeout(m *messages.WeightsOffer) time.Duration {
+	return max(minTimeout, seconds(float64(m.GetBytes())/slowLink))
+}
+
+// fetchLimit bounds the bytes of a version of cfg's weights: its tensors,
+// bf16 ones included, and their names and shapes.
+func fetchLimit(cfg gpu.Config) int64 { return 2*cfg.WeightBytes() + 16<<20 }
 
 // fetch fetches and assembles the chunks m offers, from the blob server
 // of the node that sent the offer (from) and no other. The chunks pass
@@ -234,10 +352,8 @@ func (w *weightReceiver) fetch(from *actor.PID, m *messages.WeightsOffer) (*gpu.
 	}
 	asm := &messages.Assembler{MaxBytes: w.cfg.WeightBytes(), Buffer: w.spare}
 	defer func() { w.spare = asm.Buffer }() // a failed fetch's buffer too: nothing reads it
-	limit := 2*w.cfg.WeightBytes() + 16<<20 // the tensors, bf16 ones included, and their names and shapes
-	timeout := max(minTimeout, seconds(float64(m.GetBytes())/slowLink))
 	var model *gpu.Model
-	err := w.blobs.Fetch(m.GetAddress(), m.GetKey(), limit, timeout, func(part []byte) error {
+	err := w.blobs.Fetch(m.GetAddress(), m.GetKey(), fetchLimit(w.cfg), fetchTimeout(m), func(part []byte) error {
 		pw, err := messages.ParseWeights(part) // its data read where they arrived, then copied once into asm
 		if err != nil {
 			return fmt.Errorf("weights version %d: a chunk: %w", m.GetVersion(), err)

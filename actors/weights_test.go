@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -338,4 +339,130 @@ func servedVersion(t *testing.T, s *settings, v int64) (*gpu.Model, []*messages.
 	t.Cleanup(func() { server.Close() })
 	server.Put(blobKey(v), chunkBlob(chunks))
 	return model, chunks, server
+}
+
+// countingFetcher is a blob client that counts its fetches (not its
+// awaits).
+type countingFetcher struct {
+	*node.BlobClient
+	fetches atomic.Int32
+}
+
+func (c *countingFetcher) Fetch(addr, key string, limit int64, timeout time.Duration, each func([]byte) error) error {
+	c.fetches.Add(1)
+	return c.BlobClient.Fetch(addr, key, limit, timeout, each)
+}
+
+// aheadFixture is a blob server on 127.0.0.1 with a publisher serving on
+// it, a counting client, and versions of the test policy whose weights
+// differ by version (closed with the test).
+func aheadFixture(t *testing.T) (*settings, *publisher, *countingFetcher, func(v int64) *gpu.Model) {
+	t.Helper()
+	s := testSettings(t, testConfig(t, nil))
+	weights := testModels(t, s).Policy.(*gpu.Model).Weights()
+	version := func(v int64) *gpu.Model {
+		w := slices.Clone(weights)
+		for i := range w {
+			w[i] += float32(v) / 64
+		}
+		m, err := gpu.NewModelFromWeights(s.model, w, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	server, err := node.NewBlobServer("127.0.0.1", "127.0.0.1", 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	client := &countingFetcher{BlobClient: node.NewBlobClient(nil)}
+	t.Cleanup(client.Close)
+	return s, &publisher{runID: "r", chunkSize: 1000, tel: quiet(), blobs: server}, client, version
+}
+
+// TestGeneratorFetchesAhead: a generator on a worker node that has taken
+// a version fetches the next one as soon as the learner node announces it
+// (when it is cut, before its offer is sent), and takes that offer without
+// fetching it again, with the sender's weights, version after version.
+func TestGeneratorFetchesAhead(t *testing.T) {
+	s, w, client, version := aheadFixture(t)
+	sys := NewSystem(nil, nil)
+	defer sys.Shutdown()
+	sys.ProcessRegistry.Address = "127.0.0.1:1" // a node's: the sender's address names its host
+	slot := newPolicySlot(nil)
+	gen := sys.Root.Spawn(newGeneratorProps("gen", s.stages.generate, nil, client, quiet(), slot))
+	for v := int64(1); v <= 4; v++ {
+		want := version(v)
+		res, err := sys.Root.RequestFuture(gen, w.offer(v, w.chunksOf(want, v)), 10*time.Second).Result()
+		if err != nil || !applied(res, v) {
+			t.Fatalf("offer of version %d answered %T %v, %v; want WeightsApplied", v, res, res, err)
+		}
+		w.answered(v)
+		if got, ok := slot.get().(*gpu.Model); !ok || got.Version() != v || !slices.Equal(got.Weights(), want.Weights()) {
+			t.Fatalf("after the offer of version %d the generator holds %v, want its weights", v, slot.get())
+		}
+	}
+	if n := client.fetches.Load(); n != 1 {
+		t.Errorf("%d fetches for 4 versions, want 1 (the first; the others fetched ahead)", n)
+	}
+}
+
+// TestFetchAheadGivesWayToTheOffer: a version fetched ahead that is not
+// the one offered (a newer one was announced meanwhile) is dropped and
+// the offered one fetched; an offer of the version the actor took, or
+// from another node, does not wait for a fetch ahead still waiting for
+// an announcement; stop ends one.
+func TestFetchAheadGivesWayToTheOffer(t *testing.T) {
+	s, w, client, version := aheadFixture(t)
+	r := weightReceiver{cfg: s.model, blobs: client, channel: weightsChannel}
+	from := actor.NewPID("127.0.0.1:1", "learner")
+	o1 := w.offer(1, w.chunksOf(version(1), 1))
+	if _, err := r.fetch(from, o1); err != nil {
+		t.Fatal(err)
+	}
+	o2 := w.offer(2, w.chunksOf(version(2), 2))
+	o3 := w.offer(3, w.chunksOf(version(3), 3)) // both announced before the fetch ahead starts: it gets 3
+	r.fetchAhead(o1)
+	if m := r.fetched(from, o2); m != nil {
+		t.Fatalf("version %d fetched ahead was taken for version 2's offer", m.Version())
+	}
+	got, err := r.fetch(from, o2)
+	if err != nil || !slices.Equal(got.Weights(), version(2).Weights()) {
+		t.Fatalf("version 2 fetched after the fetch ahead was dropped: %v", err)
+	}
+	if n := client.fetches.Load(); n != 2 {
+		t.Errorf("%d fetches, want 2", n)
+	}
+
+	// Nothing newer than version 3 is announced: a fetch ahead after it
+	// waits, and an offer that waited for it would wait for hours.
+	noWait := func(what string, o *messages.WeightsOffer) {
+		t.Helper()
+		o = proto.Clone(o).(*messages.WeightsOffer)
+		o.Bytes = 1 << 40
+		r.fetchAhead(o3)
+		done := make(chan *gpu.Model, 1)
+		go func() { done <- r.fetched(from, o) }()
+		select {
+		case m := <-done:
+			if m != nil {
+				t.Errorf("%s: took version %d fetched ahead", what, m.Version())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the offer waits for the fetch ahead", what)
+		}
+	}
+	noWait("the version taken, offered again", o3)
+	elsewhere := proto.Clone(o3).(*messages.WeightsOffer)
+	_, port, _ := net.SplitHostPort(elsewhere.GetAddress())
+	elsewhere.Version, elsewhere.Address = 4, net.JoinHostPort("127.0.0.2", port)
+	noWait("a newer version, from another node", elsewhere)
+	r.fetchAhead(o3)
+	a := r.next
+	r.stop()
+	<-a.done
+	if r.next != nil || !errors.Is(a.err, context.Canceled) {
+		t.Errorf("after stop: fetch ahead %v, ended with %v; want none, context.Canceled", r.next, a.err)
+	}
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -26,12 +27,25 @@ import (
 //	response: status (0: found, 1: no such key) | if found: part count
 //	          (uint32) | each part: length (uint64) | bytes
 //
+// or an await: the newest blob announced on a channel (Announce) other
+// than the one the client holds, sent as soon as there is one, so that a
+// new version is on its way before the message naming it arrives; the
+// client sends nothing while it waits:
+//
+//	request:  "MGBA" | channel length (uint16) | channel | held key
+//	          length (uint16) | held key
+//	response: status (1: nothing new within blobIdle) | if found: key
+//	          length (uint16) | key | part count | parts, as above
+//
 // Under TLS both sides present a certificate signed by the cluster's CA
 // and negotiate blobALPN, so neither the gRPC port nor a stranger can be
 // mistaken for the other side.
 
-// blobMagic opens every request.
-const blobMagic = "MGB1"
+// blobMagic opens every fetch request, awaitMagic every await.
+const (
+	blobMagic  = "MGB1"
+	awaitMagic = "MGBA"
+)
 
 // blobALPN is the protocol the blob port negotiates under TLS.
 const blobALPN = "mgrpo-blobs/1"
@@ -87,11 +101,13 @@ type BlobServer struct {
 	notes *notices
 	slots chan struct{} // one per connection being served
 
-	mu    sync.Mutex
-	blobs map[string]Blob
-	conns map[net.Conn]struct{}
-	done  bool
-	wg    sync.WaitGroup
+	mu        sync.Mutex
+	blobs     map[string]Blob
+	newest    map[string]string // by channel: the key announced last
+	announced chan struct{}     // closed by the next Announce or Close
+	conns     map[net.Conn]struct{}
+	done      bool
+	wg        sync.WaitGroup
 }
 
 // ServeBlobs starts serving blobs on the node's host at port (0: any free
@@ -127,7 +143,8 @@ func serveBlobs(host, advertise string, port int, t *TLSConfigs, notes *notices)
 		lis = tls.NewListener(lis, cfg)
 	}
 	s := &BlobServer{lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
-		notes: notes, slots: make(chan struct{}, maxBlobConns), blobs: map[string]Blob{}, conns: map[net.Conn]struct{}{}}
+		notes: notes, slots: make(chan struct{}, maxBlobConns), blobs: map[string]Blob{}, newest: map[string]string{},
+		announced: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -147,6 +164,22 @@ func (s *BlobServer) Put(key string, b Blob) {
 	s.mu.Unlock()
 }
 
+// Announce makes key, which must be served (Put), the newest blob on
+// channel: the awaits of that channel that do not hold it are answered
+// with it.
+func (s *BlobServer) Announce(channel, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.newest[channel] = key
+	s.wake()
+}
+
+// wake ends the waits for an announcement (s.mu held).
+func (s *BlobServer) wake() {
+	close(s.announced)
+	s.announced = make(chan struct{})
+}
+
 // Delete stops serving key (fetches already under way finish).
 func (s *BlobServer) Delete(key string) {
 	s.mu.Lock()
@@ -157,6 +190,9 @@ func (s *BlobServer) Delete(key string) {
 // Close stops the server and closes its connections.
 func (s *BlobServer) Close() error {
 	s.mu.Lock()
+	if !s.done {
+		s.wake()
+	}
 	s.done = true
 	for c := range s.conns {
 		c.Close()
@@ -227,15 +263,64 @@ func (s *BlobServer) serve(c net.Conn) {
 	r, w := bufio.NewReader(c), bufio.NewWriterSize(c, 1<<16)
 	for {
 		c.SetReadDeadline(time.Now().Add(blobIdle))
-		key, err := readBlobRequest(r)
+		req, err := readBlobRequest(r)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !isClosed(err) {
 				s.notes.say(peer, "blob request", "refused a blob request from %s: %v", peer, err)
 			}
 			return
 		}
-		if err := s.respond(c, w, key); err != nil {
+		if req.await {
+			if !s.await(c, r, w, req) {
+				return
+			}
+			continue
+		}
+		if err := s.respond(c, w, req.key); err != nil {
 			return
+		}
+	}
+}
+
+// await answers an await request once its channel's newest blob is not
+// the one the client holds, or with blobNotFound at the connection's read
+// deadline (blobIdle). A client that closes its connection or sends
+// anything while it waits ends the wait, as does Close. It reports whether
+// the connection goes on: after an answer the client may send its next
+// request, which is read once it has begun to arrive.
+func (s *BlobServer) await(c net.Conn, r *bufio.Reader, w *bufio.Writer, req blobRequest) bool {
+	gone := make(chan struct{}) // closed when the client sends or goes away, or at the deadline
+	var err error
+	go func() {
+		_, err = r.Peek(1)
+		close(gone)
+	}()
+	for {
+		s.mu.Lock()
+		key := s.newest[req.channel]
+		b, ok := s.blobs[key]
+		announced, done := s.announced, s.done
+		s.mu.Unlock()
+		if done {
+			return false
+		}
+		if ok && key != req.key {
+			if s.write(c, w, key, b) != nil {
+				return false
+			}
+			<-gone // the next request, or the end
+			return err == nil
+		}
+		select {
+		case <-announced:
+		case <-gone:
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				return false // gone, or it sent something while it waited
+			}
+			c.SetWriteDeadline(time.Now().Add(blobIdle)) // nothing new within blobIdle
+			w.WriteByte(blobNotFound)
+			return w.Flush() == nil
 		}
 	}
 }
@@ -251,8 +336,19 @@ func (s *BlobServer) respond(c net.Conn, w *bufio.Writer, key string) error {
 		w.WriteByte(blobNotFound)
 		return w.Flush()
 	}
+	return s.write(c, w, "", b)
+}
+
+// write sends b with its found status, and its key first when it answers
+// an await (key not "").
+func (s *BlobServer) write(c net.Conn, w *bufio.Writer, key string, b Blob) error {
+	c.SetWriteDeadline(time.Now().Add(blobIdle))
 	var head [8]byte
 	w.WriteByte(blobFound)
+	if key != "" {
+		w.Write(binary.BigEndian.AppendUint16(head[:0], uint16(len(key))))
+		w.WriteString(key)
+	}
 	binary.BigEndian.PutUint32(head[:4], uint32(b.Parts()))
 	w.Write(head[:4])
 	for i := range b.Parts() {
@@ -276,20 +372,48 @@ func (s *BlobServer) respond(c net.Conn, w *bufio.Writer, key string) error {
 	return w.Flush()
 }
 
-// readBlobRequest reads one request and returns its key; io.EOF when the
-// connection ends between requests.
-func readBlobRequest(r *bufio.Reader) (string, error) {
-	var head [len(blobMagic) + 2]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
+// blobRequest is one request read from a connection: a fetch of key, or
+// an await of channel's newest blob by a client holding key.
+type blobRequest struct {
+	await        bool
+	key, channel string
+}
+
+// readBlobRequest reads one request; io.EOF when the connection ends
+// between requests.
+func readBlobRequest(r *bufio.Reader) (blobRequest, error) {
+	var magic [len(blobMagic)]byte
+	if _, err := io.ReadFull(r, magic[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return "", errors.New("the request ends early")
+			return blobRequest{}, errors.New("the request ends early")
 		}
-		return "", err
+		return blobRequest{}, err
 	}
-	if string(head[:len(blobMagic)]) != blobMagic {
-		return "", fmt.Errorf("not a blob request (it begins %q)", head[:len(blobMagic)])
+	var req blobRequest
+	switch string(magic[:]) {
+	case blobMagic:
+	case awaitMagic:
+		req.await = true
+	default:
+		return blobRequest{}, fmt.Errorf("not a blob request (it begins %q)", magic[:])
 	}
-	n := int(binary.BigEndian.Uint16(head[len(blobMagic):]))
+	first, err := readBlobKey(r)
+	if err != nil || !req.await {
+		req.key = first
+		return req, err
+	}
+	req.channel = first
+	req.key, err = readBlobKey(r)
+	return req, err
+}
+
+// readBlobKey reads a key (or channel): its length, then its bytes.
+func readBlobKey(r *bufio.Reader) (string, error) {
+	var head [2]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return "", errors.New("the request ends early")
+	}
+	n := int(binary.BigEndian.Uint16(head[:]))
 	if n > maxBlobKey {
 		return "", fmt.Errorf("a key of %d bytes (at most %d)", n, maxBlobKey)
 	}
@@ -313,8 +437,11 @@ func isClosed(err error) bool {
 type BlobClient struct {
 	tls *tls.Config // nil: plaintext
 
-	mu    sync.Mutex
-	conns map[string]*blobConn
+	mu       sync.Mutex
+	conns    map[string]*blobConn
+	idle     map[string][]*blobConn // by server: await connections kept for the next await
+	awaiting map[*blobConn]struct{} // await connections in use
+	closed   bool
 }
 
 // blobConn is a client's connection to one server.
@@ -339,7 +466,7 @@ func (n *Node) Blobs() *BlobClient {
 // NewBlobClient returns a client dialling with t's client side (nil:
 // plaintext).
 func NewBlobClient(t *TLSConfigs) *BlobClient {
-	b := &BlobClient{conns: map[string]*blobConn{}}
+	b := &BlobClient{conns: map[string]*blobConn{}, idle: map[string][]*blobConn{}, awaiting: map[*blobConn]struct{}{}}
 	if t != nil {
 		b.tls = t.Client.Clone()
 		b.tls.NextProtos = []string{blobALPN}
@@ -419,15 +546,29 @@ func fetchOn(bc *blobConn, key string, limit int64, deadline time.Time, each fun
 	if _, err := bc.c.Write(append(req, key...)); err != nil {
 		return false, err
 	}
+	if err := readStatus(bc, key); err != nil {
+		return false, err
+	}
+	return readParts(bc, limit, each)
+}
+
+// readStatus reads the status that opens an answer to a request for key.
+func readStatus(bc *blobConn, key string) error {
 	status, err := bc.r.ReadByte()
 	switch {
 	case err != nil:
-		return false, err
+		return err
 	case status == blobNotFound:
-		return false, fmt.Errorf("%w %q at %s", ErrNoBlob, key, bc.c.RemoteAddr())
+		return fmt.Errorf("%w %q at %s", ErrNoBlob, key, bc.c.RemoteAddr())
 	case status != blobFound:
-		return false, fmt.Errorf("answer %d to a blob request", status)
+		return fmt.Errorf("answer %d to a blob request", status)
 	}
+	return nil
+}
+
+// readParts reads a found blob's parts, from its part count on, handing
+// each to each; handed reports whether any part reached each.
+func readParts(bc *blobConn, limit int64, each func([]byte) error) (handed bool, err error) {
 	var head [8]byte
 	if _, err := io.ReadFull(bc.r, head[:4]); err != nil {
 		return false, err
@@ -467,10 +608,125 @@ func (bc *blobConn) buffer(n int) []byte {
 	return p
 }
 
-// Close closes the client's connections.
+// Await asks the server at addr for the newest blob announced on channel
+// (BlobServer.Announce) other than held, the key of the one the caller
+// has ("" for none), waits until the server has one and hands each of its
+// parts to each, in order; it returns the blob's key. The wait lasts as
+// long as ctx and the server allow (ErrNoBlob: nothing new for the
+// server's idle time); from its first byte the blob has timeout to arrive
+// whole, and is refused if it holds more than limit bytes. A part is
+// each's only until each returns. Awaits use connections of their own,
+// one at a time each, kept for the next await; ctx's end or Close closes
+// the one in use. A kept connection that fails before the server answers
+// is dialled again once.
+func (b *BlobClient) Await(ctx context.Context, addr, channel, held string, limit int64, timeout time.Duration,
+	each func(part []byte) error) (string, error) {
+	wrap := func(err error) error { return fmt.Errorf("await blob on %q from %s: %w", channel, addr, err) }
+	if len(channel) > maxBlobKey || len(held) > maxBlobKey {
+		return "", wrap(fmt.Errorf("a key of more than %d bytes", maxBlobKey))
+	}
+	for try := 0; ; try++ {
+		bc, reused, err := b.awaitConn(addr, time.Now().Add(timeout))
+		if err != nil {
+			return "", wrap(err)
+		}
+		stop := context.AfterFunc(ctx, func() { bc.c.Close() })
+		key, answered, err := awaitOn(bc, channel, held, limit, timeout, each)
+		stop()
+		b.done(addr, bc, (err == nil || errors.Is(err, ErrNoBlob)) && ctx.Err() == nil)
+		switch {
+		case err == nil:
+			return key, nil
+		case ctx.Err() != nil:
+			return "", wrap(ctx.Err())
+		case answered || !reused || try > 0 || errors.Is(err, ErrNoBlob):
+			return "", wrap(err)
+		}
+	}
+}
+
+// awaitConn returns a kept await connection to addr, or dials one by
+// deadline; reused reports which. It fails once the client is closed.
+func (b *BlobClient) awaitConn(addr string, deadline time.Time) (bc *blobConn, reused bool, err error) {
+	b.mu.Lock()
+	if idle := b.idle[addr]; len(idle) > 0 && !b.closed {
+		bc = idle[len(idle)-1]
+		b.idle[addr] = idle[:len(idle)-1]
+		b.awaiting[bc] = struct{}{}
+		b.mu.Unlock()
+		return bc, true, nil
+	}
+	b.mu.Unlock()
+	bc = &blobConn{}
+	if err := b.dial(bc, addr, deadline); err != nil {
+		return nil, false, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		bc.c.Close()
+		return nil, false, net.ErrClosed
+	}
+	b.awaiting[bc] = struct{}{}
+	return bc, false, nil
+}
+
+// done ends an await on bc: the connection is kept for the next one
+// (keep), or closed.
+func (b *BlobClient) done(addr string, bc *blobConn, keep bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.awaiting, bc)
+	if keep && !b.closed {
+		b.idle[addr] = append(b.idle[addr], bc)
+		return
+	}
+	bc.c.Close()
+}
+
+// awaitOn sends an await request on bc and reads the answer; answered
+// reports whether the server answered at all.
+func awaitOn(bc *blobConn, channel, held string, limit int64, timeout time.Duration, each func([]byte) error) (key string, answered bool, err error) {
+	bc.c.SetDeadline(time.Now().Add(blobIdle + timeout)) // the server answers within blobIdle
+	req := make([]byte, 0, len(awaitMagic)+4+len(channel)+len(held))
+	req = binary.BigEndian.AppendUint16(append(req, awaitMagic...), uint16(len(channel)))
+	req = binary.BigEndian.AppendUint16(append(req, channel...), uint16(len(held)))
+	if _, err := bc.c.Write(append(req, held...)); err != nil {
+		return "", false, err
+	}
+	if _, err := bc.r.Peek(1); err != nil {
+		return "", false, err
+	}
+	if err := readStatus(bc, channel); err != nil {
+		return "", true, err
+	}
+	bc.c.SetDeadline(time.Now().Add(timeout))
+	var head [2]byte
+	if _, err := io.ReadFull(bc.r, head[:]); err != nil {
+		return "", true, err
+	}
+	k := make([]byte, binary.BigEndian.Uint16(head[:]))
+	if _, err := io.ReadFull(bc.r, k); err != nil {
+		return "", true, err
+	}
+	_, err = readParts(bc, limit, each)
+	return string(k), true, err
+}
+
+// Close closes the client's connections, and ends its awaits.
 func (b *BlobClient) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.closed = true
+	for bc := range b.awaiting {
+		bc.c.Close()
+	}
+	for _, idle := range b.idle {
+		for _, bc := range idle {
+			bc.c.Close()
+		}
+	}
+	b.idle = nil
 	for _, bc := range b.conns {
 		bc.mu.Lock()
 		if bc.c != nil {

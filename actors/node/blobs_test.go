@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"strings"
@@ -115,7 +116,9 @@ func TestBlobServerShedsHostileClients(t *testing.T) {
 		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
 		append([]byte(blobMagic), 0xff, 0xff),
 		append([]byte(blobMagic), 0, 10, 'k'),
-		{0x16, 3, 1, 0, 5, 1, 2, 3, 4, 5}, // a TLS record to a plain server
+		append([]byte(awaitMagic), 0, 1, 'c', 0xff, 0xff), // a held key too long
+		append([]byte(awaitMagic), 0, 1, 'c', 0, 4, 'k'),  // cut short
+		{0x16, 3, 1, 0, 5, 1, 2, 3, 4, 5},                 // a TLS record to a plain server
 	} {
 		c, err := net.Dial("tcp", s.Addr())
 		if err != nil {
@@ -167,6 +170,137 @@ func TestBlobServerShedsHostileClients(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// awaitAll awaits a blob on channel c not held, whole.
+func awaitAll(ctx context.Context, c *BlobClient, addr, channel, held string) (string, [][]byte, error) {
+	var parts [][]byte
+	key, err := c.Await(ctx, addr, channel, held, 1<<20, 10*time.Second, func(p []byte) error {
+		parts = append(parts, bytes.Clone(p))
+		return nil
+	})
+	return key, parts, err
+}
+
+// awaited is what an await ended with.
+type awaited struct {
+	key   string
+	parts [][]byte
+	err   error
+}
+
+// awaitAsync starts awaitAll on a goroutine of its own.
+func awaitAsync(ctx context.Context, c *BlobClient, addr, channel, held string) <-chan awaited {
+	out := make(chan awaited, 1)
+	go func() {
+		key, parts, err := awaitAll(ctx, c, addr, channel, held)
+		out <- awaited{key, parts, err}
+	}()
+	return out
+}
+
+// pending fails t if the await has ended.
+func pending(t *testing.T, res <-chan awaited, what string) {
+	t.Helper()
+	select {
+	case r := <-res:
+		t.Fatalf("%s: the await ended (%q, %v)", what, r.key, r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestBlobAwait: an await is answered at once with the newest blob
+// announced on its channel that the client does not hold, and otherwise
+// once one is announced and served, plain and under mutual TLS; another
+// channel's announcement and an announced key no longer served do not
+// answer it; awaits in turn share a connection, dialled again when the
+// server has dropped it. Its context (the server then frees the
+// connection's slot), the client's Close and the server's Close each end
+// a wait.
+func TestBlobAwait(t *testing.T) {
+	ours := certsIn(t)
+	for _, tc := range []struct {
+		name           string
+		server, client *TLSConfigs
+	}{
+		{"plain", nil, nil},
+		{"tls", loadNode(t, ours, "node-1"), loadNode(t, ours, "node-2")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var notes lockedBuffer
+			s := blobServer(t, tc.server, &notes)
+			c := NewBlobClient(tc.client)
+			defer c.Close()
+			ctx := context.Background()
+			s.Put("w/1", Parts{[]byte("one"), []byte("1")})
+			s.Announce("w", "w/1")
+			if key, parts, err := awaitAll(ctx, c, s.Addr(), "w", ""); err != nil || key != "w/1" || len(parts) != 2 || string(parts[0]) != "one" {
+				t.Fatalf("newest already announced: %q, %q, %v", key, parts, err)
+			}
+			res := awaitAsync(ctx, c, s.Addr(), "w", "w/1")
+			pending(t, res, "the newest held")
+			s.Put("x/9", Parts{[]byte("other")})
+			s.Announce("x", "x/9")
+			pending(t, res, "another channel announced")
+			s.Announce("w", "w/gone")
+			pending(t, res, "a key not served announced")
+			s.Put("w/2", Parts{[]byte("two")})
+			s.Announce("w", "w/2")
+			r := <-res
+			if r.err != nil || r.key != "w/2" || len(r.parts) != 1 || string(r.parts[0]) != "two" {
+				t.Fatalf("after w/2 was announced: %q, %q, %v", r.key, r.parts, r.err)
+			}
+			s.mu.Lock()
+			conns := len(s.conns)
+			s.mu.Unlock()
+			if conns != 1 {
+				t.Errorf("two awaits in turn held %d connections, want 1 (kept for the next)", conns)
+			}
+			s.dropConns()
+			s.Put("w/3", Parts{[]byte("three")})
+			s.Announce("w", "w/3")
+			if key, _, err := awaitAll(ctx, c, s.Addr(), "w", "w/2"); err != nil || key != "w/3" {
+				t.Errorf("after the server dropped the kept connection: %q, %v", key, err)
+			}
+			if notes.String() != "" {
+				t.Errorf("notices: %q", notes.String())
+			}
+		})
+	}
+	t.Run("ended", func(t *testing.T) {
+		s := blobServer(t, nil, nil)
+		c := NewBlobClient(nil)
+		defer c.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		res := awaitAsync(ctx, c, s.Addr(), "w", "")
+		pending(t, res, "nothing announced")
+		cancel()
+		if r := <-res; !errors.Is(r.err, context.Canceled) {
+			t.Errorf("cancelled: %v, want context.Canceled", r.err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); len(s.slots) > 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the server still serves a cancelled await's connection")
+			}
+		}
+		res = awaitAsync(context.Background(), c, s.Addr(), "w", "")
+		pending(t, res, "nothing announced")
+		c.Close()
+		if r := <-res; r.err == nil {
+			t.Error("the client closed: no error")
+		}
+		c = NewBlobClient(nil)
+		defer c.Close()
+		res = awaitAsync(context.Background(), c, s.Addr(), "w", "")
+		pending(t, res, "nothing announced")
+		s.Close()
+		if r := <-res; r.err == nil {
+			t.Error("the server closed: no error")
+		}
+		if _, _, err := awaitAll(context.Background(), c, s.Addr(), "w", ""); err == nil {
+			t.Error("an await of a closed server: no error")
+		}
+	})
 }
 
 // dropConns closes the server's side of every open connection (a server
