@@ -155,13 +155,27 @@ func (a *generatorActor) Receive(c actor.Context) {
 	case *messages.PolicyWeights:
 		a.weights.receive(c, a.id, m, a.install)
 	case *messages.WeightsOffer:
-		a.weights.pull(c, a.id, m, a.install)
+		a.take(c, m)
 	case *messages.PromptBatch:
 		ro, err := a.generate(m)
 		respond(c, a.tel.meter, m.GetMeta(), a.id, messages.Stage_GENERATE, ro, err)
 	case *messages.Chain:
 		a.chain(c, m)
 	}
+}
+
+// take takes the version m offers into use (weightReceiver.pull), in a
+// span of the publication's trace when the offer carries one (a version
+// handed to a generator that joins carries none: no trace of its own).
+func (a *generatorActor) take(c actor.Context, m *messages.WeightsOffer) {
+	if len(m.GetMeta().GetTrace()) == 0 {
+		a.weights.pull(c, a.id, m, a.install)
+		return
+	}
+	_, span := a.tel.actorSpan(m.GetMeta(), spanWeights, a.id, attrVersion.Int64(m.GetVersion()))
+	ahead, err := a.weights.pull(c, a.id, m, a.install)
+	span.SetAttributes(attrAhead.Bool(ahead))
+	endSpan(span, err)
 }
 
 // install samples with model from now on. nil (an offered version that

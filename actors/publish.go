@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/mgrpo/mgrpo/actors/node"
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 )
@@ -80,9 +82,10 @@ func (w *publisher) publish(c actor.Context, req *publishRequest, members []*mem
 		bytes := chunkBytes(chunks)
 		s.bytes += bytes
 		pid, version := m.pid, policy.Version()
-		_, s.waiting[pid] = w.tel.tracer.Start(ctx, spanPublish+".generator", oteltrace.WithAttributes(attrActor.String(pid.GetId()),
+		gctx, span := w.tel.tracer.Start(ctx, spanPublish+".generator", oteltrace.WithAttributes(attrActor.String(pid.GetId()),
 			attrNode.String(nodeName(m)), attrBytes.Int64(bytes), attrChunks.Int(len(chunks))))
-		w.send(c, pid, policy.Version(), chunks, func(res any, err error) { w.acked(pid, ackError(res, err, version)) })
+		s.waiting[pid] = span
+		w.send(gctx, c, pid, policy.Version(), chunks, func(res any, err error) { w.acked(pid, ackError(res, err, version)) })
 	}
 	w.acked(nil, nil)
 }
@@ -94,9 +97,9 @@ func (w *publisher) admit(c actor.Context, pid *actor.PID, stage messages.Stage)
 	switch stage {
 	case messages.Stage_GENERATE:
 		key, chunks := w.latestChunks()
-		w.send(c, pid, key, chunks, nil)
+		w.send(context.Background(), c, pid, key, chunks, nil)
 	case messages.Stage_REFERENCE:
-		w.send(c, pid, referenceVersion, w.referenceChunks(), nil)
+		w.send(context.Background(), c, pid, referenceVersion, w.referenceChunks(), nil)
 	}
 }
 
@@ -196,7 +199,7 @@ func (w *publisher) chunksOf(m *gpu.Model, key int64) []*messages.PolicyWeights 
 // one, and sent them as messages if it could not fetch them; a local one
 // (PipelineOptions.ChunkWeights), or any without a blob server, is sent
 // them as messages.
-func (w *publisher) send(c actor.Context, pid *actor.PID, key int64, chunks []*messages.PolicyWeights, done func(any, error)) {
+func (w *publisher) send(ctx context.Context, c actor.Context, pid *actor.PID, key int64, chunks []*messages.PolicyWeights, done func(any, error)) {
 	if len(chunks) == 0 {
 		return
 	}
@@ -211,7 +214,9 @@ func (w *publisher) send(c actor.Context, pid *actor.PID, key int64, chunks []*m
 		c.ReenterAfter(w.sendChunks(c, pid, chunks), done)
 		return
 	}
-	c.ReenterAfter(c.RequestFuture(pid, w.offer(key, chunks), w.timeout), func(res any, err error) {
+	offer := w.offer(key, chunks)
+	trace.Inject(ctx, offer.GetMeta()) // the node's span of taking it joins the publication's trace
+	c.ReenterAfter(c.RequestFuture(pid, offer, w.timeout), func(res any, err error) {
 		w.answered(key)
 		if err = ackError(res, err, chunks[0].GetVersion()); err == nil {
 			done(res, nil)

@@ -30,6 +30,7 @@ const (
 	spanPublish   = "publish"
 	spanEvaluate  = "evaluate"   // the held-out evaluation of an eval step
 	spanSave      = "checkpoint" // a checkpoint written after the step
+	spanWeights   = "weights"    // a worker node's generator takes a published version into use
 
 	spanRewardReference   = "reward_reference"   // each part scored, then reference-scored, in one pass
 	spanGenerateReference = "generate_reference" // each part generated, scored and reference-scored in one pass
@@ -59,6 +60,7 @@ const (
 	attrBeta      = attribute.Key("mgrpo.beta")
 	attrFunction  = attribute.Key("mgrpo.reward_function")
 	attrRound     = attribute.Key("mgrpo.round")
+	attrAhead     = attribute.Key("mgrpo.fetched_ahead") // the version was fetched before its offer came
 )
 
 // telemetry is where one process's actors report: spans from tracer,

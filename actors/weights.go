@@ -237,22 +237,23 @@ func (w *weightReceiver) receive(c actor.Context, id string, m *messages.PolicyW
 // offer with WeightsApplied, or with a SkipNotice (stage SYNC) saying why
 // not: the learner then sends the chunks as messages.
 //
-// The version offered may have been fetched already (fetchAhead); once
-// it is in use, the receiver awaits the next.
-func (w *weightReceiver) pull(c actor.Context, id string, m *messages.WeightsOffer, install func(*gpu.Model)) {
+// The version offered may have been fetched already (fetchAhead: ahead
+// says so); once it is in use, the receiver awaits the next.
+func (w *weightReceiver) pull(c actor.Context, id string, m *messages.WeightsOffer, install func(*gpu.Model)) (ahead bool, err error) {
 	model := w.fetched(c.Sender(), m)
-	var err error
-	if model == nil {
+	ahead = model != nil
+	if !ahead {
 		model, err = w.fetch(c.Sender(), m)
 	}
 	install(model)
 	if err != nil {
 		c.Logger().Warn("weights offer not taken", "actor", id, "err", err)
 		c.Respond(notice(m.GetMeta(), id, skip(messages.Stage_SYNC, err)))
-		return
+		return false, err
 	}
 	c.Respond(&messages.WeightsApplied{Meta: messages.DeriveMeta(m.GetMeta()), Version: m.GetVersion(), Actor: id})
 	w.fetchAhead(m)
+	return ahead, nil
 }
 
 // fetchAhead starts fetching the version after the one m offered as soon

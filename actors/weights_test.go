@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mgrpo/mgrpo/actors/node"
+	"github.com/mgrpo/mgrpo/actors/trace"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/messages"
 )
@@ -176,7 +177,7 @@ func TestPublisherFallsBackToMessages(t *testing.T) {
 			done := make(chan error, 1)
 			sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 				if _, ok := c.Message().(*actor.Started); ok {
-					w.send(c, gen, 5, w.chunksOf(model, 5), func(res any, err error) { done <- ackError(res, err, 5) })
+					w.send(context.Background(), c, gen, 5, w.chunksOf(model, 5), func(res any, err error) { done <- ackError(res, err, 5) })
 				}
 			}))
 			select {
@@ -385,16 +386,28 @@ func aheadFixture(t *testing.T) (*settings, *publisher, *countingFetcher, func(v
 // a version fetches the next one as soon as the learner node announces it
 // (when it is cut, before its offer is sent), and takes that offer without
 // fetching it again, with the sender's weights, version after version.
+// An offer in a publication's trace gets a span of the taking there,
+// saying whether the version was fetched ahead; one without (a version
+// handed to a joining generator) gets none.
 func TestGeneratorFetchesAhead(t *testing.T) {
 	s, w, client, version := aheadFixture(t)
 	sys := NewSystem(nil, nil)
 	defer sys.Shutdown()
 	sys.ProcessRegistry.Address = "127.0.0.1:1" // a node's: the sender's address names its host
+	tel := quiet()
+	tracer, exp := memoryTracer(1)
+	tel.tracer = tracer
 	slot := newPolicySlot(nil)
-	gen := sys.Root.Spawn(newGeneratorProps("gen", s.stages.generate, nil, client, quiet(), slot))
+	gen := sys.Root.Spawn(newGeneratorProps("gen", s.stages.generate, nil, client, tel, slot))
 	for v := int64(1); v <= 4; v++ {
 		want := version(v)
-		res, err := sys.Root.RequestFuture(gen, w.offer(v, w.chunksOf(want, v)), 10*time.Second).Result()
+		offer := w.offer(v, w.chunksOf(want, v))
+		if v > 1 {
+			ctx, span := tracer.Start(context.Background(), spanPublish+".generator")
+			trace.Inject(ctx, offer.GetMeta())
+			span.End()
+		}
+		res, err := sys.Root.RequestFuture(gen, offer, 10*time.Second).Result()
 		if err != nil || !applied(res, v) {
 			t.Fatalf("offer of version %d answered %T %v, %v; want WeightsApplied", v, res, res, err)
 		}
@@ -405,6 +418,25 @@ func TestGeneratorFetchesAhead(t *testing.T) {
 	}
 	if n := client.fetches.Load(); n != 1 {
 		t.Errorf("%d fetches for 4 versions, want 1 (the first; the others fetched ahead)", n)
+	}
+	var taken []string
+	for _, sp := range exp.GetSpans() {
+		if sp.Name != spanWeights {
+			continue
+		}
+		ahead := false
+		for _, kv := range sp.Attributes {
+			if kv.Key == attrAhead {
+				ahead = kv.Value.AsBool()
+			}
+		}
+		if !sp.Parent.IsValid() || !ahead {
+			t.Errorf("a weights span with parent %v, fetched ahead %v; want the publication's span, true", sp.Parent, ahead)
+		}
+		taken = append(taken, sp.Name)
+	}
+	if len(taken) != 3 {
+		t.Errorf("%d weights spans, want 3 (versions 2 to 4: version 1's offer carried no trace)", len(taken))
 	}
 }
 

@@ -150,7 +150,8 @@ func (j *jaeger) traceFlags() []string {
 // process, then as a learner, a generator node and a reward+reference node:
 // every step is one trace holding spans of every stage, parents correct and
 // attributes present; across processes the spans of one step come from
-// three nodes (service.instance.id) under one root.
+// three nodes (service.instance.id) under one root, the generator node's
+// taking of the weights the step published among them.
 func TestLongTraceJaeger(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: Jaeger and several processes")
@@ -188,7 +189,7 @@ func TestLongTraceJaeger(t *testing.T) {
 		return len(ts) == steps && len(checkNodes(ts[0])) >= 3
 	})
 	for _, tr := range traces {
-		if nodes := checkTrace(t, tr, steps, "publish.generator"); len(nodes) < 3 {
+		if nodes := checkTrace(t, tr, steps, "publish.generator", "weights"); len(nodes) < 3 {
 			t.Errorf("trace %s has spans from %v, want the learner and both worker nodes", tr.ID, nodes)
 		}
 	}

@@ -89,6 +89,9 @@ def milestones(spans):
         acks = named["publish.generator"]
         if acks and named["publish"]:
             m["weights acknowledged (after publish starts)"] = 1e3 * (max(s["end"] for s in acks) - named["publish"][0]["start"])
+        taken = named["weights"]  # on the generator nodes (a version fetched ahead is taken as its offer comes)
+        if taken and named["publish"]:
+            m["weights in use at the generator nodes (after publish starts)"] = 1e3 * (max(s["end"] for s in taken) - named["publish"][0]["start"])
         m["_start"], m["_first_gen"] = t0, min((s["start"] for s in gen), default=None)
         steps.append(m)
     steps.sort(key=lambda m: m["_start"])
@@ -101,7 +104,8 @@ def milestones(spans):
 ORDER = ["part 0: asked -> generating", "first part starts generating", "last part generated",
          "a part: generated -> its rewards start", "last reference log-probs",
          "a part: reference log-probs -> answer at the learner", "prepare starts", "learn starts",
-         "learn (duration)", "publish starts", "weights acknowledged (after publish starts)",
+         "learn (duration)", "publish starts", "weights in use at the generator nodes (after publish starts)",
+         "weights acknowledged (after publish starts)",
          "published -> next step generating", "step ends"]
 
 
