@@ -205,31 +205,16 @@ func TestPublisherFallsBackToMessages(t *testing.T) {
 // joined just before a reference scorer once found its first version
 // gone, and skipped the run's first step.
 func TestPublisherKeepsOfferedWeights(t *testing.T) {
-	s := testSettings(t, testConfig(t, nil))
-	weights := testModels(t, s).Policy.(*gpu.Model).Weights()
-	version := func(v int64) *gpu.Model {
-		m, err := gpu.NewModelFromWeights(s.model, weights, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	server, err := node.NewBlobServer("127.0.0.1", "127.0.0.1", 0, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
-	client := node.NewBlobClient(nil)
-	defer client.Close()
+	_, w, client, version := weightPort(t)
+	w.reference = version(0)
 	served := func(key int64) bool {
 		t.Helper()
-		err := client.Fetch(server.Addr(), blobKey(key), 1<<30, 10*time.Second, func([]byte) error { return nil })
+		err := client.Fetch(w.blobs.Addr(), blobKey(key), 1<<30, 10*time.Second, func([]byte) error { return nil })
 		if err != nil && !errors.Is(err, node.ErrNoBlob) {
 			t.Fatal(err)
 		}
 		return err == nil
 	}
-	w := &publisher{runID: "r", chunkSize: 1000, reference: version(0), tel: quiet(), blobs: server}
 	w.offer(0, w.chunksOf(version(0), 0)) // a generator joins and takes it
 	w.answered(0)
 	w.offer(referenceVersion, w.referenceChunks()) // then a reference scorer
@@ -354,10 +339,10 @@ func (c *countingFetcher) Fetch(addr, key string, limit int64, timeout time.Dura
 	return c.BlobClient.Fetch(addr, key, limit, timeout, each)
 }
 
-// aheadFixture is a blob server on 127.0.0.1 with a publisher serving on
+// weightPort is a blob server on 127.0.0.1 with a publisher serving on
 // it, a counting client, and versions of the test policy whose weights
 // differ by version (closed with the test).
-func aheadFixture(t *testing.T) (*settings, *publisher, *countingFetcher, func(v int64) *gpu.Model) {
+func weightPort(t *testing.T) (*settings, *publisher, *countingFetcher, func(v int64) *gpu.Model) {
 	t.Helper()
 	s := testSettings(t, testConfig(t, nil))
 	weights := testModels(t, s).Policy.(*gpu.Model).Weights()
@@ -390,7 +375,7 @@ func aheadFixture(t *testing.T) (*settings, *publisher, *countingFetcher, func(v
 // saying whether the version was fetched ahead; one without (a version
 // handed to a joining generator) gets none.
 func TestGeneratorFetchesAhead(t *testing.T) {
-	s, w, client, version := aheadFixture(t)
+	s, w, client, version := weightPort(t)
 	sys := NewSystem(nil, nil)
 	defer sys.Shutdown()
 	sys.ProcessRegistry.Address = "127.0.0.1:1" // a node's: the sender's address names its host
@@ -446,7 +431,7 @@ func TestGeneratorFetchesAhead(t *testing.T) {
 // from another node, does not wait for a fetch ahead still waiting for
 // an announcement; stop ends one.
 func TestFetchAheadGivesWayToTheOffer(t *testing.T) {
-	s, w, client, version := aheadFixture(t)
+	s, w, client, version := weightPort(t)
 	r := weightReceiver{cfg: s.model, blobs: client, channel: weightsChannel}
 	from := actor.NewPID("127.0.0.1:1", "learner")
 	o1 := w.offer(1, w.chunksOf(version(1), 1))

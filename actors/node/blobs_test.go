@@ -34,6 +34,18 @@ func fetchAll(c *BlobClient, addr, key string, limit int64) ([][]byte, error) {
 	return parts, err
 }
 
+// transport is how a blob server and its client talk: plain, or under
+// mutual TLS.
+type transport struct {
+	name           string
+	server, client *TLSConfigs
+}
+
+// plainAndTLS are both transports, TLS with certificates signed by ours.
+func plainAndTLS(t *testing.T, ours string) []transport {
+	return []transport{{"plain", nil, nil}, {"tls", loadNode(t, ours, "node-1"), loadNode(t, ours, "node-2")}}
+}
+
 // TestBlobs: what is put is fetched part for part, plain and under
 // mutual TLS, several times on one connection, and again after the
 // server dropped the connection kept; an unknown key is ErrNoBlob, a blob
@@ -41,13 +53,7 @@ func fetchAll(c *BlobClient, addr, key string, limit int64) ([][]byte, error) {
 func TestBlobs(t *testing.T) {
 	ours, theirs := certsIn(t), certsIn(t)
 	parts := [][]byte{[]byte("first"), {}, bytes.Repeat([]byte{7}, 3<<20)}
-	for _, tc := range []struct {
-		name           string
-		server, client *TLSConfigs
-	}{
-		{"plain", nil, nil},
-		{"tls", loadNode(t, ours, "node-1"), loadNode(t, ours, "node-2")},
-	} {
+	for _, tc := range plainAndTLS(t, ours) {
 		t.Run(tc.name, func(t *testing.T) {
 			var notes lockedBuffer
 			s := blobServer(t, tc.server, &notes)
@@ -219,13 +225,7 @@ func pending(t *testing.T, res <-chan awaited, what string) {
 // a wait.
 func TestBlobAwait(t *testing.T) {
 	ours := certsIn(t)
-	for _, tc := range []struct {
-		name           string
-		server, client *TLSConfigs
-	}{
-		{"plain", nil, nil},
-		{"tls", loadNode(t, ours, "node-1"), loadNode(t, ours, "node-2")},
-	} {
+	for _, tc := range plainAndTLS(t, ours) {
 		t.Run(tc.name, func(t *testing.T) {
 			var notes lockedBuffer
 			s := blobServer(t, tc.server, &notes)
