@@ -119,8 +119,8 @@ func attack(t *testing.T, addr string, creds credentials.TransportCredentials) {
 }
 
 // attackWeights sends the learner's weight port what no node sends:
-// garbage, a key too long, a request cut short, one for a key it does not
-// serve (with certs: under mutual TLS with a certificate of the cluster's
+// garbage, a key too long, a request cut short (a fetch, and a wait for
+// the next version), one for a key it does not serve (with certs: under mutual TLS with a certificate of the cluster's
 // CA). Each ends its connection or is answered ErrNoBlob; the run goes on.
 func attackWeights(t *testing.T, addr string, certs *node.TLSConfigs) {
 	t.Helper()
@@ -136,7 +136,8 @@ func attackWeights(t *testing.T, addr string, certs *node.TLSConfigs) {
 		cfg.NextProtos = []string{"mgrpo-blobs/1"}
 		return tls.Client(c, cfg)
 	}
-	for _, bad := range [][]byte{[]byte("GET / HTTP/1.1\r\n\r\n"), []byte("MGB1\xff\xff"), []byte("MGB1\x00\x09weig")} {
+	for _, bad := range [][]byte{[]byte("GET / HTTP/1.1\r\n\r\n"), []byte("MGB1\xff\xff"), []byte("MGB1\x00\x09weig"),
+		[]byte("MGBA\x00\x07weights\x00\x09weig")} { // a wait for the next version, cut short
 		c := dial()
 		c.SetDeadline(time.Now().Add(30 * time.Second))
 		c.Write(bad)

@@ -58,9 +58,10 @@ const (
 const (
 	// maxBlobKey bounds a request's key.
 	maxBlobKey = 256
-	// maxBlobConns bounds the connections a blob server serves at once;
-	// one more is closed at once.
-	maxBlobConns = 64
+	// maxBlobConns bounds the connections a blob server serves at once
+	// (a worker node keeps one, and one more per generator actor waiting
+	// for the next version); one more is closed at once.
+	maxBlobConns = 256
 	// blobIdle is how long a server waits for a connection's next request
 	// (and for the rest of one that has begun).
 	blobIdle = 2 * time.Minute
