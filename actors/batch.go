@@ -31,7 +31,7 @@ func promptBatch(s stepSettings, runID string, step, round int64, n int, version
 	for i, p := range problems {
 		ids, err := s.prompter.Encode(p.Prompt)
 		if err != nil {
-			return nil, fmt.Errorf("prompt batch step %d: problem %d: %w", step, i, err)
+			return nil, fmt.Errorf("prompt batch step %d: problem %d: %w", step+1, i, err)
 		}
 		pb.Prompts = append(pb.Prompts, &messages.Prompt{Index: int32(i), Text: p.Prompt,
 			TokenIds: int32s(ids), Answer: p.Answer})
@@ -100,7 +100,7 @@ func dropIncomplete(ro *messages.Rollouts) (*messages.Rollouts, error) {
 		return ro, nil
 	}
 	if len(bad) == len(ro.GetPrompts()) {
-		return nil, fmt.Errorf("step %d: all %d groups incomplete: %w", ro.GetMeta().GetStep(), len(bad), ErrNoCompletions)
+		return nil, fmt.Errorf("step %d: all %d groups incomplete: %w", ro.GetMeta().GetStep()+1, len(bad), ErrNoCompletions) // meta step n is the run's n+1
 	}
 	isBad := map[int]bool{}
 	for _, g := range bad {

@@ -263,6 +263,11 @@ func TestRunRecordsSkips(t *testing.T) {
 	if !strings.HasPrefix(last[0], "greedy accuracy ") || !strings.HasPrefix(last[1], "done: 3 steps, 3 skipped (3 at REWARD, ZERO_VARIANCE: ") {
 		t.Errorf("last lines %q; want the greedy accuracy, then the 3 skipped steps and their reason", last)
 	}
+	for n := 1; n <= 3; n++ { // the reason names the step the line does (it named the one before)
+		if want := fmt.Sprintf("step %d skipped: skip at REWARD (ZERO_VARIANCE): step %d: ", n, n); !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
 	recs, err := rlRecords(filepath.Join(cfg.Output.Dir, "run", "metrics.jsonl"))
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("%d records, err %v; want 3", len(recs), err)

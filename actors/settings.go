@@ -152,9 +152,9 @@ func newSettings(cfg *config.Config) (*settings, error) {
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", cfg.Task.Name, err)
 	}
-	fns, err := tasks.Rewards(cfg.Rewards.Funcs, weightsOrNil(cfg.Rewards.Weights), task, 0)
+	fns, err := rewardFuncs(cfg.Rewards, task)
 	if err != nil {
-		return nil, fmt.Errorf("rewards: %w", err)
+		return nil, err
 	}
 	objective, err := rewards.ParseObjective(cfg.MaxEnt.Objective)
 	if err != nil {
@@ -208,14 +208,38 @@ func workerStages(cfg *config.Config, model gpu.Config, tok tokenizer.Tokenizer)
 	if err != nil {
 		return stageSettings{}, fmt.Errorf("task %s: %w", cfg.Task.Name, err)
 	}
-	fns, err := tasks.Rewards(cfg.Rewards.Funcs, weightsOrNil(cfg.Rewards.Weights), task, 0)
+	fns, err := rewardFuncs(cfg.Rewards, task)
 	if err != nil {
-		return stageSettings{}, fmt.Errorf("rewards: %w", err)
+		return stageSettings{}, err
 	}
 	if err := model.Validate(); err != nil {
 		return stageSettings{}, fmt.Errorf("model: %w", err)
 	}
 	return stagesOf(cfg, fns, model, tok), nil
+}
+
+// rewardFuncs resolves rewards.funcs and rewards.weights for task. A name
+// that is no reward function is refused as the configuration error it is,
+// naming it (config validates the list without knowing the names).
+func rewardFuncs(r config.Rewards, task tasks.Task) ([]tasks.Weighted, error) {
+	fns, err := tasks.Rewards(r.Funcs, weightsOrNil(r.Weights), task, 0)
+	if !errors.Is(err, tasks.ErrUnknownReward) {
+		if err != nil {
+			return nil, fmt.Errorf("rewards: %w", err)
+		}
+		return fns, nil
+	}
+	for _, n := range r.Funcs {
+		if _, e := tasks.Reward(n, task, 0); errors.Is(e, tasks.ErrUnknownReward) {
+			names := tasks.RewardNames()
+			for i, n := range names {
+				names[i] = strconv.Quote(n)
+			}
+			return nil, &config.Error{Key: "rewards.funcs", Value: strconv.Quote(n),
+				Reason: "must be one of " + strings.Join(names, ", ") + " (or an alias of one)", Err: config.ErrRange}
+		}
+	}
+	return nil, fmt.Errorf("rewards: %w", err)
 }
 
 // stepSettingsOf resolves what the trainer reads.

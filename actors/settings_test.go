@@ -6,6 +6,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/rewards/tasks"
 )
 
 // TestModelConfig: presets resolve to gpu's table with every explicit
@@ -88,6 +89,45 @@ func TestPipelineOptionsByRole(t *testing.T) {
 		if o.Generators != tc.generators || o.RewardEvaluators != tc.rewards || o.ReferenceScorers != tc.refs || o.MinGenerators != tc.min {
 			t.Errorf("role %s: pools %d/%d/%d, min generators %d; want %d/%d/%d, %d", tc.role,
 				o.Generators, o.RewardEvaluators, o.ReferenceScorers, o.MinGenerators, tc.generators, tc.rewards, tc.refs, tc.min)
+		}
+	}
+}
+
+// TestRewardFuncs: rewards.funcs resolves names and aliases to the
+// canonical reward functions, and a name that is no reward function is a
+// configuration error naming rewards.funcs and the name (it was a plain
+// failure, exit 1, "rewards: tasks: unknown reward function").
+func TestRewardFuncs(t *testing.T) {
+	task, err := tasks.New("addition", tasks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		funcs []string
+		want  []string // canonical names; nil: refused
+		value string   // the name the error shows
+	}{
+		{name: "default", funcs: []string{"accuracy"}, want: []string{"accuracy"}},
+		{name: "aliases", funcs: []string{"binary", "format_reward", "len"}, want: []string{"correct", "format", "length"}},
+		{name: "unknown", funcs: []string{"accuracy", "foo"}, value: `"foo"`},
+		{name: "unknown first", funcs: []string{"acuracy", "format"}, value: `"acuracy"`},
+	} {
+		fns, err := rewardFuncs(config.Rewards{Funcs: tc.funcs}, task)
+		if tc.want == nil {
+			var ce *config.Error
+			if !errors.As(err, &ce) || ce.Key != "rewards.funcs" || ce.Value != tc.value || !errors.Is(err, config.ErrRange) {
+				t.Errorf("%s: error %v, want a config.ErrRange naming rewards.funcs = %s", tc.name, err, tc.value)
+			}
+			continue
+		}
+		if err != nil || len(fns) != len(tc.want) {
+			t.Fatalf("%s: rewardFuncs = %d functions, %v; want %v", tc.name, len(fns), err, tc.want)
+		}
+		for i, f := range fns {
+			if f.Name != tc.want[i] || f.Weight != 1 {
+				t.Errorf("%s: function %d = %s (weight %v), want %s (weight 1)", tc.name, i, f.Name, f.Weight, tc.want[i])
+			}
 		}
 	}
 }

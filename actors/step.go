@@ -332,7 +332,7 @@ func (t *Trainer) refill(ctx context.Context, step int64, sc *messages.Scored) (
 		parts, keeps, have = append(parts, more), append(keeps, k), have+len(k)
 	}
 	if have == 0 {
-		return nil, skip(messages.Stage_REWARD, fmt.Errorf("step %d: %w", step, ErrZeroVariance))
+		return nil, skip(messages.Stage_REWARD, fmt.Errorf("step %d: %w", step+1, ErrZeroVariance)) // step n is the run's step n+1
 	}
 	out, err := messages.JoinScored(messages.DeriveMeta(sc.GetMeta()), parts, keeps)
 	if err != nil {

@@ -32,8 +32,9 @@ type Config struct {
 // overrides the preset's value, and with preset "" all of hidden, layers,
 // heads and mlp must be given.
 type Model struct {
-	// Preset is tiny, small, base or "" for explicit dimensions.
-	Preset string `koanf:"preset" help:"tiny|small|base, or \"\" for explicit dims"`
+	// Preset is tiny, small, base, smollm2-135m, qwen2.5-0.5b or "" for
+	// explicit dimensions.
+	Preset string `koanf:"preset" help:"tiny|small|base|smollm2-135m|qwen2.5-0.5b, or \"\" for explicit dims"`
 	// Hidden is the residual width; 0 takes the preset's.
 	Hidden int `koanf:"hidden" help:"hidden size (0 = preset)"`
 	// Layers is the number of decoder blocks; 0 takes the preset's.

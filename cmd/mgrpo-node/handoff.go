@@ -120,9 +120,8 @@ func isExecutable(path string) bool {
 // compiled, quick) and exits 0, or one line and exitUsage. mgrpo-node
 // runs it in mgrpo-node-cuda before handing that binary a GPU run.
 func runDeviceCheck(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "mgrpo-node device-check: unexpected argument %q\n", args[0])
-		return exitUsage
+	if code, done := noArgs("device-check", "print the GPU that --model.device cuda would use, or why none (exit 2)", args, stdout, stderr); done {
+		return code
 	}
 	info, err := gpu.ProbeCUDA()
 	if err != nil {

@@ -68,8 +68,9 @@ Exit codes:
   2    bad flags or configuration
   3    interrupted (SIGINT, SIGTERM or SIGHUP): stopped after the step in
        flight with a checkpoint; the last line says how to resume
-  4    train.max_skipped_steps steps in a row skipped: stopped with a
-       checkpoint of the last good state
+  4    train.max_skipped_steps steps in a row skipped, or a guard stopped
+       the run (train.guard=stop): stopped with a checkpoint of the last
+       good state
   130  interrupted twice: exited at once, without a checkpoint
 
 Recipes (--config recipe:NAME):

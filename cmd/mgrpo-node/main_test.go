@@ -101,6 +101,23 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 }
 
+// TestSubcommandHelp: every subcommand answers -h and --help with its
+// usage and exit 0 (version and device-check said "unexpected argument",
+// exit 2).
+func TestSubcommandHelp(t *testing.T) {
+	for _, name := range []string{"version", "eval", "score", "init", "bench", "traces", "certs", "report", "device-check"} {
+		for _, flag := range []string{"-h", "--help"} {
+			var stdout, stderr bytes.Buffer
+			if code := runEnv([]string{name, flag}, nil, &stdout, &stderr); code != exitOK {
+				t.Errorf("%s %s: exit %d, stderr %q", name, flag, code, stderr.String())
+			}
+			if out := stdout.String() + stderr.String(); !strings.Contains(out, "mgrpo-node "+name) {
+				t.Errorf("%s %s: output %q does not name mgrpo-node %s", name, flag, out, name)
+			}
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{"frobnicate"}, {"--role=all", "extra"}, {"version", "x"}} {
 		var stdout, stderr bytes.Buffer

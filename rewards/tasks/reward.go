@@ -57,6 +57,10 @@ var rewardAliases = map[string]string{
 	"length_penalty":     "length",
 }
 
+// RewardNames returns the canonical reward function names, sorted (Reward
+// also takes their aliases).
+func RewardNames() []string { return canonicalNames(rewardAliases) }
+
 // Reward returns the reward function called name (or an alias), judging
 // completions with task's verifier; each Verify call is bounded by timeout
 // (0 means DefaultTimeout) and scores as TimedOut (0) past it.
