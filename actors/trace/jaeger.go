@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -51,7 +52,7 @@ func (s Span) End() time.Time { return s.Start.Add(s.Duration) }
 type StepTrace struct {
 	ID    string
 	Root  Span
-	Spans []Span // every span, the root first
+	Spans []Span // every span: the root, then the rest in order of start
 }
 
 // Step is the step number of the trace (0 if unknown).
@@ -163,9 +164,17 @@ func ParseJaeger(body []byte) ([]StepTrace, error) {
 		}
 		t.Root = t.Spans[i]
 		t.Spans[0], t.Spans[i] = t.Spans[i], t.Spans[0]
+		slices.SortStableFunc(t.Spans[1:], byStart)
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// byStart orders spans by start time, then name, then ID: Jaeger returns a
+// trace's spans in no fixed order, and a report of them should read the
+// same every time.
+func byStart(a, b Span) int {
+	return cmp.Or(a.Start.Compare(b.Start), strings.Compare(a.Name, b.Name), strings.Compare(a.ID, b.ID))
 }
 
 // Segment is a stretch of a critical path: time that span alone (none of

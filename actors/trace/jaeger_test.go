@@ -72,3 +72,35 @@ func TestParseJaeger(t *testing.T) {
 		t.Errorf("part span %+v", part)
 	}
 }
+
+// TestParseJaegerOrder: Jaeger returns a trace's spans in any order; the
+// parsed trace has the root first and the rest by start time (then name
+// and ID), so a report reads the same every time.
+func TestParseJaegerOrder(t *testing.T) {
+	spans := []string{
+		`{"spanID":"1","operationName":"step","references":[],"startTime":900,"duration":900,"tags":[],"processID":"p"}`,
+		`{"spanID":"4","operationName":"reward","references":[{"refType":"CHILD_OF","spanID":"1"}],"startTime":1000,"duration":50,"tags":[],"processID":"p"}`,
+		`{"spanID":"3","operationName":"generate","references":[{"refType":"CHILD_OF","spanID":"1"}],"startTime":1000,"duration":90,"tags":[],"processID":"p"}`,
+		`{"spanID":"5","operationName":"generate","references":[{"refType":"CHILD_OF","spanID":"1"}],"startTime":1000,"duration":10,"tags":[],"processID":"p"}`,
+		`{"spanID":"2","operationName":"learn","references":[{"refType":"CHILD_OF","spanID":"1"}],"startTime":1500,"duration":300,"tags":[],"processID":"p"}`,
+	}
+	want := "1 3 5 4 2"
+	for _, order := range [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 4, 0, 3, 1}} {
+		var in []string
+		for _, i := range order {
+			in = append(in, spans[i])
+		}
+		body := `{"data":[{"traceID":"abc","spans":[` + strings.Join(in, ",") + `],"processes":{"p":{"serviceName":"mgrpo","tags":[]}}}]}`
+		traces, err := ParseJaeger([]byte(body))
+		if err != nil || len(traces) != 1 {
+			t.Fatalf("order %v: %d traces, %v", order, len(traces), err)
+		}
+		var ids []string
+		for _, s := range traces[0].Spans {
+			ids = append(ids, s.ID)
+		}
+		if got := strings.Join(ids, " "); got != want {
+			t.Errorf("spans given in order %v come out as %s, want %s", order, got, want)
+		}
+	}
+}
