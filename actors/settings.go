@@ -232,8 +232,8 @@ func rewardFuncs(r config.Rewards, task tasks.Task) ([]tasks.Weighted, error) {
 	for _, n := range r.Funcs {
 		if _, e := tasks.Reward(n, task, 0); errors.Is(e, tasks.ErrUnknownReward) {
 			names := tasks.RewardNames()
-			for i, n := range names {
-				names[i] = strconv.Quote(n)
+			for i, name := range names {
+				names[i] = strconv.Quote(name)
 			}
 			return nil, &config.Error{Key: "rewards.funcs", Value: strconv.Quote(n),
 				Reason: "must be one of " + strings.Join(names, ", ") + " (or an alias of one)", Err: config.ErrRange}
@@ -421,8 +421,8 @@ func modelConfig(m config.Model, completionLen int) (gpu.Config, error) {
 		p, err := gpu.Preset(m.Preset)
 		if err != nil {
 			names := append(gpu.PresetNames(), "")
-			for i, n := range names {
-				names[i] = strconv.Quote(n)
+			for i, name := range names {
+				names[i] = strconv.Quote(name)
 			}
 			return gpu.Config{}, &config.Error{Key: "model.preset", Value: strconv.Quote(m.Preset),
 				Reason: "must be one of " + strings.Join(names, ", "), Err: config.ErrRange}
