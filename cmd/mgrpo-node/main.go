@@ -96,6 +96,9 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 	}
 	file, _ := fs.GetString("config")
 	cfg, err := config.Load(config.Sources{File: file, Env: env, Flags: fs, RunConfig: runlog.SavedConfig})
+	if err == nil {
+		err = checkResumeSteps(cfg)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, errorLine(err))
 		return exitUsage

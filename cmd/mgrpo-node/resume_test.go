@@ -155,3 +155,43 @@ func TestResumeRunOfAnEarlierBuild(t *testing.T) {
 		t.Errorf("resume: stdout %q, want it resumed at step 2 and done at 3", stdout.String())
 	}
 }
+
+// TestResumeBelowTheRunsStep: a resume whose --train.steps is below the
+// step the run is at says so in one line and exits 2, running nothing
+// (it said "done: 2 steps" and exited 0); at that step it resumes a
+// finished run, which says "done" again.
+func TestResumeBelowTheRunsStep(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := runEnv(quickRun(out, "r", "2"), nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("start: exit %d, stderr %q", code, stderr.String())
+	}
+	run := filepath.Join(out, "r")
+	metrics, err := os.ReadFile(filepath.Join(run, runlog.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(run, runlog.CheckpointsDir, "step-2")
+	for _, tc := range []struct {
+		steps  string
+		code   int
+		stderr string
+	}{
+		{"1", exitUsage, "config: train.steps = 1: the run is already at step 2 (" + ckpt + "); nothing was run (more than 2 extends it)\n"},
+		{"0", exitUsage, "config: train.steps = 0: the run is already at step 2 (" + ckpt + "); nothing was run (more than 2 extends it)\n"},
+		{"2", exitOK, ""},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		code := runEnv([]string{"--resume", run, "--train.steps", tc.steps}, nil, &stdout, &stderr)
+		if code != tc.code || stderr.String() != tc.stderr {
+			t.Errorf("--train.steps %s: exit %d, stderr %q; want %d and %q", tc.steps, code, stderr.String(), tc.code, tc.stderr)
+		}
+		if tc.code == exitOK {
+			continue
+		}
+		if now, _ := os.ReadFile(filepath.Join(run, runlog.MetricsFile)); stdout.Len() != 0 || !bytes.Equal(now, metrics) {
+			t.Errorf("--train.steps %s: stdout %q, metrics.jsonl changed: %v; want nothing run", tc.steps, stdout.String(), !bytes.Equal(now, metrics))
+		}
+	}
+}
