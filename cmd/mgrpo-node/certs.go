@@ -67,8 +67,11 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 // files of out that the new CA makes stale (staleCertFiles; none when out
 // holds no CA).
 func checkCertsArgs(out string, nodes int, hosts []string, force bool) (map[string]bool, error) {
-	if out == "" || nodes < 1 || nodes > maxCertNodes {
-		return nil, fmt.Errorf("--out DIR and --nodes N (1 to %d) are required; got --nodes %d", maxCertNodes, nodes)
+	if out == "" {
+		return nil, errors.New("--out DIR is required")
+	}
+	if nodes < 1 || nodes > maxCertNodes {
+		return nil, fmt.Errorf("--nodes %d: want 1 to %d", nodes, maxCertNodes)
 	}
 	for _, h := range hosts {
 		if err := checkHost(h); err != nil {

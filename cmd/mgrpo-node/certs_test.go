@@ -142,7 +142,7 @@ func TestCertsBadInput(t *testing.T) {
 		want string
 	}{
 		{"absurd node count", []string{"--nodes", "100000"}, "--nodes 100000"},
-		{"no nodes", []string{"--nodes", "0"}, "--nodes 0"},
+		{"no nodes", []string{"--nodes", "0"}, "--nodes 0: want 1 to 10000"},
 		{"out a file", []string{"--out", file}, file + " is a file"},
 		{"host with a space", []string{"--hosts", "bad host!"}, `"bad host!"`},
 		{"host starting with a hyphen", []string{"--hosts", "ok.example,-x-"}, `"-x-"`},

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // DirMode is the permission of a directory ReplaceDir creates (one that
@@ -19,7 +20,8 @@ const DirMode = 0o755
 // entry); every file and directory in it is fsynced; then it takes dir's
 // place and the old directory is removed. Until that rename dir is as it
 // was: a failed fill, a full disk or a kill leaves it untouched, and an
-// error removes the new directory. keep nil keeps nothing. A symbolic
+// error removes the new directory (what a kill leaves, the next
+// ReplaceDir of dir removes). keep nil keeps nothing. A symbolic
 // link at dir is followed: its target is replaced.
 func ReplaceDir(dir string, keep func(name string) bool, fill func(tmp string) error) error {
 	if err := replaceDir(dir, keep, fill); err != nil {
@@ -37,6 +39,7 @@ func replaceDir(dir string, keep func(name string) bool, fill func(tmp string) e
 	if err := os.MkdirAll(parent, DirMode); err != nil {
 		return err
 	}
+	removeLeftovers(parent, target)
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(target)+".tmp*")
 	if err != nil {
 		return err
@@ -62,6 +65,27 @@ func replaceDir(dir string, keep func(name string) bool, fill func(tmp string) e
 		return err
 	}
 	return SyncDir(parent)
+}
+
+// removeLeftovers removes the directories an earlier ReplaceDir of target
+// left beside it when it was killed (.NAME.tmp…).
+func removeLeftovers(parent, target string) {
+	left, _ := filepath.Glob(filepath.Join(parent, "."+escapeGlob(filepath.Base(target))+".tmp*"))
+	for _, l := range left {
+		os.RemoveAll(l)
+	}
+}
+
+// escapeGlob quotes the characters filepath.Match treats specially.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // existingDir resolves dir (following a symbolic link) and returns its

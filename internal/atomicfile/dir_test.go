@@ -149,3 +149,17 @@ func TestSwapInWithoutExchange(t *testing.T) {
 		t.Errorf("tmp/a = %q, want old", got)
 	}
 }
+
+// TestReplaceDirRemovesLeftovers: what a killed ReplaceDir left beside
+// its target (.NAME.tmp…) goes with the next one; another name's stays.
+func TestReplaceDirRemovesLeftovers(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "m[1]")
+	writeFiles(t, parent, map[string]string{".m[1].tmp123/half": "x", ".m[1].tmp9.old/a": "x", ".other.tmp1/a": "x"})
+	if err := ReplaceDir(dir, nil, fillWith(map[string]string{"a": "1"})); err != nil {
+		t.Fatal(err)
+	}
+	if n := names(t, parent); !slices.Equal(n, []string{".other.tmp1", "m[1]"}) {
+		t.Errorf("beside it: %q, want .other.tmp1 and m[1]", n)
+	}
+}
