@@ -46,7 +46,7 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	err = atomicfile.ReplaceDir(*out, keep, func(tmp string) error { return node.WriteCerts(tmp, *nodes, *hosts) })
 	if err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node certs: %s\n", errorLine(err))
-		return exitFailed
+		return replaceExit(err)
 	}
 	if len(stale) > 0 {
 		signed := 0
@@ -55,7 +55,8 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 				signed++
 			}
 		}
-		fmt.Fprintf(stdout, "the old CA of %s and the %d certificates it signed are gone: every node needs its new certificate\n", *out, signed)
+		fmt.Fprintf(stdout, "the old CA of %s and the %d certificate%s it signed are gone: every node needs its new certificate\n",
+			*out, signed, map[bool]string{true: "s"}[signed != 1])
 	}
 	fmt.Fprintf(stdout, "wrote %s/ca.pem and %d node certificates (node-1.pem .. node-%d.pem, keys beside them); give each node\n"+
 		"  --cluster.tls.ca %s/ca.pem --cluster.tls.cert %s/node-I.pem --cluster.tls.key %s/node-I.key\n"+

@@ -56,7 +56,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	save := func(tmp string) error { return gpu.SaveCheckpoint(tmp, m, tok) }
 	if err := atomicfile.ReplaceDir(a.out, keepOnForce, save); err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node init: %s\n", errorLine(err))
-		return exitFailed
+		return replaceExit(err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s, seed %d, %d parameters\n", a.out, describeInit(a, cfg, tok), a.seed, m.NumParams())
 	return exitOK
@@ -243,6 +243,16 @@ func checkOut(out string, force bool) error {
 		return fmt.Errorf("--out %s is not empty (it holds %s): choose an empty directory, or add --force to write a fresh model there", out, entries[0].Name())
 	}
 	return nil
+}
+
+// replaceExit is the exit code of a failed atomicfile.ReplaceDir of
+// --out: exitUsage for an --out that holds the working directory,
+// exitFailed for a failed write.
+func replaceExit(err error) int {
+	if errors.Is(err, atomicfile.ErrWorkingDir) {
+		return exitUsage
+	}
+	return exitFailed
 }
 
 // keepOnForce reports whether init --force keeps an entry of the old

@@ -99,6 +99,27 @@ func TestInitFailedWriteKeepsTheOldModel(t *testing.T) {
 	onlyEntry(t, parent, "m")
 }
 
+// TestInitOutTheWorkingDirectory: `init --out .` over the working
+// directory is one line, exit 2, and changes nothing: replaced, it would
+// leave the shell in the removed old directory. A new directory under it
+// is fine.
+func TestInitOutTheWorkingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"init", "--preset", "tiny", "--out", ".", "--force"}, &stdout, &stderr)
+	if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "working directory") {
+		t.Errorf("init --out . --force: exit %d, stderr %q; want %d and one line naming the working directory", code, stderr.String(), exitUsage)
+	}
+	onlyEntry(t, dir, "NOTES.md")
+	if code := run([]string{"init", "--preset", "tiny", "--out", "m"}, &stdout, &stderr); code != exitOK {
+		t.Errorf("init --out m in the working directory: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
 // TestInitOutAFile: --out naming a file is one line, exit 2.
 func TestInitOutAFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "f")

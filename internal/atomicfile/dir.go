@@ -21,7 +21,8 @@ const DirMode = 0o755
 // place and the old directory is removed. Until that rename dir is as it
 // was: a failed fill, a full disk or a kill leaves it untouched, and an
 // error removes the new directory (what a kill leaves, the next
-// ReplaceDir of dir removes). keep nil keeps nothing. A symbolic
+// ReplaceDir of dir removes). An existing dir holding the working
+// directory is refused (ErrWorkingDir). keep nil keeps nothing. A symbolic
 // link at dir is followed: its target is replaced.
 func ReplaceDir(dir string, keep func(name string) bool, fill func(tmp string) error) error {
 	if err := replaceDir(dir, keep, fill); err != nil {
@@ -34,6 +35,9 @@ func replaceDir(dir string, keep func(name string) bool, fill func(tmp string) e
 	target, old, err := existingDir(dir)
 	if err != nil {
 		return err
+	}
+	if old != nil && holdsWorkingDir(target) {
+		return ErrWorkingDir
 	}
 	parent := filepath.Dir(target)
 	if err := os.MkdirAll(parent, DirMode); err != nil {
@@ -65,6 +69,26 @@ func replaceDir(dir string, keep func(name string) bool, fill func(tmp string) e
 		return err
 	}
 	return SyncDir(parent)
+}
+
+// ErrWorkingDir: ReplaceDir was asked to replace the working directory
+// (or one holding it). It refuses: the process that started this one (a
+// shell) would be left in the removed old directory, seeing none of the
+// new files.
+var ErrWorkingDir = errors.New("it holds the working directory: replacing it would leave the shell in the removed old directory; run from outside it")
+
+// holdsWorkingDir reports whether target (resolved) is the working
+// directory or holds it.
+func holdsWorkingDir(target string) bool {
+	wd, err := os.Getwd()
+	if err != nil {
+		return false
+	}
+	if resolved, err := filepath.EvalSymlinks(wd); err == nil {
+		wd = resolved
+	}
+	rel, err := filepath.Rel(target, wd)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // removeLeftovers removes the directories an earlier ReplaceDir of target

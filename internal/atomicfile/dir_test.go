@@ -163,3 +163,24 @@ func TestReplaceDirRemovesLeftovers(t *testing.T) {
 		t.Errorf("beside it: %q, want .other.tmp1 and m[1]", n)
 	}
 }
+
+// TestReplaceDirRefusesTheWorkingDirectory: the working directory, or
+// one holding it, is not replaced (the shell would sit in the removed
+// old one); a new directory under it is fine.
+func TestReplaceDirRefusesTheWorkingDirectory(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "out")
+	writeFiles(t, dir, map[string]string{"sub/a": "old"})
+	t.Chdir(filepath.Join(dir, "sub"))
+	for _, d := range []string{".", "..", dir} {
+		if err := ReplaceDir(d, nil, fillWith(map[string]string{"a": "new"})); !errors.Is(err, ErrWorkingDir) {
+			t.Errorf("ReplaceDir(%q) = %v, want ErrWorkingDir", d, err)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "sub", "a")); string(got) != "old" {
+		t.Errorf("sub/a = %q, want old", got)
+	}
+	if err := ReplaceDir("new", nil, fillWith(map[string]string{"a": "1"})); err != nil {
+		t.Errorf("ReplaceDir of a new directory in the working directory: %v", err)
+	}
+}
