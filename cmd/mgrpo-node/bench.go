@@ -42,6 +42,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mgrpo-node bench: %v\n", err)
 		return exitUsage
 	}
+	if *peer != "" {
+		if err := checkPeer(*peer, *python); err != nil {
+			fmt.Fprintf(stderr, "mgrpo-node bench: %v\n", err)
+			return exitUsage
+		}
+	}
 	if *device == "cuda" && !gpu.CUDABuilt {
 		return handOff("bench --device cuda", append([]string{"bench"}, args...), os.Environ(), stderr)
 	}

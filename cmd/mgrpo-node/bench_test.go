@@ -72,8 +72,34 @@ print('{"preset": "%s", "measure": "ref_scoring", "median": 2000.0, "max": 2500.
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}
 	}
-	args = []string{"bench", "--preset", "tiny", "--peer", t.TempDir(), "--peer_python", python, "--rounds", "1"}
-	if code := run(args, &stdout, &stderr); code != exitFailed || !strings.Contains(stderr.String(), "bench.py") {
-		t.Errorf("missing bench.py: exit %d, stderr %q", code, stderr.String())
+}
+
+// TestBenchPeerMissing: a --peer directory without bench.py, or a
+// --peer_python that is not there, is one line naming what is missing,
+// exit 2, before any benchmark runs (it was Python's error, exit 1).
+func TestBenchPeerMissing(t *testing.T) {
+	peer, empty, dirPeer := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(peer, "bench.py"), []byte("print()\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dirPeer, "bench.py"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dir, python, want string
+	}{
+		{"no bench.py", empty, "/bin/sh", "(looked for " + filepath.Join(empty, "bench.py") + ")"},
+		{"bench.py a directory", dirPeer, "/bin/sh", "no PyTorch peer there"},
+		{"no python", peer, filepath.Join(empty, "python3"), "--peer_python " + filepath.Join(empty, "python3")},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := []string{"bench", "--preset", "tiny", "--peer", tc.dir, "--peer_python", tc.python, "--rounds", "1"}
+		code := run(args, &stdout, &stderr)
+		if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and one line with %q", tc.name, code, stderr.String(), exitUsage, tc.want)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%s: stdout %q, want nothing (refused before the benchmark)", tc.name, stdout.String())
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,10 +33,26 @@ type figures struct {
 // peerRun runs the peer's bench.py for one preset and returns its medians.
 type peerRun func(preset string) (figures, error)
 
+// peerScript is the file of the PyTorch peer in --peer's directory.
+const peerScript = "bench.py"
+
+// checkPeer refuses a --peer directory without bench.py, and a
+// --peer_python that is not there, before the benchmark starts.
+func checkPeer(dir, python string) error {
+	script := filepath.Join(dir, peerScript)
+	if st, err := os.Stat(script); err != nil || !st.Mode().IsRegular() {
+		return fmt.Errorf("--peer %s: no PyTorch peer there (looked for %s)", dir, script)
+	}
+	if _, err := exec.LookPath(python); err != nil {
+		return fmt.Errorf("--peer_python %s: %v", python, errors.Unwrap(err))
+	}
+	return nil
+}
+
 // pythonPeer returns a peerRun executing python on dir/bench.py.
 func pythonPeer(python, dir string, threads, reps int) peerRun {
 	return func(preset string) (figures, error) {
-		script := filepath.Join(dir, "bench.py")
+		script := filepath.Join(dir, peerScript)
 		cmd := exec.Command(python, script, "--presets", preset, "--threads", strconv.Itoa(threads), "--reps", strconv.Itoa(reps))
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/mgrpo/mgrpo/actors"
@@ -14,6 +15,7 @@ import (
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/gpu/optim"
+	"github.com/mgrpo/mgrpo/internal/atomicfile"
 	"github.com/mgrpo/mgrpo/internal/tokenizer"
 	"github.com/mgrpo/mgrpo/rewards"
 	"github.com/spf13/pflag"
@@ -27,9 +29,11 @@ import (
 // vocabulary, special tokens (BOS, EOS and PAD in config.json) and chat
 // template, its files copied. DIR must be empty or missing: over a
 // training checkpoint it would leave the optimiser, trainer state and
-// COMPLETE marker beside random weights. --force writes anyway, first
-// removing the files that would describe another model (checkpointFiles,
-// tokenizerFiles).
+// COMPLETE marker beside random weights. --force writes anyway, leaving
+// out the files that would describe another model (checkpointFiles,
+// tokenizerFiles, behaviour/). The model is written into a directory
+// beside DIR and renamed into place when complete
+// (atomicfile.ReplaceDir): a failed or killed init leaves DIR as it was.
 func runInit(args []string, stdout, stderr io.Writer) int {
 	a, code, ok := parseInitArgs(args, stdout, stderr)
 	if !ok {
@@ -40,7 +44,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mgrpo-node init: %v\n", err)
 		return exitUsage
 	}
-	if err := prepareOut(a.out, a.force); err != nil {
+	if err := checkOut(a.out, a.force); err != nil {
 		fmt.Fprintf(stderr, "mgrpo-node init: %v\n", err)
 		return exitUsage
 	}
@@ -49,9 +53,10 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mgrpo-node init: %v\n", err)
 		return exitFailed
 	}
-	if err := gpu.SaveCheckpoint(a.out, m, tok); err != nil {
-		fmt.Fprintf(stderr, "mgrpo-node init: %v\n", err)
-		return exitFailed
+	save := func(tmp string) error { return gpu.SaveCheckpoint(tmp, m, tok) }
+	if err := atomicfile.ReplaceDir(a.out, keepOnForce, save); err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node init: %s\n", errorLine(err))
+		return replaceExit(err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s, seed %d, %d parameters\n", a.out, describeInit(a, cfg, tok), a.seed, m.NumParams())
 	return exitOK
@@ -222,9 +227,11 @@ var checkpointFiles = []string{runlog.CompleteFile, runlog.ManifestFile, runlog.
 var tokenizerFiles = []string{tokenizer.TokenizerConfigFile, tokenizer.SpecialTokensMapFile,
 	tokenizer.GenerationConfigFile, tokenizer.ChatTemplateFile}
 
-// prepareOut refuses a non-empty out unless force; with force it removes
-// the checkpointFiles, tokenizerFiles and the behaviour/ weights there.
-func prepareOut(out string, force bool) error {
+// checkOut refuses a non-empty out unless force.
+func checkOut(out string, force bool) error {
+	if st, err := os.Stat(out); err == nil && !st.IsDir() {
+		return fmt.Errorf("--out %s is a file, not a directory", out)
+	}
 	entries, err := os.ReadDir(out)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(entries) == 0) {
 		return nil
@@ -235,12 +242,24 @@ func prepareOut(out string, force bool) error {
 	if !force {
 		return fmt.Errorf("--out %s is not empty (it holds %s): choose an empty directory, or add --force to write a fresh model there", out, entries[0].Name())
 	}
-	for _, name := range append(append(checkpointFiles, tokenizerFiles...), actors.BehaviourDir) {
-		if err := os.RemoveAll(filepath.Join(out, name)); err != nil {
-			return fmt.Errorf("--out %s: %w", out, err)
-		}
-	}
 	return nil
+}
+
+// replaceExit is the exit code of a failed atomicfile.ReplaceDir of
+// --out: exitUsage for an --out that holds the working directory,
+// exitFailed for a failed write.
+func replaceExit(err error) int {
+	if errors.Is(err, atomicfile.ErrWorkingDir) {
+		return exitUsage
+	}
+	return exitFailed
+}
+
+// keepOnForce reports whether init --force keeps an entry of the old
+// --out: all but the checkpointFiles, tokenizerFiles and behaviour/
+// (the files the new model writes replace their old ones).
+func keepOnForce(name string) bool {
+	return name != actors.BehaviourDir && !slices.Contains(checkpointFiles, name) && !slices.Contains(tokenizerFiles, name)
 }
 
 // parseSubFlags parses a subcommand's flags. On --help it prints the

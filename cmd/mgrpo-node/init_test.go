@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,5 +53,82 @@ func TestInitUsageErrors(t *testing.T) {
 		if !strings.HasSuffix(stderr.String(), "\n") || stderr.Len() == 0 {
 			t.Errorf("%q: stderr %q, want an explanation", args, stderr.String())
 		}
+	}
+}
+
+// TestInitFailedWriteKeepsTheOldModel: init writes beside --out and
+// renames the model in when it is complete, so a write that fails halfway
+// (model.safetensors past a file size limit of 40 blocks, as on a full
+// disk) leaves a new --out absent and an old one as it was: init --force
+// removed the old model's files first, then failed, leaving a config.json
+// of the new model beside nothing. Once it succeeds, --force keeps the
+// files that do not describe a model.
+func TestInitFailedWriteKeepsTheOldModel(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "m")
+	code, stderr := asMainLimited(t, 40, "init", "--preset", "tiny", "--out", dir)
+	if code != exitFailed || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "file too large") {
+		t.Errorf("init on a full disk: exit %d, stderr %q; want %d and one line naming the error", code, stderr, exitFailed)
+	}
+	onlyEntry(t, parent)
+
+	var stdout, errOut bytes.Buffer
+	if code := run([]string{"init", "--preset", "tiny", "--out", dir}, &stdout, &errOut); code != exitOK {
+		t.Fatalf("init: exit %d, stderr %q", code, errOut.String())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+	code, stderr = asMainLimited(t, 40, "init", "--preset", "tiny", "--seed", "9", "--force", "--out", dir)
+	if code != exitFailed || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("init --force on a full disk: exit %d, stderr %q; want %d and one line", code, stderr, exitFailed)
+	}
+	if after := snapshot(t, dir); !maps.Equal(after, before) {
+		t.Errorf("a failed init --force changed %s: %q", dir, slices.Sorted(maps.Keys(after)))
+	}
+	onlyEntry(t, parent, "m")
+
+	if code := run([]string{"init", "--preset", "tiny", "--seed", "9", "--force", "--out", dir}, &stdout, &errOut); code != exitOK {
+		t.Fatalf("init --force: exit %d, stderr %q", code, errOut.String())
+	}
+	after := snapshot(t, dir)
+	if after["NOTES.md"] != "mine" || after["model.safetensors"] == before["model.safetensors"] {
+		t.Errorf("init --force: NOTES.md %q (want kept), weights changed %v (want true)", after["NOTES.md"], after["model.safetensors"] != before["model.safetensors"])
+	}
+	onlyEntry(t, parent, "m")
+}
+
+// TestInitOutTheWorkingDirectory: `init --out .` over the working
+// directory is one line, exit 2, and changes nothing: replaced, it would
+// leave the shell in the removed old directory. A new directory under it
+// is fine.
+func TestInitOutTheWorkingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"init", "--preset", "tiny", "--out", ".", "--force"}, &stdout, &stderr)
+	if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "working directory") {
+		t.Errorf("init --out . --force: exit %d, stderr %q; want %d and one line naming the working directory", code, stderr.String(), exitUsage)
+	}
+	onlyEntry(t, dir, "NOTES.md")
+	if code := run([]string{"init", "--preset", "tiny", "--out", "m"}, &stdout, &stderr); code != exitOK {
+		t.Errorf("init --out m in the working directory: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestInitOutAFile: --out naming a file is one line, exit 2.
+func TestInitOutAFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"init", "--preset", "tiny", "--out", file, "--force"}, &stdout, &stderr)
+	if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), file+" is a file") {
+		t.Errorf("init --out FILE: exit %d, stderr %q", code, stderr.String())
 	}
 }

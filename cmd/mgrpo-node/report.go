@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -23,7 +24,7 @@ import (
 // output.serve, or to watch several at once.
 func runReport(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("mgrpo-node report", pflag.ContinueOnError)
-	out := fs.String("out", "", "page to write (default: RUN/report.html for one run, compare.html for several)")
+	out := fs.String("out", "", "page to write, FILE.html (default: RUN/report.html for one run, compare.html for several)")
 	serve := fs.String("serve", "", "serve the live page on HOST:PORT or :PORT (127.0.0.1) instead of writing it")
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
@@ -37,6 +38,12 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() == 0:
 		fmt.Fprintln(stderr, "mgrpo-node report: give one or more run directories (runs/NAME)")
 		return exitUsage
+	}
+	if *out != "" && *serve == "" {
+		if err := checkHTMLOut("--out", *out); err != nil {
+			fmt.Fprintf(stderr, "mgrpo-node report: %v\n", err)
+			return exitUsage
+		}
 	}
 	dirs := fs.Args()
 	for _, d := range dirs {
@@ -80,4 +87,20 @@ func serveReport(ctx context.Context, addr string, dirs []string, stdout, stderr
 	<-ctx.Done()
 	s.Close()
 	return exitOK
+}
+
+// checkHTMLOut refuses a page path (flag names it) that does not end in
+// .html, names a directory, or lies in a directory that does not exist.
+// The page itself is written atomically (atomicfile).
+func checkHTMLOut(flag, path string) error {
+	if !strings.EqualFold(filepath.Ext(path), ".html") {
+		return fmt.Errorf("%s %s: the page is HTML: give a file name ending in .html", flag, path)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s %s is a directory: give a file name ending in .html", flag, path)
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s %s: directory %s does not exist", flag, path, filepath.Dir(path))
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -325,6 +326,45 @@ func TestReportUsage(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr.String(), tc.out) || strings.Count(stderr.String(), "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want %d and one line with %q", tc.args, code, stderr.String(), tc.code, tc.out)
 		}
+	}
+}
+
+// TestHTMLOutRefused: report --out and traces --html take a page name
+// ending in .html, not a directory, in a directory that exists: anything
+// else is one line, exit 2, and nothing written (report wrote any name;
+// traces queried Jaeger first).
+func TestHTMLOutRefused(t *testing.T) {
+	runDir, work := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(runDir, runlog.MetricsFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, page, want string
+	}{
+		{"text file", filepath.Join(work, "page.txt"), "ending in .html"},
+		{"no extension", filepath.Join(work, "page"), "ending in .html"},
+		{"a directory", t.TempDir() + "/x.html", ""},
+		{"no such directory", filepath.Join(work, "missing", "page.html"), "does not exist"},
+	} {
+		if tc.name == "a directory" {
+			if err := os.Mkdir(tc.page, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.want = "is a directory"
+		}
+		for _, args := range [][]string{
+			{"report", "--out", tc.page, runDir},
+			{"traces", "--slow", "--query_url", "http://127.0.0.1:1", "--html", tc.page},
+		} {
+			var stdout, stderr bytes.Buffer
+			code := run(args, &stdout, &stderr)
+			if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("%s %s: exit %d, stderr %q; want %d and one line with %q", args[0], tc.name, code, stderr.String(), exitUsage, tc.want)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Errorf("refused pages left %d files in %s", len(entries), work)
 	}
 }
 

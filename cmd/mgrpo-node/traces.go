@@ -26,7 +26,7 @@ func runTraces(args []string, stdout, stderr io.Writer) int {
 	run := fs.String("run", "", "only steps of this run (its name)")
 	since := fs.Duration("since", time.Hour, "how far back to look")
 	limit := fs.Int("limit", 10, "how many steps to list")
-	htmlOut := fs.String("html", "", "also write a self-contained page with a waterfall chart of each step")
+	htmlOut := fs.String("html", "", "also write a self-contained page with a waterfall chart of each step (FILE.html)")
 	queryURL := fs.String("query_url", def.QueryURL, "Jaeger query API base URL (trace.query_url)")
 	service := fs.String("service", def.ServiceName, "service.name the nodes traced as (trace.service_name)")
 	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
@@ -35,6 +35,12 @@ func runTraces(args []string, stdout, stderr io.Writer) int {
 	if !*slow || *limit < 1 || *since <= 0 {
 		fmt.Fprintln(stderr, "mgrpo-node traces: give --slow, a --limit of at least 1 and a positive --since")
 		return exitUsage
+	}
+	if *htmlOut != "" {
+		if err := checkHTMLOut("--html", *htmlOut); err != nil {
+			fmt.Fprintf(stderr, "mgrpo-node traces: %v\n", err)
+			return exitUsage
+		}
 	}
 	url := strings.TrimRight(*queryURL, "/")
 	traces, err := trace.Slowest(context.Background(), trace.Query{URL: url, Service: *service, Run: *run, Since: *since, Fetch: 1000})

@@ -4,7 +4,8 @@
 // It is the project's one atomic writer: checkpoint files (config.json,
 // model.safetensors, tokenizer.json, optimizer state, trainer and
 // controller state), config.yaml, sample tables and the report all go
-// through it.
+// through it, and ReplaceDir does the same for a whole directory (the
+// model of `mgrpo-node init`, the certificates of `mgrpo-node certs`).
 package atomicfile
 
 import (

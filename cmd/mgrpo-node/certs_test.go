@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mgrpo/mgrpo/actors/node"
+)
+
+// asMainLimited is asMain with writes capped at blocks 512-byte blocks
+// per file (`ulimit -f`; bash counts 1024): a write past it fails with
+// "file too large", as one on a full disk fails, without root or a
+// tmpfs.
+func asMainLimited(t *testing.T, blocks int, args ...string) (int, string) {
+	t.Helper()
+	script := "ulimit -f " + strconv.Itoa(blocks) + ` && exec "$0" "$@"`
+	cmd := exec.Command("/bin/sh", append([]string{"-c", script, os.Args[0]}, args...)...)
+	cmd.Env = []string{mainEnv + "=1", "PATH=" + os.Getenv("PATH")}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), stderr.String()
+}
+
+// snapshot is every file under dir (relative name → content).
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(dir, path)
+		files[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// onlyEntry fails unless dir holds exactly name: no temporary directory
+// left beside it.
+func onlyEntry(t *testing.T, dir string, name ...string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if !slices.Equal(got, name) {
+		t.Errorf("%s holds %q, want %q", dir, got, name)
+	}
+}
+
+func runCertsOK(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := run(append([]string{"certs"}, args...), &stdout, &stderr); code != exitOK {
+		t.Fatalf("certs %q: exit %d, stderr %q", args, code, stderr.String())
+	}
+	return stdout.String()
+}
+
+// TestCertsRefusesToReplaceACA: certs over a directory holding a CA is
+// refused, one line naming ca.pem, nothing changed (it replaced the CA,
+// and so invalidated every node's certificate). With --force the old CA
+// and every certificate it signed go, node-3 of 3 too when 1 is asked
+// for; other files (a certificate of another CA among them) stay.
+func TestCertsRefusesToReplaceACA(t *testing.T) {
+	parent := t.TempDir()
+	dir, other := filepath.Join(parent, "tls"), filepath.Join(t.TempDir(), "other")
+	runCertsOK(t, "--out", dir, "--nodes", "3")
+	runCertsOK(t, "--out", other, "--nodes", "1")
+	if err := node.AddNodeCert(dir, "extra", nil, time.Now(), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for name, from := range map[string]string{"notes.txt": "", "foreign.pem": filepath.Join(other, "node-1.pem")} {
+		text := []byte("keep me")
+		if from != "" {
+			text, _ = os.ReadFile(from)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := snapshot(t, dir)
+
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"certs", "--out", dir, "--nodes", "3"}, &stdout, &stderr)
+	if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), filepath.Join(dir, "ca.pem")) ||
+		!strings.Contains(stderr.String(), "--force") {
+		t.Errorf("certs again: exit %d, stderr %q; want %d and one line naming ca.pem and --force", code, stderr.String(), exitUsage)
+	}
+	if after := snapshot(t, dir); !maps.Equal(after, before) {
+		t.Errorf("a refused certs changed %s", dir)
+	}
+
+	out := runCertsOK(t, "--out", dir, "--nodes", "1", "--force")
+	if !strings.Contains(out, "the 4 certificates it signed are gone") {
+		t.Errorf("certs --force said %q, want it to count the 4 certificates of the old CA", out)
+	}
+	after := snapshot(t, dir)
+	if got := slices.Sorted(maps.Keys(after)); !slices.Equal(got, []string{"ca.key", "ca.pem", "foreign.pem", "node-1.key", "node-1.pem", "notes.txt"}) {
+		t.Errorf("after --force: %q", got)
+	}
+	if after["ca.pem"] == before["ca.pem"] || after["foreign.pem"] != before["foreign.pem"] || after["notes.txt"] != "keep me" {
+		t.Errorf("after --force: the CA kept, or another file changed")
+	}
+	ca, err := readCert(filepath.Join(dir, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := readCert(filepath.Join(dir, "node-1.pem")); err != nil || c.CheckSignatureFrom(ca) != nil {
+		t.Errorf("node-1.pem is not signed by the new CA (%v)", err)
+	}
+	onlyEntry(t, parent, "tls")
+}
+
+// TestCertsBadInput: input certs cannot mean is one line, exit 2, and
+// writes nothing.
+func TestCertsBadInput(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"absurd node count", []string{"--nodes", "100000"}, "--nodes 100000"},
+		{"no nodes", []string{"--nodes", "0"}, "--nodes 0: want 1 to 10000"},
+		{"out a file", []string{"--out", file}, file + " is a file"},
+		{"host with a space", []string{"--hosts", "bad host!"}, `"bad host!"`},
+		{"host starting with a hyphen", []string{"--hosts", "ok.example,-x-"}, `"-x-"`},
+		{"empty label", []string{"--hosts", "a..b"}, `"a..b"`},
+		{"empty host", []string{"--hosts", "a,,b"}, `""`},
+		{"label over 63", []string{"--hosts", strings.Repeat("a", 64) + ".example"}, "not an IP address or a DNS name"},
+	} {
+		dir := filepath.Join(t.TempDir(), "tls")
+		args := append([]string{"certs", "--out", dir}, tc.args...)
+		var stdout, stderr bytes.Buffer
+		code := run(args, &stdout, &stderr)
+		if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and one line with %q", tc.name, code, stderr.String(), exitUsage, tc.want)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%s: a refused certs created %s", tc.name, dir)
+		}
+	}
+	if got, _ := os.ReadFile(file); string(got) != "x" {
+		t.Errorf("certs --out FILE changed the file")
+	}
+}
+
+func TestCheckHost(t *testing.T) {
+	for _, h := range []string{"127.0.0.1", "::1", "fe80::1", "node-1", "node-1.example.com", "*.example.com", "A1.B2"} {
+		if err := checkHost(h); err != nil {
+			t.Errorf("checkHost(%q) = %v, want nil", h, err)
+		}
+	}
+	for _, h := range []string{"", "bad host!", "-x", "x-", "a..b", "a.", ".a", "*.", "a_b", "http://a", "a:80", "é.example"} {
+		if err := checkHost(h); err == nil {
+			t.Errorf("checkHost(%q) = nil, want an error", h)
+		}
+	}
+}
+
+// TestCertsFailedWriteLeavesNothing: a write that fails (a full disk,
+// played by a file size limit of 0) leaves no part of a new directory,
+// and an old one as it was: the CA is replaced whole or not at all.
+func TestCertsFailedWriteLeavesNothing(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "tls")
+	code, stderr := asMainLimited(t, 0, "certs", "--out", dir, "--nodes", "2")
+	if code != exitFailed || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "file too large") {
+		t.Errorf("certs on a full disk: exit %d, stderr %q; want %d and one line naming the error", code, stderr, exitFailed)
+	}
+	onlyEntry(t, parent)
+
+	runCertsOK(t, "--out", dir, "--nodes", "3")
+	before := snapshot(t, dir)
+	code, stderr = asMainLimited(t, 0, "certs", "--out", dir, "--nodes", "1", "--force")
+	if code != exitFailed || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("certs --force on a full disk: exit %d, stderr %q; want %d and one line", code, stderr, exitFailed)
+	}
+	if after := snapshot(t, dir); !maps.Equal(after, before) {
+		t.Errorf("a failed certs --force changed %s", dir)
+	}
+	onlyEntry(t, parent, "tls")
+}
