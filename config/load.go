@@ -267,6 +267,9 @@ func readEnv(t *keyTable, env []string) (map[string]any, error) {
 			continue
 		}
 		source := "env " + name
+		if rest == "" {
+			return nil, &Error{Key: name, Reason: "unknown key (write " + EnvPrefix + "SECTION__KEY)", Source: source, Err: ErrUnknownKey}
+		}
 		key := strings.ToLower(strings.ReplaceAll(rest, "__", "."))
 		if !strings.Contains(rest, "__") {
 			if section := envSection(t, key); section != "" {

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-
 )
 
 // RunConfigFile is the file in a run directory that holds the run's
