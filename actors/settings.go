@@ -446,8 +446,15 @@ func policyConfig(m config.Model, resume string, completionLen int) (gpu.Config,
 // pathError is the configuration error of a key naming a file or
 // directory that cannot be used (missing, unreadable, of the wrong kind or
 // content): bad input, refused before a run starts, not a failed run.
+// The reason drops the path where the error repeats it, to stay within
+// the line's 200 bytes a part.
 func pathError(key, path string, err error) error {
-	return &config.Error{Key: key, Value: strconv.Quote(path), Reason: err.Error(), Err: config.ErrRange}
+	reason := err.Error()
+	for _, prefix := range []string{"load checkpoint " + path + ": ", "dataset " + path + ": "} {
+		reason = strings.TrimPrefix(reason, prefix)
+	}
+	reason = strings.ReplaceAll(reason, path+string(filepath.Separator), "")
+	return &config.Error{Key: key, Value: strconv.Quote(path), Reason: reason, Err: config.ErrRange}
 }
 
 // hasFile reports whether dir holds a file name.
