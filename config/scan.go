@@ -109,18 +109,18 @@ func (s *yamlScan) entry(name, key string, v *yaml.Node, prefix string) error {
 	return nil
 }
 
-// isMerge reports whether a "<<" value is a merge: an alias, or a list
-// of aliases.
+// isMerge reports whether a "<<" value is a merge: a mapping or an alias
+// of one, or a list of them.
 func isMerge(v *yaml.Node) bool {
 	return len(mergeTargets(v)) > 0
 }
 
-// mergeTargets returns the mappings a merge value aliases.
+// mergeTargets returns the mappings a merge value names.
 func mergeTargets(v *yaml.Node) []*yaml.Node {
 	var out []*yaml.Node
 	add := func(n *yaml.Node) {
-		if n.Kind == yaml.AliasNode && n.Alias != nil && n.Alias.Kind == yaml.MappingNode {
-			out = append(out, n.Alias)
+		if n = resolve(n); n.Kind == yaml.MappingNode {
+			out = append(out, n)
 		}
 	}
 	add(v)

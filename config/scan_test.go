@@ -76,6 +76,7 @@ func TestScanKeepsWhatDecodes(t *testing.T) {
 		{"yaml merge", parseYAML, "controller:\n  tau: &h {horizon: 5}\n  beta:\n    <<: *h\n", "controller.beta.horizon", 5},
 		{"yaml merge of a list", parseYAML, "controller:\n  tau: &h {horizon: 5}\n  beta:\n    <<: [*h]\n    horizon: 6\n", "controller.beta.horizon", 6},
 		{"yaml alias value", parseYAML, "cluster: {name: &n abc}\ntrace: {service_name: *n}\n", "trace.service_name", "abc"},
+		{"yaml merge of a mapping", parseYAML, "controller:\n  beta:\n    <<: {horizon: 7}\n", "controller.beta.horizon", 7},
 		{"yaml merge of unknown keys", parseYAML, "generation: &g {num_generations: 6}\ntrain: {<<: *g}\n", "", nil},
 		{"toml dotted keys", parseTOML, "train.steps = 4\n[controller.tau]\nlr = 0.2\n", "train.steps", 4},
 		{"toml inline table", parseTOML, "train = {steps = 5}\n", "train.steps", 5},
