@@ -7,12 +7,12 @@ require (
 	github.com/dlclark/regexp2 v1.11.5
 	github.com/knadh/koanf/maps v0.1.2
 	github.com/knadh/koanf/parsers/toml/v2 v2.1.0
-	github.com/knadh/koanf/parsers/yaml v1.1.1
 	github.com/knadh/koanf/providers/posflag v1.0.2
 	github.com/knadh/koanf/v2 v2.4.1
 	github.com/labstack/echo v3.3.10+incompatible
 	github.com/orcaman/concurrent-map v1.0.0
 	github.com/parquet-go/parquet-go v0.32.0
+	github.com/pelletier/go-toml/v2 v2.2.2
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/common v0.72.0
 	github.com/spf13/pflag v1.0.10
@@ -72,7 +72,6 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/parquet-go/bitpack v1.0.0 // indirect
 	github.com/parquet-go/jsonlite v1.0.0 // indirect
-	github.com/pelletier/go-toml/v2 v2.2.2 // indirect
 	github.com/pierrec/lz4/v4 v4.1.21 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect

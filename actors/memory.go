@@ -17,28 +17,84 @@ import (
 // longest prompt plus max_completion_len (at most the context, as the
 // learner pads), the policy, reference and a snapshot of the weights,
 // each generator's sampler and the reference scoring workspace (both take
-// a part of train.prompts_per_part prompts at a time), and the warm
-// start's learner batch. On model.device cuda it is cudaHostBytes.
+// a part of train.prompts_per_part prompts at a time), the warm start's
+// learner batch and its problems, the batches train.max_staleness lets
+// wait for the learner (batchesAhead), and the train.eval_prompts
+// problems an evaluation holds with their completions. On model.device
+// cuda it is cudaHostBytes and the host's part of the rest: the problems
+// and the waiting batches (heldBytes).
 func runBytes(c *config.Config, model gpu.Config, promptLen int) int64 {
-	if c.Model.Device == "cuda" {
-		return cudaHostBytes(model)
-	}
-	g := c.Generation.NumGenerations
-	b := int(min(int64(c.Train.PromptsPerStep)*int64(g), int64(1)<<40))
-	part := min(c.Train.PromptsPerPart, c.Train.PromptsPerStep)
 	promptLen = min(promptLen, model.Context)
 	seq := min(promptLen+c.Generation.MaxCompletionLen, model.Context)
-	sum := float64(model.LearnerBytes(passSize(b, c.Train.MicroBatch), seq)) + 3*float64(model.ModelBytes()) +
-		float64(max(c.Cluster.Generators, 1))*float64(model.SampleBytes(part, g, promptLen, c.Generation.MaxCompletionLen)) +
-		float64(model.ScoreBytes(int(min(int64(part)*int64(g), int64(1)<<40)), seq))
-	if (c.Model.Checkpoint == "" || c.Train.WarmStartFromCheckpoint) && c.Train.Resume == "" && c.Train.WarmStartSteps > 0 {
-		warm := float64(model.LearnerBytes(passSize(c.Train.WarmStartBatch, c.Train.MicroBatch), seq)) - float64(model.LearnerBytes(0, seq))
-		sum += max(warm, 0)
+	sum := heldBytes(c, promptLen, seq)
+	if c.Model.Device == "cuda" {
+		sum += float64(cudaHostBytes(model))
+	} else {
+		sum += engineBytes(c, model, promptLen, seq)
 	}
 	if sum >= float64(1<<62) {
 		return 1 << 62
 	}
 	return int64(sum)
+}
+
+// engineBytes is the CPU engine's part of runBytes: the learners', the
+// samplers' and the scorer's workspaces and the copies of the weights.
+func engineBytes(c *config.Config, model gpu.Config, promptLen, seq int) float64 {
+	g := c.Generation.NumGenerations
+	b := int(min(int64(c.Train.PromptsPerStep)*int64(g), int64(1)<<40))
+	part := min(c.Train.PromptsPerPart, c.Train.PromptsPerStep)
+	sum := float64(model.LearnerBytes(passSize(b, c.Train.MicroBatch), seq)) + 3*float64(model.ModelBytes()) +
+		float64(max(c.Cluster.Generators, 1))*float64(model.SampleBytes(part, g, promptLen, c.Generation.MaxCompletionLen)) +
+		float64(model.ScoreBytes(int(min(int64(part)*int64(g), int64(1)<<40)), seq))
+	if warmStarts(c) {
+		warm := float64(model.LearnerBytes(passSize(c.Train.WarmStartBatch, c.Train.MicroBatch), seq)) - float64(model.LearnerBytes(0, seq))
+		sum += max(warm, 0)
+	}
+	return sum
+}
+
+// heldBytes is what a run holds in host memory whichever engine computes:
+// the warm start's problems and sequences, the batches waiting for the
+// learner and an evaluation's problems and completions.
+func heldBytes(c *config.Config, promptLen, seq int) float64 {
+	b := float64(c.Train.PromptsPerStep) * float64(c.Generation.NumGenerations)
+	sum := waitingBatches(c)*b*rolloutBytes(c.Generation.MaxCompletionLen) +
+		float64(c.Train.EvalPrompts)*problemBytes(promptLen, c.Generation.MaxCompletionLen)
+	if warmStarts(c) {
+		sum += float64(c.Train.WarmStartBatch) * (problemBytes(promptLen, 0) + 8*float64(seq))
+	}
+	return sum
+}
+
+// warmStarts reports whether a run begins with the supervised warm start.
+func warmStarts(c *config.Config) bool {
+	return (c.Model.Checkpoint == "" || c.Train.WarmStartFromCheckpoint) && c.Train.Resume == "" && c.Train.WarmStartSteps > 0
+}
+
+// waitingBatches is how many steps' batches beyond the one in the learner
+// train.max_staleness lets the generators make ahead and hold: at most
+// one per step of the run.
+func waitingBatches(c *config.Config) float64 {
+	ahead := batchesAhead(c.Train.MaxStaleness, c.Train.SyncEvery) - 1
+	return float64(min(ahead, max(c.Train.Steps, 0)))
+}
+
+// rolloutBytes is the memory of one sampled sequence of a batch waiting
+// for the learner: the message's fields (ids, generator, prompt index:
+// 256 bytes) and per completion token its id, its log-probability and
+// entropy, its text and the reference's log-probability (24 bytes).
+func rolloutBytes(completionLen int) float64 {
+	return 256 + 24*float64(completionLen)
+}
+
+// problemBytes is the memory an evaluation holds per problem until it
+// scores them all, and a warm start per problem of its batch: the problem
+// (its prompt and answer), the prompt's copy and a completion of
+// completionLen tokens with its text. The warm start adds its sequence's
+// token ids.
+func problemBytes(promptLen, completionLen int) float64 {
+	return 160 + 2*float64(promptLen) + 4*float64(completionLen)
 }
 
 // cudaHostBytes estimates the host memory of a run on model.device cuda,
@@ -70,57 +126,101 @@ func runMemoryWhat(c *config.Config) string {
 
 // checkRunMemory refuses a run whose estimate (runBytes) exceeds the
 // memory available (gpu.CheckMemory), naming the settings that would make
-// it fit; it returns the estimate.
+// it fit; it returns the estimate. The refusal is a configuration error
+// (exit 2: the run cannot start as configured here) that also wraps
+// gpu.ErrMemory; its key is the first setting that alone makes the run
+// fit, or model when none does.
 func checkRunMemory(cfg *config.Config, model gpu.Config, prompt int) (int64, error) {
 	need := runBytes(cfg, model, prompt)
 	err := gpu.CheckMemory(runMemoryWhat(cfg), need)
 	if errors.Is(err, gpu.ErrMemory) {
-		return need, fmt.Errorf("%w; %s", err, fitHint(cfg, model, prompt, gpu.ReadMemory().Available()))
+		key, hint := fitHint(cfg, model, prompt, gpu.ReadMemory().Available())
+		return need, &memoryError{key: key, hint: hint, err: err}
 	}
 	return need, err
 }
 
-// A knob is a setting that lowers a run's memory: its key, its value in a
-// configuration, and that configuration with another value.
+// memoryError is a run refused for its memory: a configuration error
+// (*config.Error, ErrConflict) naming key, and a gpu.ErrMemory. Its line
+// is whole, the estimate and every setting that fits, which a
+// config.Error would cut at 200 bytes.
+type memoryError struct {
+	key  string // the setting to change: the first careless one that fits alone, else the first that does, else model
+	hint string // fitHint's
+	err  error  // gpu.CheckMemory's
+}
+
+func (e *memoryError) Error() string {
+	return fmt.Sprintf("config: %s: %s; %s", e.key, e.err, e.hint)
+}
+
+// Unwrap returns the configuration error and the memory error.
+func (e *memoryError) Unwrap() []error {
+	return []error{&config.Error{Key: e.key, Reason: "not enough memory", Err: config.ErrConflict}, e.err}
+}
+
+// A knob is a setting that lowers a run's memory: its key, its smallest
+// value, its value in a configuration, and that configuration with
+// another value.
 type knob struct {
-	key  string
-	get  func(c *config.Config) int
-	with func(c config.Config, v int) config.Config
+	key      string
+	lo       int
+	careless bool // large only when set carelessly: named as the key when it fits alone
+	get      func(c *config.Config) int
+	with     func(c config.Config, v int) config.Config
 }
 
 // memoryKnobs are the settings fitHint lowers, in the order it names them:
 // the learner's passes first (the same step, in smaller passes), then the
-// batch and the completions.
+// batch and the completions, then what only a careless value makes large:
+// the warm start's batch, the batches waiting for the learner, the
+// evaluation's problems.
 func memoryKnobs() []knob {
 	return []knob{
-		{"train.micro_batch", func(c *config.Config) int {
+		{"train.micro_batch", 1, false, func(c *config.Config) int {
 			return passSize(c.Train.PromptsPerStep*c.Generation.NumGenerations, c.Train.MicroBatch)
 		}, func(c config.Config, v int) config.Config { c.Train.MicroBatch = v; return c }},
-		{"train.prompts_per_step", func(c *config.Config) int { return c.Train.PromptsPerStep },
+		{"train.prompts_per_step", 1, false, func(c *config.Config) int { return c.Train.PromptsPerStep },
 			func(c config.Config, v int) config.Config { c.Train.PromptsPerStep = v; return c }},
-		{"generation.max_completion_len", func(c *config.Config) int { return c.Generation.MaxCompletionLen },
+		{"generation.max_completion_len", 1, false, func(c *config.Config) int { return c.Generation.MaxCompletionLen },
 			func(c config.Config, v int) config.Config { c.Generation.MaxCompletionLen = v; return c }},
+		{"train.warm_start_batch", 1, true, func(c *config.Config) int { return c.Train.WarmStartBatch },
+			func(c config.Config, v int) config.Config { c.Train.WarmStartBatch = v; return c }},
+		{"train.max_staleness", 0, true, func(c *config.Config) int { return c.Train.MaxStaleness },
+			func(c config.Config, v int) config.Config {
+				c.Train.MaxStaleness, c.Train.SyncEvery = v, min(c.Train.SyncEvery, v+1)
+				return c
+			}},
+		{"train.eval_prompts", 1, true, func(c *config.Config) int { return c.Train.EvalPrompts },
+			func(c config.Config, v int) config.Config { c.Train.EvalPrompts = v; return c }},
 	}
 }
 
 // fitHint says which single change of a memoryKnobs setting makes a run
 // that needs more than avail bytes fit, each at the largest value that
 // does (runBytes grows with every knob: a binary search), with its
-// estimate; or that none does.
-func fitHint(cfg *config.Config, model gpu.Config, prompt int, avail int64) string {
+// estimate; or that none does. key is the first careless setting named,
+// else the first named, else model.
+func fitHint(cfg *config.Config, model gpu.Config, prompt int, avail int64) (key, hint string) {
 	var fits []string
+	key = "model"
+	keyCareless := false
 	for _, k := range memoryKnobs() {
 		cur := k.get(cfg)
 		need := func(v int) int64 { c := k.with(*cfg, v); return runBytes(&c, model, prompt) }
-		v := sort.Search(cur, func(v int) bool { return v >= 1 && need(v) > avail }) - 1 // the largest v < cur that fits
-		if v >= 1 {
-			fits = append(fits, fmt.Sprintf("%s %d (%s)", k.key, v, formatGB(need(v))))
+		v := sort.Search(cur, func(v int) bool { return v >= k.lo && need(v) > avail }) - 1 // the largest v < cur that fits
+		if v < k.lo {
+			continue
 		}
+		if len(fits) == 0 || (k.careless && !keyCareless) {
+			key, keyCareless = k.key, k.careless
+		}
+		fits = append(fits, fmt.Sprintf("%s %d (%s)", k.key, v, formatGB(need(v))))
 	}
 	if len(fits) == 0 {
-		return "no value of train.micro_batch, train.prompts_per_step or generation.max_completion_len alone fits: a smaller model, or a machine with more memory"
+		return key, "no value of train.micro_batch, train.prompts_per_step or generation.max_completion_len alone fits: a smaller model, or a machine with more memory"
 	}
-	return "it fits with " + strings.Join(fits, ", or ")
+	return key, "it fits with " + strings.Join(fits, ", or ")
 }
 
 // formatGB writes a byte count in GB, one decimal.

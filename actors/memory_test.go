@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -107,7 +108,7 @@ func TestFitHint(t *testing.T) {
 	}
 	need := runBytes(cfg, s.model, prompt)
 	avail := need * 3 / 4
-	hint := fitHint(cfg, s.model, prompt, avail)
+	_, hint := fitHint(cfg, s.model, prompt, avail)
 	for _, k := range memoryKnobs() {
 		v := 0
 		for _, part := range strings.Split(strings.TrimPrefix(hint, "it fits with "), ", or ") {
@@ -117,8 +118,11 @@ func TestFitHint(t *testing.T) {
 				}
 			}
 		}
+		if low := k.with(*cfg, k.lo); v == 0 && runBytes(&low, s.model, prompt) <= avail {
+			t.Errorf("hint %q does not name %s, which fits at %d", hint, k.key, k.lo)
+			continue
+		}
 		if v == 0 {
-			t.Errorf("hint %q does not name %s", hint, k.key)
 			continue
 		}
 		fits, next := k.with(*cfg, v), k.with(*cfg, v+1)
@@ -127,8 +131,8 @@ func TestFitHint(t *testing.T) {
 				runBytes(&fits, s.model, prompt), v+1, runBytes(&next, s.model, prompt), avail)
 		}
 	}
-	if got := fitHint(cfg, s.model, prompt, 1); !strings.Contains(got, "no value") {
-		t.Errorf("with 1 byte: %q, want it to say nothing fits", got)
+	if key, got := fitHint(cfg, s.model, prompt, 1); !strings.Contains(got, "no value") || key != "model" {
+		t.Errorf("with 1 byte: %s: %q, want model: nothing fits", key, got)
 	}
 }
 
@@ -179,10 +183,56 @@ func TestCUDARunHostBytes(t *testing.T) {
 	cfg := config.Default()
 	cpu := runBytes(cfg, model, 64)
 	cfg.Model.Device = "cuda"
-	if got, want := runBytes(cfg, model, 64), 4*model.WeightBytes(); got != want || got >= cpu {
-		t.Errorf("cuda host estimate %d bytes, want %d (4 × the weights), under the CPU's %d", got, want, cpu)
+	seq := min(64+cfg.Generation.MaxCompletionLen, model.Context)
+	if got, want := runBytes(cfg, model, 64), 4*model.WeightBytes()+int64(heldBytes(cfg, 64, seq)); got != want || got >= cpu {
+		t.Errorf("cuda host estimate %d bytes, want %d (4 × the weights and what the host holds), under the CPU's %d", got, want, cpu)
 	}
 	if what := runMemoryWhat(cfg); !strings.Contains(what, "GPU run") {
 		t.Errorf("what a cuda estimate counts: %q", what)
+	}
+}
+
+// TestRunBytesCountsCarelessSettings: a huge train.warm_start_batch,
+// train.max_staleness or train.eval_prompts, each once outside the plan
+// (an eval_prompts of 1e9 crashed the run out of memory after preflight
+// passed it), makes the plan refuse, names that setting as the key of a
+// configuration error that also wraps gpu.ErrMemory, and the hint says
+// the value that fits; train.micro_batch above the batch changes nothing.
+func TestRunBytesCountsCarelessSettings(t *testing.T) {
+	const huge = 1_000_000_000
+	for _, tc := range []struct {
+		key    string
+		modify func(c *config.Config)
+		grows  bool
+	}{
+		{"train.warm_start_batch", func(c *config.Config) { c.Train.WarmStartSteps, c.Train.WarmStartBatch = 1, huge }, true},
+		{"train.max_staleness", func(c *config.Config) { c.Train.MaxStaleness, c.Train.Steps = huge, huge }, true},
+		{"train.eval_prompts", func(c *config.Config) { c.Train.EvalPrompts = huge }, true},
+		{"train.micro_batch", func(c *config.Config) { c.Train.MicroBatch = huge }, false},
+	} {
+		for _, device := range []string{"cpu", "cuda"} {
+			base := testConfig(t, func(c *config.Config) { c.Model.Device = device })
+			cfg := testConfig(t, func(c *config.Config) { c.Model.Device = device; tc.modify(c) })
+			model := testSettings(t, base).model
+			before, after := runBytes(base, model, 10), runBytes(cfg, model, 10)
+			if !tc.grows {
+				if after != before {
+					t.Errorf("%s %s: plan %d bytes, %d without it; want the same", device, tc.key, after, before)
+				}
+				continue
+			}
+			if after < 100<<30 {
+				t.Errorf("%s %s = %d: plan %d bytes, want at least 100 GiB", device, tc.key, huge, after)
+			}
+			key, hint := fitHint(cfg, model, 10, 2*before)
+			if key != tc.key || !strings.Contains(hint, tc.key+" ") {
+				t.Errorf("%s %s: fitHint names %s: %q", device, tc.key, key, hint)
+			}
+		}
+	}
+	err := error(&memoryError{key: "train.eval_prompts", hint: "it fits with train.eval_prompts 9", err: fmt.Errorf("%w: training needs 2 GB", gpu.ErrMemory)})
+	var ce *config.Error
+	if !errors.As(err, &ce) || !errors.Is(err, config.ErrConflict) || !errors.Is(err, gpu.ErrMemory) || ce.Key != "train.eval_prompts" {
+		t.Errorf("memory refusal %q: want a config.Error naming train.eval_prompts that wraps gpu.ErrMemory", err)
 	}
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
+	"golang.org/x/sys/unix"
 )
 
 // preflight checks, before Run creates the run directory, what can be
@@ -21,13 +23,16 @@ import (
 // returns the run's memory estimate (runBytes).
 func preflight(cfg *config.Config, s *settings) (int64, error) {
 	model := s.model
+	if err := writableFile("trace.file", cfg.Trace.File); err != nil {
+		return 0, err
+	}
 	if ckpt := cfg.Model.Checkpoint; ckpt != "" {
 		c, err := gpu.ReadCheckpointConfig(ckpt)
 		if err != nil {
-			return 0, fmt.Errorf("model.checkpoint: %w", err)
+			return 0, pathError("model.checkpoint", ckpt, err)
 		}
-		if _, err := os.Stat(filepath.Join(ckpt, gpu.WeightsFileName)); err != nil {
-			return 0, fmt.Errorf("model.checkpoint: %w", err)
+		if err := readableFile(filepath.Join(ckpt, gpu.WeightsFileName)); err != nil {
+			return 0, pathError("model.checkpoint", ckpt, fmt.Errorf("%s: %w", gpu.WeightsFileName, err))
 		}
 		model = c
 		if n := cfg.Generation.MaxCompletionLen; n >= model.Context {
@@ -36,14 +41,14 @@ func preflight(cfg *config.Config, s *settings) (int64, error) {
 	}
 	prompt, problem, err := longestPrompt(s.step)
 	if err != nil && cfg.Task.Dataset != "" {
-		return 0, fmt.Errorf("task.dataset %s: %w", cfg.Task.Dataset, err)
+		return 0, pathError("task.dataset", cfg.Task.Dataset, err)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("task %s: %w", cfg.Task.Name, err)
 	}
 	if problem > 0 && prompt >= model.Context {
-		return 0, fmt.Errorf("task.dataset %s: problem %d: prompt of %d tokens (BOS included) leaves no room for a completion in the model's context of %d",
-			cfg.Task.Dataset, problem, prompt, model.Context)
+		return 0, pathError("task.dataset", cfg.Task.Dataset, fmt.Errorf("problem %d: prompt of %d tokens (BOS included) leaves no room for a completion in the model's context of %d",
+			problem, prompt, model.Context))
 	}
 	plan, err := checkRunMemory(cfg, model, prompt)
 	if err != nil {
@@ -96,4 +101,33 @@ func longestPrompt(s stepSettings) (tokens, problem int, err error) {
 		tokens = max(tokens, n)
 	}
 	return tokens + 8, 0, nil
+}
+
+// writableFile refuses a path that key names for the run to append to
+// (trace.file) when it could not be opened for writing: its directory
+// missing, not a directory or not writable, or the path a directory or
+// a file not writable. It creates nothing; "" passes.
+func writableFile(key, path string) error {
+	if path == "" {
+		return nil
+	}
+	target, want := path, "a writable file"
+	if fi, err := os.Stat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			return pathError(key, path, errors.New("is not a regular file"))
+		}
+	} else {
+		target, want = filepath.Dir(path), "a writable directory"
+		fi, err := os.Stat(target)
+		if err != nil {
+			return pathError(key, path, fmt.Errorf("directory %s: %w", target, unwrapPath(err)))
+		}
+		if !fi.IsDir() {
+			return pathError(key, path, fmt.Errorf("%s is not a directory", target))
+		}
+	}
+	if err := unix.Access(target, unix.W_OK); err != nil {
+		return pathError(key, path, fmt.Errorf("%s is not %s: %w", target, want, err))
+	}
+	return nil
 }

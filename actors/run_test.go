@@ -468,7 +468,7 @@ func TestRunRemovesDirectoryItCreatedOnEarlyFailure(t *testing.T) {
 	}{
 		{"corrupt weights", context.Background(), func(c *config.Config) { c.Model.Checkpoint = corrupt }, "safetensors", "removed "},
 		{"interrupted warm start", cancelled, func(c *config.Config) { c.Train.WarmStartSteps = 50 }, "interrupted during the warm start: nothing saved", "removed "},
-		{"bad checkpoint config", context.Background(), func(c *config.Config) { c.Model.Checkpoint = badConfig }, "model.checkpoint: load checkpoint", ""},
+		{"bad checkpoint config", context.Background(), func(c *config.Config) { c.Model.Checkpoint = badConfig }, "config: model.checkpoint = ", ""},
 		{"prompt too long", context.Background(), func(c *config.Config) { c.Task.Dataset = long }, "problem 1: prompt of 82 tokens (BOS included) leaves no room", ""},
 		{"too large for memory", context.Background(), func(c *config.Config) { c.Train.PromptsPerStep = 1 << 30 }, "gpu: not enough memory: training", ""},
 	} {

@@ -149,6 +149,10 @@ type metricSettings struct {
 // a run writes anything.
 func newSettings(cfg *config.Config) (*settings, error) {
 	task, evalTask, err := newTask(cfg.Task)
+	var cfgErr *config.Error
+	if errors.As(err, &cfgErr) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", cfg.Task.Name, err)
 	}
@@ -347,16 +351,54 @@ func newTask(c config.Task) (train, eval tasks.Task, err error) {
 		t, err := tasks.New(c.Name, taskOptions(c))
 		return t, t, err
 	}
+	for _, f := range []struct{ key, path string }{{"task.dataset", c.Dataset}, {"task.eval_dataset", c.EvalDataset}} {
+		if err := readableFile(f.path); f.path != "" && err != nil {
+			return nil, nil, pathError(f.key, f.path, err)
+		}
+	}
 	src := tasks.Source{Path: c.Dataset, Fields: tasks.Fields{Prompt: c.PromptField, Answer: c.AnswerField},
 		EvalPath: c.EvalDataset, EvalFraction: c.EvalFraction, Seed: uint64(c.Seed)}
 	tr, ev, err := tasks.OpenDatasets(src, c.Name, taskOptions(c))
 	if err != nil {
-		return nil, nil, err
+		key, path := "task.dataset", c.Dataset
+		if c.EvalDataset != "" && strings.HasPrefix(err.Error(), "dataset "+c.EvalDataset+":") {
+			key, path = "task.eval_dataset", c.EvalDataset
+		}
+		return nil, nil, pathError(key, path, errors.New(strings.TrimPrefix(err.Error(), "dataset "+path+": ")))
 	}
 	if ev == nil {
 		return tr, tr, nil
 	}
 	return tr, ev, nil
+}
+
+// readableFile returns why path is not a regular file this process can
+// open, or nil. It looks before it opens: opening a named pipe waits for
+// a writer.
+func readableFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return unwrapPath(err)
+	case fi.IsDir():
+		return errors.New("is a directory, not a file")
+	case !fi.Mode().IsRegular():
+		return errors.New("is not a regular file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return unwrapPath(err)
+	}
+	return f.Close()
+}
+
+// unwrapPath is a path error's cause alone: the key's value names the path.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // taskOptions are the task section's generator options.
@@ -386,19 +428,33 @@ func policyConfig(m config.Model, resume string, completionLen int) (gpu.Config,
 	}
 	c, err := gpu.ReadCheckpointConfig(dir)
 	if err != nil {
-		return gpu.Config{}, nil, fmt.Errorf("%s: %w", key, err)
+		return gpu.Config{}, nil, pathError(key, dir, err)
 	}
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
-		return gpu.Config{}, nil, fmt.Errorf("%s: %w", key, err)
+		return gpu.Config{}, nil, pathError(key, dir, err)
 	}
 	if tok.EOS() == 0 {
-		return gpu.Config{}, nil, fmt.Errorf("%s %s: %w", key, dir, errEOSZero)
+		return gpu.Config{}, nil, pathError(key, dir, errEOSZero)
 	}
 	if tok.VocabSize() > c.Vocab {
-		return gpu.Config{}, nil, fmt.Errorf("%s %s: tokenizer has %d ids, the model's vocabulary %d", key, dir, tok.VocabSize(), c.Vocab)
+		return gpu.Config{}, nil, pathError(key, dir, fmt.Errorf("tokenizer has %d ids, the model's vocabulary %d", tok.VocabSize(), c.Vocab))
 	}
 	return c, tok, nil
+}
+
+// pathError is the configuration error of a key naming a file or
+// directory that cannot be used (missing, unreadable, of the wrong kind or
+// content): bad input, refused before a run starts, not a failed run.
+// The reason drops the path where the error repeats it, to stay within
+// the line's 200 bytes a part.
+func pathError(key, path string, err error) error {
+	reason := err.Error()
+	for _, prefix := range []string{"load checkpoint " + path + ": ", "dataset " + path + ": "} {
+		reason = strings.TrimPrefix(reason, prefix)
+	}
+	reason = strings.ReplaceAll(reason, path+string(filepath.Separator), "")
+	return &config.Error{Key: key, Value: strconv.Quote(path), Reason: reason, Err: config.ErrRange}
 }
 
 // hasFile reports whether dir holds a file name.
@@ -454,6 +510,15 @@ func checkModel(c gpu.Config, completionLen int) error {
 	conflict := func(key string, value int, reason string) error {
 		return &config.Error{Key: key, Value: strconv.Itoa(value), Reason: reason, Err: config.ErrConflict}
 	}
+	for _, d := range []struct {
+		key        string
+		value, max int
+	}{{"model.hidden", c.Hidden, gpu.MaxDim}, {"model.layers", c.Layers, gpu.MaxLayers}, {"model.heads", c.Heads, gpu.MaxDim},
+		{"model.kv_heads", c.KVHeads, gpu.MaxDim}, {"model.mlp", c.MLP, gpu.MaxDim}, {"model.context", c.Context, gpu.MaxContext}} {
+		if d.value > d.max {
+			return &config.Error{Key: d.key, Value: strconv.Itoa(d.value), Reason: fmt.Sprintf("must be at most %d", d.max), Err: config.ErrRange}
+		}
+	}
 	switch {
 	case c.Hidden%c.Heads != 0:
 		return conflict("model.hidden", c.Hidden, fmt.Sprintf("must be a multiple of model.heads (%d)", c.Heads))
@@ -465,7 +530,7 @@ func checkModel(c gpu.Config, completionLen int) error {
 		return conflict("generation.max_completion_len", completionLen, fmt.Sprintf("must be below the model context (%d) to leave room for the prompt", c.Context))
 	}
 	if err := c.Validate(); err != nil {
-		return fmt.Errorf("model: %w", err)
+		return &config.Error{Key: "model", Reason: strings.TrimPrefix(err.Error(), gpu.ErrBadConfig.Error()+": "), Err: config.ErrRange}
 	}
 	return nil
 }

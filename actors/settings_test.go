@@ -44,6 +44,14 @@ func TestModelConfig(t *testing.T) {
 		{"kv heads do not divide heads", func(m *config.Model) { m.KVHeads = 3 }, 8, "model.kv_heads", config.ErrConflict},
 		{"odd head size", func(m *config.Model) { m.Hidden = 36 }, 8, "model.hidden", config.ErrConflict},
 		{"completion longer than context", func(*config.Model) {}, 64, "generation.max_completion_len", config.ErrConflict},
+		{"hidden past the bound", func(m *config.Model) { m.Hidden = 1 << 30 }, 8, "model.hidden", config.ErrRange},
+		{"layers past the bound", func(m *config.Model) { m.Layers = 100_000_000 }, 8, "model.layers", config.ErrRange},
+		{"heads past the bound", func(m *config.Model) { m.Heads = 1 << 30 }, 8, "model.heads", config.ErrRange},
+		{"kv heads past the bound", func(m *config.Model) { m.KVHeads = 1 << 30 }, 8, "model.kv_heads", config.ErrRange},
+		{"mlp past the bound", func(m *config.Model) { m.MLP = 1 << 30 }, 8, "model.mlp", config.ErrRange},
+		{"context past the bound", func(m *config.Model) { m.Context = 2_000_000_000 }, 8, "model.context", config.ErrRange},
+		{"too many weights", func(m *config.Model) { m.Hidden, m.MLP, m.Layers = 65536, 65536, 1024 }, 8, "model", config.ErrRange},
+		{"rope theta not finite", func(m *config.Model) { m.RopeTheta = -1 }, 8, "model", config.ErrRange},
 	} {
 		m := config.Default().Model
 		tc.modify(&m)

@@ -3,14 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/knadh/koanf/maps"
-	"github.com/knadh/koanf/parsers/toml/v2"
-	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 )
@@ -140,24 +139,28 @@ func readFile(t *keyTable, name string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var parser koanf.Parser
+	parse := parseYAML
 	switch ext {
 	case ".yaml", ".yml":
-		parser = yaml.Parser()
 	case ".toml":
-		parser = toml.Parser()
+		parse = parseTOML
 	default:
 		return nil, &Error{Key: "config", Value: fmt.Sprintf("%q", name), Reason: "unsupported file type (want .yaml, .yml or .toml)", Err: ErrSource}
 	}
-	return parseFile(t, parser, data, fmt.Sprintf("%q", name), source)
+	return parseFile(t, parse, data, fmt.Sprintf("%q", name), source)
 }
 
-// parseFile decodes a file's data with parser into flat, typed keys;
+// parseFunc decodes a file's text into nested maps, refusing the first
+// unknown key; value names the file in errors and source is where keys
+// come from.
+type parseFunc func(t *keyTable, data []byte, value, source string) (map[string]any, error)
+
+// parseFile decodes a file's data with parse into flat, typed keys;
 // value names the file in errors and source is where keys come from.
-func parseFile(t *keyTable, parser koanf.Parser, data []byte, value, source string) (map[string]any, error) {
-	m, err := parser.Unmarshal(data)
+func parseFile(t *keyTable, parse parseFunc, data []byte, value, source string) (map[string]any, error) {
+	m, err := parse(t, data, value, source)
 	if err != nil {
-		return nil, &Error{Key: "config", Value: value, Reason: "cannot parse: " + oneLine(err.Error()), Err: ErrSource}
+		return nil, err
 	}
 	raw := map[string]any{}
 	if err := t.flatten(m, "", source, raw); err != nil {
@@ -178,7 +181,7 @@ func parseFile(t *keyTable, parser koanf.Parser, data []byte, value, source stri
 // node. source names the text in errors.
 func Parse(data []byte, source string) (*Config, error) {
 	t := keys()
-	flat, err := parseFile(t, yaml.Parser(), data, source, source)
+	flat, err := parseFile(t, parseYAML, data, source, source)
 	if err != nil {
 		return nil, err
 	}
@@ -206,11 +209,35 @@ func fileBytes(name string) (data []byte, ext, source string, err error) {
 		}
 		return data, ".yaml", "recipe " + recipe, nil
 	}
-	data, err = os.ReadFile(name)
+	data, err = readLimited(name, MaxFileBytes)
 	if err != nil {
-		return nil, "", "", &Error{Key: "config", Value: fmt.Sprintf("%q", name), Reason: "cannot read: " + oneLine(unwrapPath(err)), Err: ErrSource}
+		return nil, "", "", &Error{Key: "config", Value: fmt.Sprintf("%q", name), Reason: oneLine(err.Error()), Err: ErrSource}
 	}
 	return data, strings.ToLower(filepath.Ext(name)), "file " + name, nil
+}
+
+// MaxFileBytes is the largest --config file Load reads: every key of the
+// configuration, commented, is a few kilobytes, and a larger file is
+// refused before it is parsed (a parsed YAML file takes some hundred
+// times its size in memory).
+const MaxFileBytes = 1 << 20
+
+// readLimited reads the file name, refusing one of more than limit bytes
+// (a file, a pipe or a device alike) and a directory.
+func readLimited(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %s", unwrapPath(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %s", unwrapPath(err))
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes: no configuration is this long", limit)
+	}
+	return data, nil
 }
 
 func unwrapPath(err error) string {
@@ -240,6 +267,9 @@ func readEnv(t *keyTable, env []string) (map[string]any, error) {
 			continue
 		}
 		source := "env " + name
+		if rest == "" {
+			return nil, &Error{Key: name, Reason: "unknown key (write " + EnvPrefix + "SECTION__KEY)", Source: source, Err: ErrUnknownKey}
+		}
 		key := strings.ToLower(strings.ReplaceAll(rest, "__", "."))
 		if !strings.Contains(rest, "__") {
 			if section := envSection(t, key); section != "" {

@@ -133,6 +133,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "out of range in file", file: "train: {max_staleness: -1}\n", want: ErrRange, wantLine: "config: train.max_staleness = -1: must be 0 or more"},
 		{name: "unknown env key", env: []string{"MGRPO_TRAIN__MAX_STALENES=1"}, want: ErrUnknownKey, wantLine: "config: train.max_stalenes: unknown key (did you mean train.max_staleness?) (env MGRPO_TRAIN__MAX_STALENES)"},
 		{name: "env single underscore", env: []string{"MGRPO_TRAIN_STEPS=1"}, want: ErrUnknownKey, wantLine: "config: train_steps: unknown key (write MGRPO_TRAIN__KEY, with two underscores) (env MGRPO_TRAIN_STEPS)"},
+		{name: "env prefix alone", env: []string{"MGRPO_=1"}, want: ErrUnknownKey, wantLine: "config: MGRPO_: unknown key (write MGRPO_SECTION__KEY) (env MGRPO_)"},
 		{name: "env names a section", env: []string{"MGRPO_CONTROLLER__TAU=1"}, want: ErrUnknownKey, wantLine: "config: controller.tau: is a section, not a key"},
 		{name: "env wrong type", env: []string{"MGRPO_GENERATION__TEMPERATURE=hot"}, want: ErrType, wantLine: `config: generation.temperature = "hot": must be a number (env MGRPO_GENERATION__TEMPERATURE)`},
 		{name: "unknown flag", args: []string{"--train.stepz=3"}, want: ErrUnknownKey, wantLine: "config: train.stepz: unknown key (did you mean train.steps?) (flag --train.stepz)"},

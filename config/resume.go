@@ -9,8 +9,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-
-	"github.com/knadh/koanf/parsers/yaml"
 )
 
 // RunConfigFile is the file in a run directory that holds the run's
@@ -99,7 +97,7 @@ func loadResume(t *keyTable, src Sources, dir string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	flat, err := parseFile(t, yaml.Parser(), data, strconv.Quote(strings.TrimPrefix(source, "file ")), source)
+	flat, err := parseFile(t, parseYAML, data, strconv.Quote(strings.TrimPrefix(source, "file ")), source)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MinTemperature is the smallest sampling or scoring temperature: the
@@ -399,7 +401,10 @@ func validateTrace(v *validator, c *Config) {
 func validateOutput(v *validator, c *Config) {
 	o := c.Output
 	v.need(o.Dir != "", "output.dir", o.Dir, "must not be empty")
+	v.need(o.Name == "" || !strings.HasPrefix(o.Name, "."), "output.name", o.Name, "must not start with a dot (., .. and hidden names are not run directories)")
 	v.need(!strings.ContainsAny(o.Name, `/\`), "output.name", o.Name, "must not contain a path separator")
+	v.need(printable(o.Name), "output.name", o.Name, "must be UTF-8 without control characters")
+	v.need(len(o.Name) <= MaxRunNameBytes, "output.name", o.Name, fmt.Sprintf("must be at most %d bytes (a file name's limit is 255, and a run's files add to it)", MaxRunNameBytes))
 	v.atLeast("output.log_every", o.LogEvery, 1)
 	v.atLeast("output.sample_every", o.SampleEvery, 0)
 	v.atLeast("output.sample_rows", o.SampleRows, 0)
@@ -409,6 +414,14 @@ func validateOutput(v *validator, c *Config) {
 		"must differ from cluster.port and cluster.remote_port")
 	v.need(o.OTLPMetricsEndpoint == "" || validHostPort(o.OTLPMetricsEndpoint), "output.otlp_metrics_endpoint", o.OTLPMetricsEndpoint, "must be host:port or empty")
 	v.need(o.Serve == "" || validServeAddr(o.Serve), "output.serve", o.Serve, "must be HOST:PORT, :PORT (127.0.0.1) or empty")
+}
+
+// MaxRunNameBytes is the longest output.name.
+const MaxRunNameBytes = 200
+
+// printable reports whether s is valid UTF-8 without control characters.
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // maxTopKKL bounds metrics.top_k_kl: every step's report carries that many

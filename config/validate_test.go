@@ -180,6 +180,14 @@ func TestValidate(t *testing.T) {
 		// output
 		{"output dir", func(c *Config) { c.Output.Dir = "" }, "output.dir", ErrRange},
 		{"output name", func(c *Config) { c.Output.Name = "a/b" }, "output.name", ErrRange},
+		{"output name backslash", func(c *Config) { c.Output.Name = `a\b` }, "output.name", ErrRange},
+		{"output name dot", func(c *Config) { c.Output.Name = "." }, "output.name", ErrRange},
+		{"output name dot dot", func(c *Config) { c.Output.Name = ".." }, "output.name", ErrRange},
+		{"output name hidden", func(c *Config) { c.Output.Name = ".run" }, "output.name", ErrRange},
+		{"output name newline", func(c *Config) { c.Output.Name = "run\nfake line" }, "output.name", ErrRange},
+		{"output name escape", func(c *Config) { c.Output.Name = "run\x1b[2J" }, "output.name", ErrRange},
+		{"output name not utf-8", func(c *Config) { c.Output.Name = "run\xff" }, "output.name", ErrRange},
+		{"output name too long", func(c *Config) { c.Output.Name = strings.Repeat("a", MaxRunNameBytes+1) }, "output.name", ErrRange},
 		{"log every", func(c *Config) { c.Output.LogEvery = 0 }, "output.log_every", ErrRange},
 		{"sample every", func(c *Config) { c.Output.SampleEvery = -1 }, "output.sample_every", ErrRange},
 		{"sample rows", func(c *Config) { c.Output.SampleRows = -1 }, "output.sample_rows", ErrRange},
@@ -248,6 +256,8 @@ func TestValidateAccepts(t *testing.T) {
 		{"entropy bonus", func(c *Config) { c.MaxEnt.Objective = ObjectiveGRPOEntropyBonus; c.MaxEnt.EntropyBonusCoef = 0.3 }},
 		{"tau_plus_beta", func(c *Config) { c.MaxEnt.WeightDenominator = WeightDenominatorTauPlusBeta }},
 		{"async with slow sync", func(c *Config) { c.Train.MaxStaleness = 2; c.Train.SyncEvery = 3 }},
+		{"output name with dots and unicode", func(c *Config) { c.Output.Name = "run..v2-é" }},
+		{"output name of the longest", func(c *Config) { c.Output.Name = strings.Repeat("a", MaxRunNameBytes) }},
 		{"explicit dims", func(c *Config) {
 			c.Model.Preset = ""
 			c.Model.Hidden, c.Model.Layers, c.Model.Heads, c.Model.KVHeads, c.Model.MLP, c.Model.Context = 48, 1, 4, 2, 96, 32
