@@ -8,11 +8,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"unsafe"
 
 	"github.com/mgrpo/mgrpo/actors/evaluate"
@@ -67,7 +64,7 @@ func evalMain(args []string, stdout, stderr io.Writer, exit func(code int)) int 
 	if code >= 0 {
 		return code
 	}
-	ctx, stop := evalInterruptible(stderr, exit)
+	ctx, stop := interruptible(stderr, exit, "", "mgrpo-node eval: interrupted again: exiting now; nothing written")
 	defer stop()
 	job, code := prepareEval(a, stderr)
 	if code >= 0 {
@@ -247,42 +244,6 @@ func (s evalSampler) Sample(ctx context.Context, prompts []string, n int, temper
 		return r.got, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	}
-}
-
-// evalInterruptible returns a context that the first SIGINT, SIGTERM or
-// SIGHUP cancels: eval stops at once, says how far it got and writes
-// nothing. A second one, while eval is in a step it cannot cancel
-// (loading the checkpoint or a data set), prints one line and calls
-// exit(exitInterrupted). stop releases the signals.
-func evalInterruptible(stderr io.Writer, exit func(code int)) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		for i := 0; ; i++ {
-			select {
-			case <-sigs:
-			case <-done:
-				return
-			}
-			if i == 0 {
-				cancel()
-				continue
-			}
-			fmt.Fprintln(stderr, "mgrpo-node eval: interrupted again: exiting now; nothing written")
-			exit(exitInterrupted)
-			return
-		}
-	}()
-	var once sync.Once
-	return ctx, func() {
-		once.Do(func() {
-			signal.Stop(sigs)
-			close(done)
-			cancel()
-		})
 	}
 }
 

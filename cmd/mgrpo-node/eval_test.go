@@ -340,7 +340,7 @@ func TestEvalResultNotWritten(t *testing.T) {
 func TestEvalInterruptible(t *testing.T) {
 	var stderr lockedBuffer
 	exits := make(chan int, 1)
-	ctx, stop := evalInterruptible(&stderr, func(code int) { exits <- code })
+	ctx, stop := interruptible(&stderr, func(code int) { exits <- code }, "", "mgrpo-node eval: interrupted again: exiting now; nothing written")
 	defer stop()
 	deadline := time.After(time.Minute)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {

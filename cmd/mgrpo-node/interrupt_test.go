@@ -43,7 +43,7 @@ func (l *lockedBuffer) String() string {
 func TestInterruptible(t *testing.T) {
 	var stderr lockedBuffer
 	exits := make(chan int, 1)
-	ctx, stop := interruptible(&stderr, func(code int) { exits <- code }, "stopping")
+	ctx, stop := interruptible(&stderr, func(code int) { exits <- code }, "mgrpo-node: interrupted: stopping", interruptedAgain)
 	defer stop()
 	deadline := time.After(time.Minute)
 
@@ -81,7 +81,7 @@ func TestInterruptible(t *testing.T) {
 // signal and the context is cancelled.
 func TestInterruptibleStop(t *testing.T) {
 	exits := make(chan int, 1)
-	ctx, stop := interruptible(io.Discard, func(code int) { exits <- code }, "stopping")
+	ctx, stop := interruptible(io.Discard, func(code int) { exits <- code }, "mgrpo-node: interrupted: stopping", interruptedAgain)
 	stop()
 	stop() // idempotent
 	if ctx.Err() == nil {
@@ -172,7 +172,7 @@ func waitForLine(r io.Reader, prefix string) bool {
 // run checkpoints the step in flight.
 func TestInterruptibleHangup(t *testing.T) {
 	exits := make(chan int, 1)
-	ctx, stop := interruptible(io.Discard, func(code int) { exits <- code }, "stopping")
+	ctx, stop := interruptible(io.Discard, func(code int) { exits <- code }, "mgrpo-node: interrupted: stopping", interruptedAgain)
 	defer stop()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)

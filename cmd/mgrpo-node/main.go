@@ -106,7 +106,7 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 	if cfg.Model.Device == "cuda" && !gpu.CUDABuilt {
 		return handOff("--model.device cuda", args, env, stderr)
 	}
-	ctx, stop := interruptible(stderr, os.Exit, interruptNotice(cfg.Cluster))
+	ctx, stop := interruptible(stderr, os.Exit, "mgrpo-node: interrupted: "+interruptNotice(cfg.Cluster), interruptedAgain)
 	defer stop()
 	return runRole(ctx, cfg, stdout, stderr)
 }
@@ -123,12 +123,13 @@ func interruptNotice(cl config.Cluster) string {
 }
 
 // interruptible returns a context that the first SIGINT, SIGTERM or
-// SIGHUP (a closed terminal) cancels, printing "interrupted: " and notice:
+// SIGHUP (a closed terminal) cancels, printing first unless it is empty:
 // a run finishes the step in flight, writes a checkpoint and exits with
-// exitStopped; a worker node leaves. The next one, for a run stuck in a
-// long step or allocation, prints one line and calls exit(exitInterrupted)
-// at once, without a checkpoint. stop releases the signals.
-func interruptible(stderr io.Writer, exit func(code int), notice string) (ctx context.Context, stop func()) {
+// exitStopped; a worker node leaves; eval stops at once. The next one, for
+// a run stuck in a long step or allocation, prints again and calls
+// exit(exitInterrupted) at once, without a checkpoint. stop releases the
+// signals.
+func interruptible(stderr io.Writer, exit func(code int), first, again string) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -136,14 +137,16 @@ func interruptible(stderr io.Writer, exit func(code int), notice string) (ctx co
 	go func() {
 		select {
 		case <-sigs:
-			fmt.Fprintln(stderr, "mgrpo-node: interrupted: "+notice)
+			if first != "" {
+				fmt.Fprintln(stderr, first)
+			}
 			cancel()
 		case <-done:
 			return
 		}
 		select {
 		case <-sigs:
-			fmt.Fprintln(stderr, "mgrpo-node: interrupted again: exiting without a checkpoint")
+			fmt.Fprintln(stderr, again)
 			exit(exitInterrupted)
 		case <-done:
 		}
@@ -157,6 +160,9 @@ func interruptible(stderr io.Writer, exit func(code int), notice string) (ctx co
 		})
 	}
 }
+
+// interruptedAgain is a run's line for a second signal.
+const interruptedAgain = "mgrpo-node: interrupted again: exiting without a checkpoint"
 
 // maxErrorLine is the longest error line mgrpo-node prints: an error that
 // quotes its input (a config value, a file's content) is cut, so a 45 MB
