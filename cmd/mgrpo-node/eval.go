@@ -64,7 +64,7 @@ func evalMain(args []string, stdout, stderr io.Writer, exit func(code int)) int 
 	if code >= 0 {
 		return code
 	}
-	ctx, stop := interruptible(stderr, exit, "", "mgrpo-node eval: interrupted again: exiting now; nothing written")
+	ctx, stop := interruptible(stderr, exit, "", evalInterruptedAgain)
 	defer stop()
 	job, code := prepareEval(a, stderr)
 	if code >= 0 {
@@ -246,6 +246,10 @@ func (s evalSampler) Sample(ctx context.Context, prompts []string, n int, temper
 		return nil, ctx.Err()
 	}
 }
+
+// evalInterruptedAgain is eval's line for a second signal; the first
+// one prints nothing there: eval says how far it got as it returns.
+const evalInterruptedAgain = "mgrpo-node eval: interrupted again: exiting now; nothing written"
 
 // evalCompletionBytes is the memory of one completion while evaluate.Run
 // holds it, a Completion and a short text: the figure evaluate's own

@@ -334,44 +334,6 @@ func TestEvalResultNotWritten(t *testing.T) {
 	}
 }
 
-// TestEvalInterruptible: the first signal cancels eval's context and
-// exits nothing; the second prints one line and exits 130 (a second
-// Ctrl-C was swallowed while a sampling call ran, and SIGHUP killed eval).
-func TestEvalInterruptible(t *testing.T) {
-	var stderr lockedBuffer
-	exits := make(chan int, 1)
-	ctx, stop := interruptible(&stderr, func(code int) { exits <- code }, "", "mgrpo-node eval: interrupted again: exiting now; nothing written")
-	defer stop()
-	deadline := time.After(time.Minute)
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ctx.Done():
-	case <-deadline:
-		t.Fatal("the first signal did not cancel the context")
-	}
-	select {
-	case code := <-exits:
-		t.Fatalf("the first signal exited with %d", code)
-	default:
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-exits:
-		if code != exitInterrupted {
-			t.Errorf("exit code %d, want %d", code, exitInterrupted)
-		}
-	case <-deadline:
-		t.Fatal("the second signal did not exit")
-	}
-	if got := stderr.String(); got != "mgrpo-node eval: interrupted again: exiting now; nothing written\n" {
-		t.Errorf("stderr = %q, want the interrupted-again line alone", got)
-	}
-}
-
 // TestLongEvalSignalStops builds the binary and interrupts an evaluation
 // with SIGINT, SIGTERM and SIGHUP while it samples: each exits 3 at once
 // with one line saying how far it got, and no --out file (it exited 1

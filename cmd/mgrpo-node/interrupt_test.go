@@ -38,42 +38,55 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestInterruptible sends this process two SIGINTs: the first cancels the
-// context and does not exit, the second exits with 130 and one line.
+// TestInterruptible sends this process two signals: the first cancels
+// the context, prints the first line (a run's; eval prints none) and does
+// not exit; the second exits with 130 and the second line. Eval's second
+// Ctrl-C was once swallowed while a sampling call ran, and SIGHUP killed it.
 func TestInterruptible(t *testing.T) {
-	var stderr lockedBuffer
-	exits := make(chan int, 1)
-	ctx, stop := interruptible(&stderr, func(code int) { exits <- code }, "mgrpo-node: interrupted: stopping", interruptedAgain)
-	defer stop()
-	deadline := time.After(time.Minute)
-
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ctx.Done():
-	case <-deadline:
-		t.Fatal("the first SIGINT did not cancel the context")
-	}
-	select {
-	case code := <-exits:
-		t.Fatalf("the first SIGINT exited with %d", code)
-	default:
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-exits:
-		if code != exitInterrupted {
-			t.Errorf("exit code %d, want %d", code, exitInterrupted)
-		}
-	case <-deadline:
-		t.Fatal("the second signal did not exit")
-	}
-	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
-	if len(lines) != 2 || lines[1] != "mgrpo-node: interrupted again: exiting without a checkpoint" {
-		t.Errorf("stderr = %q, want the interrupt line then the interrupted-again line", stderr.String())
+	for _, tc := range []struct {
+		name         string
+		first, again string
+		signals      [2]syscall.Signal
+		wantStderr   string
+	}{
+		{"run", "mgrpo-node: interrupted: stopping", interruptedAgain, [2]syscall.Signal{syscall.SIGINT, syscall.SIGTERM},
+			"mgrpo-node: interrupted: stopping\n" + interruptedAgain + "\n"},
+		{"eval", "", evalInterruptedAgain, [2]syscall.Signal{syscall.SIGHUP, syscall.SIGINT}, evalInterruptedAgain + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr lockedBuffer
+			exits := make(chan int, 1)
+			ctx, stop := interruptible(&stderr, func(code int) { exits <- code }, tc.first, tc.again)
+			defer stop()
+			deadline := time.After(time.Minute)
+			if err := syscall.Kill(os.Getpid(), tc.signals[0]); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-deadline:
+				t.Fatal("the first signal did not cancel the context")
+			}
+			select {
+			case code := <-exits:
+				t.Fatalf("the first signal exited with %d", code)
+			default:
+			}
+			if err := syscall.Kill(os.Getpid(), tc.signals[1]); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case code := <-exits:
+				if code != exitInterrupted {
+					t.Errorf("exit code %d, want %d", code, exitInterrupted)
+				}
+			case <-deadline:
+				t.Fatal("the second signal did not exit")
+			}
+			if got := stderr.String(); got != tc.wantStderr {
+				t.Errorf("stderr = %q, want %q", got, tc.wantStderr)
+			}
+		})
 	}
 }
 
