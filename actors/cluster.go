@@ -211,11 +211,11 @@ type nodeTracing struct {
 }
 
 // newTracing starts the tracing of a node named node with roles, from
-// cfg's trace section.
-func newTracing(ctx context.Context, cfg *config.Config, node string, roles []string) (*nodeTracing, error) {
-	t := cfg.Trace
+// the trace section t; a trace.file that fails on a write says so on out
+// once.
+func newTracing(ctx context.Context, t config.Trace, node string, roles []string, out io.Writer) (*nodeTracing, error) {
 	p, err := trace.New(ctx, trace.Options{ServiceName: t.ServiceName, InstanceID: node, Version: Build(), Roles: roles,
-		OTLPEndpoint: t.OTLPEndpoint, Protocol: t.Protocol, File: t.File, SampleRatio: t.SampleRatio})
+		OTLPEndpoint: t.OTLPEndpoint, Protocol: t.Protocol, File: t.File, SampleRatio: t.SampleRatio, Warn: out})
 	if err != nil {
 		return nil, err
 	}

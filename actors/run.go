@@ -105,7 +105,7 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	}
 	defer dev.Close()
 	id, roles := newNodeID(cfg.Cluster.Roles()[0]), cfg.Cluster.Roles()
-	tp, err := newTracing(ctx, cfg, id, roles)
+	tp, err := newTracing(ctx, cfg.Trace, id, roles, out)
 	if err != nil {
 		return err
 	}

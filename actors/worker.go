@@ -40,6 +40,9 @@ var ErrRefused = errors.New("actors: refused by the learner")
 // goes away or drops the node, it stops its actors and joins again, so a
 // node outlives runs and restarts of the learner.
 func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
+	if err := writableFile("trace.file", cfg.Trace.File); err != nil { // the node's own, for every run it joins
+		return err
+	}
 	w := &worker{cfg: cfg, out: out, id: newNodeID(strings.ReplaceAll(cfg.Cluster.Role, ",", "+"))}
 	gcLine, restoreGC := setWorkerGC(os.Getenv(goGCEnv), os.Getenv(goMemoryLimitEnv))
 	defer restoreGC()
@@ -268,10 +271,28 @@ func (w *worker) joinStages(reply *messages.JoinReply) (stageSettings, error) {
 		fmt.Fprintf(w.out, "warning: the run's products are %s, this node's GPU's %s: its samples and scores differ from the learner's GPU's; start the node with --model.dtype %s\n",
 			cfg.Model.DType, own.DType, cfg.Model.DType)
 	}
-	if w.tracing, err = newTracing(context.Background(), cfg, w.id, w.cfg.Cluster.Roles()); err != nil {
+	if w.tracing, err = w.newTracing(cfg.Trace); err != nil {
 		return stageSettings{}, err
 	}
 	return s, nil
+}
+
+// newTracing starts the tracing of a run whose learner traces with t.
+// The node's own trace.file, when it has one, takes the place of the
+// learner's. The learner's file is a path on the learner's machine: where
+// this node cannot open it, the node says so in one line and its spans
+// go only to the collector, if any.
+func (w *worker) newTracing(t config.Trace) (*nodeTracing, error) {
+	if own := w.cfg.Trace.File; own != "" {
+		t.File = own
+	}
+	tr, err := newTracing(context.Background(), t, w.id, w.cfg.Cluster.Roles(), w.out)
+	if err == nil || t.File == "" || w.cfg.Trace.File != "" {
+		return tr, err
+	}
+	fmt.Fprintf(w.out, "warning: the learner's %v; this node does not write its spans to a file (give it its own --trace.file)\n", err)
+	t.File = ""
+	return newTracing(context.Background(), t, w.id, w.cfg.Cluster.Roles(), w.out)
 }
 
 // stopActors stops the stage actors of the current run and exports

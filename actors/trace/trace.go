@@ -27,8 +27,11 @@ package trace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
@@ -59,6 +62,10 @@ type Options struct {
 	File string
 	// SampleRatio is the fraction of root spans (steps) sampled.
 	SampleRatio float64
+	// Warn receives one line when writing File first fails (a full disk,
+	// a removed mount); the spans after it are dropped without a word.
+	// nil discards the line.
+	Warn io.Writer
 }
 
 // Provider is a node's tracer provider.
@@ -93,7 +100,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		if err != nil {
 			return nil, fmt.Errorf("trace.file: %w", err)
 		}
-		exp, err := stdouttrace.New(stdouttrace.WithWriter(f))
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(&sink{w: f, name: o.File, warn: o.Warn}))
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("trace.file: %w", err)
@@ -104,6 +111,53 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	p.sdk = sdktrace.NewTracerProvider(opts...)
 	p.tracer = p.sdk.Tracer(ScopeName)
 	return p, nil
+}
+
+// sink is trace.file's writer. The exporter reports every span it fails
+// to write, so a full disk would print a line per span for the rest of a
+// run: sink says so once, on warn, and drops what comes after. Tracing
+// never stops a run.
+type sink struct {
+	w    io.Writer
+	name string
+	warn io.Writer
+
+	mu     sync.Mutex
+	failed bool
+}
+
+// Write writes b, or drops it once a write has failed; it never fails.
+func (s *sink) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed {
+		return len(b), nil
+	}
+	if _, err := s.w.Write(b); err != nil {
+		s.failed = true
+		if s.warn != nil {
+			fmt.Fprintf(s.warn, "warning: trace.file %q: %v; the spans after it are not written\n", s.name, unwrapPath(err))
+		}
+	}
+	return len(b), nil
+}
+
+// unwrapPath is err without the *os.PathError's repeat of the file's
+// name, which the warning already says.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+// File is the path of the file the spans are written to, "" for none.
+func (p *Provider) File() string {
+	if p.file == nil {
+		return ""
+	}
+	return p.file.Name()
 }
 
 // Tracer is the node's tracer.

@@ -66,3 +66,19 @@ func TestBadConfigRefusedAtStart(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerBadTraceFile: a worker node's own trace.file that cannot be
+// written is refused at start with one line naming the key (exit 2),
+// before the node looks for its learner.
+func TestWorkerBadTraceFile(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--role", "generator", "--cluster.seeds", "127.0.0.1:1", "--trace.file", filepath.Join(dir, "no", "spans.jsonl")}
+	var stdout, stderr bytes.Buffer
+	if code := runEnv(args, nil, &stdout, &stderr); code != exitUsage {
+		t.Fatalf("exit %d, want %d; stderr %q", code, exitUsage, stderr.String())
+	}
+	assertOneLine(t, stderr.String(), "trace.file")
+	if stdout.Len() > 0 {
+		t.Errorf("the refused node said %q", stdout.String())
+	}
+}

@@ -66,8 +66,9 @@ Exit codes:
   0    done
   1    failed (one line on stderr says why)
   2    bad flags or configuration
-  3    interrupted (SIGINT, SIGTERM or SIGHUP): stopped after the step in
-       flight with a checkpoint; the last line says how to resume
+  3    interrupted (SIGINT, SIGTERM or SIGHUP, or standard output closed):
+       stopped after the step in flight with a checkpoint; the last line
+       says how to resume
   4    train.max_skipped_steps steps in a row skipped, or a guard stopped
        the run (train.guard=stop): stopped with a checkpoint of the last
        good state

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -34,6 +35,7 @@ func buildBinary(t *testing.T) string {
 // process is a started mgrpo-node process with its stdout read line by line.
 type process struct {
 	cmd    *exec.Cmd
+	stdout io.ReadCloser
 	lines  *bufio.Scanner
 	stderr *bytes.Buffer
 }
@@ -47,7 +49,7 @@ func startProcess(t *testing.T, ctx context.Context, bin string, args ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &process{cmd: cmd, lines: bufio.NewScanner(stdout), stderr: &bytes.Buffer{}}
+	n := &process{cmd: cmd, stdout: stdout, lines: bufio.NewScanner(stdout), stderr: &bytes.Buffer{}}
 	cmd.Stderr = n.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ const (
 )
 
 func main() {
+	keepSIGPIPE()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -108,6 +109,12 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := interruptible(stderr, os.Exit, "mgrpo-node: interrupted: "+interruptNotice(cfg.Cluster), interruptedAgain)
 	defer stop()
+	ctx, closed := context.WithCancel(ctx)
+	defer closed()
+	stdout = &watchedOutput{w: stdout, gone: func() {
+		fmt.Fprintln(stderr, "mgrpo-node: standard output closed: "+interruptNotice(cfg.Cluster))
+		closed()
+	}}
 	return runRole(ctx, cfg, stdout, stderr)
 }
 
