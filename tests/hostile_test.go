@@ -510,3 +510,57 @@ func TestLongClusterWildcardHost(t *testing.T) {
 		t.Fatalf("learner: exit %d\n%s", code, learner.text())
 	}
 }
+
+// TestLongClusterConnectionFlood: a client that opens hundreds of
+// connections to every port of a learner (membership, actors, Prometheus,
+// run page) and holds them cannot take the descriptors the learner needs
+// for its files: those past each port's limit from one host are closed as
+// they come, the learner says so in a line per port, and the run ends
+// bit-identical to --role all. The learner runs with a descriptor limit of
+// 512; it used to run out of descriptors (its membership port held every
+// connection) and the run ended at its next file. The flood comes from
+// 127.0.0.2, the worker nodes from 127.0.0.1: a limit is per host.
+func TestLongClusterConnectionFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: a cluster of three processes")
+	}
+	bin, dir, steps := binary(t, ""), t.TempDir(), 400
+	want := allRun(t, bin, dir, steps)
+	seed, prom, page := freePort(t), freePort(t), freePort(t)
+	learner := start(t, "/bin/sh", "learner", append([]string{"-c", `ulimit -n 512 && exec "$0" "$@"`, bin, "--role", "learner",
+		"--cluster.port", fmt.Sprint(seed), "--output.prometheus_port", fmt.Sprint(prom), "--output.serve", fmt.Sprintf("127.0.0.1:%d", page)},
+		runFlags(dir, "flood", steps)...)...)
+	actors := learner.waitFor(t, `learner node: worker nodes join with --cluster.seeds \S+ \(actors at ([^,)]+),`, time.Minute)[1]
+	seeds := fmt.Sprintf("127.0.0.1:%d", seed)
+	gen := start(t, bin, "gen", "--role", "generator", "--cluster.seeds", seeds)
+	rr := start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seeds)
+	gen.waitFor(t, `joined run`, 2*time.Minute)
+	rr.waitFor(t, `joined run`, 2*time.Minute)
+
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 10 * time.Second}
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for _, addr := range []string{seeds, actors, fmt.Sprintf("127.0.0.1:%d", prom), fmt.Sprintf("127.0.0.1:%d", page)} {
+		for range 300 {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				t.Fatalf("dial %s: %v", addr, err)
+			}
+			held = append(held, c)
+		}
+	}
+	if strings.Contains(learner.text(), "done:") {
+		t.Fatalf("the run ended before the flood did: give it more steps")
+	}
+	for _, port := range []string{"membership", "actor"} {
+		learner.waitFor(t, `refused a connection from 127\.0\.0\.2:\d+ to the `+port+` port: too many connections`, time.Minute)
+	}
+	if code := learner.exit(t, 5*time.Minute); code != 0 {
+		t.Fatalf("learner: exit %d\n%s", code, learner.text())
+	}
+	sameRun(t, filepath.Join(dir, "flood"), want, steps)
+}

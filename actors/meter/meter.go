@@ -50,6 +50,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/mgrpo/mgrpo/actors/internal/otlp"
+	"github.com/mgrpo/mgrpo/internal/connlimit"
 )
 
 // scopeName is the instrumentation scope of mgrpo's own instruments.
@@ -148,11 +149,19 @@ func (p *Provider) serve(host string, port int) (sdkmetric.Reader, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	p.addr = lis.Addr().String()
-	go p.server.Serve(lis) // ends with ErrServerClosed on Shutdown
+	go p.server.Serve(connlimit.New(connlimit.Limits{PerHost: maxScrapeConnsPerHost, Total: maxScrapeConns}.Scaled(8)).Listener(lis, nil)) // ends with ErrServerClosed on Shutdown
 	return exp, nil
 }
+
+// scrapeLimits bound the connections to the Prometheus endpoint: a few
+// scrapers, and no client that holds idle connections until the node runs
+// out of descriptors (those over the limits are closed as they come).
+const (
+	maxScrapeConnsPerHost = 16
+	maxScrapeConns        = 64
+)
 
 // MeterProvider is the provider proto.actor's actor system takes
 // (actor.WithMetricProviders), nil when metrics are off.

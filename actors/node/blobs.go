@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mgrpo/mgrpo/internal/connlimit"
 )
 
 // Blobs are large immutable payloads a learner node serves to the other
@@ -58,10 +60,13 @@ const (
 const (
 	// maxBlobKey bounds a request's key.
 	maxBlobKey = 256
-	// maxBlobConns bounds the connections a blob server serves at once
-	// (a worker node keeps one, and one more per generator actor waiting
-	// for the next version); one more is closed at once.
-	maxBlobConns = 256
+	// maxBlobConns bounds the connections a blob server serves at once,
+	// and maxBlobConnsPerHost those from one host (a worker node keeps
+	// one, and one more per generator actor waiting for the next version);
+	// one more is closed at once. The total is at most a connShare of the
+	// descriptor limit.
+	maxBlobConns        = 256
+	maxBlobConnsPerHost = 128
 	// blobIdle is how long a server waits for a connection's next request
 	// (and for the rest of one that has begun).
 	blobIdle = 2 * time.Minute
@@ -100,7 +105,7 @@ type BlobServer struct {
 	lis   net.Listener
 	addr  string // host:port other nodes dial
 	notes *notices
-	slots chan struct{} // one per connection being served
+	limit *connlimit.Counter // the connections being served
 
 	mu        sync.Mutex
 	blobs     map[string]Blob
@@ -144,7 +149,7 @@ func serveBlobs(host, advertise string, port int, t *TLSConfigs, notes *notices)
 		lis = tls.NewListener(lis, cfg)
 	}
 	s := &BlobServer{lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
-		notes: notes, slots: make(chan struct{}, maxBlobConns), blobs: map[string]Blob{}, newest: map[string]string{},
+		notes: notes, limit: connlimit.New(connlimit.Limits{PerHost: maxBlobConnsPerHost, Total: maxBlobConns}.Scaled(connShare)), blobs: map[string]Blob{}, newest: map[string]string{},
 		announced: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()
@@ -205,7 +210,7 @@ func (s *BlobServer) Close() error {
 }
 
 // accept serves each connection on a goroutine of its own, up to
-// maxBlobConns at once.
+// maxBlobConnsPerHost from one host and maxBlobConns in all at once.
 func (s *BlobServer) accept() {
 	defer s.wg.Done()
 	for {
@@ -217,20 +222,19 @@ func (s *BlobServer) accept() {
 			time.Sleep(10 * time.Millisecond) // out of descriptors, say: try again
 			continue
 		}
-		select {
-		case s.slots <- struct{}{}:
-		default:
-			s.notes.say(c.RemoteAddr().String(), "blob conns", "refused a blob connection from %s: %d connections are being served", c.RemoteAddr(), maxBlobConns)
+		release, err := s.limit.Take(c.RemoteAddr())
+		if err != nil {
+			s.notes.say(c.RemoteAddr().String(), "blob conns", "refused a blob connection from %s: %v", c.RemoteAddr(), err)
 			c.Close()
 			continue
 		}
 		if !s.track(c) {
-			<-s.slots
+			release()
 			c.Close()
 			return
 		}
 		s.wg.Add(1)
-		go s.serve(c)
+		go s.serve(c, release)
 	}
 }
 
@@ -247,8 +251,8 @@ func (s *BlobServer) track(c net.Conn) bool {
 
 // serve answers c's requests until it closes, sends something that is not
 // a request, or is idle for blobIdle. A panic ends the connection with one
-// notice, not the process.
-func (s *BlobServer) serve(c net.Conn) {
+// notice, not the process. release uncounts the connection.
+func (s *BlobServer) serve(c net.Conn, release func()) {
 	peer := c.RemoteAddr().String()
 	defer func() {
 		if v := recover(); v != nil {
@@ -258,7 +262,7 @@ func (s *BlobServer) serve(c net.Conn) {
 		delete(s.conns, c)
 		s.mu.Unlock()
 		c.Close()
-		<-s.slots
+		release()
 		s.wg.Done()
 	}()
 	r, w := bufio.NewReader(c), bufio.NewWriterSize(c, 1<<16)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ func TestBlobs(t *testing.T) {
 // TestBlobServerShedsHostileClients: garbage, a huge key, a request cut
 // short and an idle connection each end their connection (one notice per
 // kind and peer) while a good client is served throughout; a connection
-// beyond maxBlobConns is closed at once, and served again once others
+// beyond maxBlobConnsPerHost from one host is closed at once, and served again once others
 // have closed.
 func TestBlobServerShedsHostileClients(t *testing.T) {
 	var notes lockedBuffer
@@ -144,8 +145,9 @@ func TestBlobServerShedsHostileClients(t *testing.T) {
 	if !waitFor(&notes, "refused a blob request from 127.0.0.1") || strings.Count(notes.String(), "\n") != 1 {
 		t.Errorf("notices: %q, want one line", notes.String())
 	}
-	held := make([]net.Conn, 0, maxBlobConns)
-	for len(held) < maxBlobConns-2 { // and idle's and good's
+	perHost := s.limit.Limits().PerHost
+	held := make([]net.Conn, 0, perHost)
+	for len(held) < perHost-2 { // and idle's and good's
 		c, err := net.Dial("tcp", s.Addr())
 		if err != nil {
 			t.Fatal(err)
@@ -158,7 +160,7 @@ func TestBlobServerShedsHostileClients(t *testing.T) {
 	if _, err := fetchAll(late, s.Addr(), "k", 1<<10); err == nil {
 		t.Error("a connection beyond the limit was served")
 	}
-	if !waitFor(&notes, "connections are being served") {
+	if !waitFor(&notes, "too many connections: "+strconv.Itoa(perHost)+" open from 127.0.0.1") {
 		t.Errorf("notices: %q, want the limit named", notes.String())
 	}
 	for _, c := range held {
@@ -278,7 +280,7 @@ func TestBlobAwait(t *testing.T) {
 		if r := <-res; !errors.Is(r.err, context.Canceled) {
 			t.Errorf("cancelled: %v, want context.Canceled", r.err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); len(s.slots) > 0; time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); s.limit.Open() > 0; time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the server still serves a cancelled await's connection")
 			}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/credentials"
+
+	"github.com/mgrpo/mgrpo/internal/connlimit"
 )
 
 // Kinds of refused connections, for notices (one line a minute per peer
@@ -76,6 +78,35 @@ func handshakeRefusal(err error, now time.Time) (kind, reason string, ok bool) {
 		return refusedHandshake, "it did not offer HTTP/2 (ALPN h2): not a gRPC client", true
 	}
 	return refusedHandshake, msg, true
+}
+
+// limited is the server side of a node's transport that counts the
+// connections it holds (connLimits) and closes, with a notice, the ones
+// over its limits before their handshake.
+type limited struct {
+	credentials.TransportCredentials
+	conns *connlimit.Counter
+	notes *notices
+}
+
+// ServerHandshake implements credentials.TransportCredentials.
+func (c limited) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	release, err := c.conns.Take(raw.RemoteAddr())
+	if err != nil {
+		c.notes.refusedConn("actor")(raw.RemoteAddr().String(), err)
+		return nil, nil, err
+	}
+	conn, info, err := c.TransportCredentials.ServerHandshake(raw)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return connlimit.Wrap(conn, release), info, nil
+}
+
+// Clone implements credentials.TransportCredentials.
+func (c limited) Clone() credentials.TransportCredentials {
+	return limited{TransportCredentials: c.TransportCredentials.Clone(), conns: c.conns, notes: c.notes}
 }
 
 // loggedPlain is the server side of a plaintext node that says when a TLS

@@ -26,6 +26,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+
+	"github.com/mgrpo/mgrpo/internal/connlimit"
 )
 
 // LearnerKind is the cluster kind a node hosting the learner advertises:
@@ -47,6 +49,28 @@ const (
 	keepaliveTime    = 10 * time.Second
 	keepaliveTimeout = time.Second
 )
+
+// What one peer, or all of them, may hold of a node's membership port and
+// of its actor system's gRPC port: a node has one connection to each
+// other, and a worker one to the learner's membership, so 64 per host
+// leaves room for that many worker processes on one machine. The totals
+// are at most an eighth of the process's descriptor limit each
+// (connlimit.Limits.Scaled), so that connections never take the
+// descriptors of the run's files. A connection has handshakeTimeout to
+// finish its TLS or HTTP/2 handshake, and one to the membership port
+// httpIdleTimeout between requests.
+const (
+	maxConnsPerHost  = 64
+	maxConns         = 512
+	connShare        = 8
+	handshakeTimeout = 10 * time.Second
+	httpIdleTimeout  = time.Minute
+)
+
+// connLimits are the limits of each of a node's ports.
+func connLimits() connlimit.Limits {
+	return connlimit.Limits{PerHost: maxConnsPerHost, Total: maxConns}.Scaled(connShare)
+}
 
 // Options place one process in a cluster.
 type Options struct {
@@ -176,7 +200,9 @@ func startOn(o Options, remotePort int, lis net.Listener) (n *Node, err error) {
 	hosts := slices.Clone(o.Seeds)
 	if lis != nil {
 		n.seed = net.JoinHostPort(advHost, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port))
-		health.HideBanner, health.HidePort, health.Listener = true, true, lis
+		health.HideBanner, health.HidePort = true, true
+		health.Listener = connlimit.New(connLimits()).Listener(lis, n.notes.refusedConn("membership"))
+		health.Server.ReadHeaderTimeout, health.Server.IdleTimeout = handshakeTimeout, httpIdleTimeout
 		hosts = append([]string{n.seed}, hosts...)
 	}
 	provider := automanaged.NewWithTesting(refresh, o.Port, health, hosts...)
@@ -221,16 +247,17 @@ func startPanic(r any, host string, port int) error {
 func remoteOptions(o Options, notes *notices) []remote.ConfigOption {
 	creds := insecure.NewCredentials()
 	serverOpts := append([]grpc.ServerOption{
+		grpc.ConnectionTimeout(handshakeTimeout),
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
 	}, guard{notes}.serverOptions()...)
+	var server credentials.TransportCredentials = loggedPlain{insecure.NewCredentials(), notes}
 	if o.TLS != nil {
 		creds = credentials.NewTLS(o.TLS.Client)
-		serverOpts = append(serverOpts, grpc.Creds(loggedTLS{credentials.NewTLS(o.TLS.Server), notes}))
-	} else {
-		serverOpts = append(serverOpts, grpc.Creds(loggedPlain{insecure.NewCredentials(), notes}))
+		server = loggedTLS{credentials.NewTLS(o.TLS.Server), notes}
 	}
+	serverOpts = append(serverOpts, grpc.Creds(limited{server, connlimit.New(connLimits()), notes}))
 	return []remote.ConfigOption{
 		remote.WithServerOptions(serverOpts...),
 		// WithDialOptions replaces the defaults, which hold only the

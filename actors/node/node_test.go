@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -310,4 +311,89 @@ func TestStartRetriesTakenPort(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPortsBoundConnections: a learner node's membership port and actor
+// port each hold at most maxConnsPerHost connections from one host; the
+// next are closed as they come, with one line per port naming the peer,
+// and another host still gets in. A client holding 20,000 idle
+// connections to the membership port took every descriptor the process
+// had, and the run ended when it could not open its next checkpoint.
+func TestPortsBoundConnections(t *testing.T) {
+	notes := &lockedBuffer{}
+	n, err := Start(Options{Name: "flood", Host: "127.0.0.1", Port: closedPortNumber(t), Learner: true, MaxMessageBytes: 1 << 20, Notices: notes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	from := func(ip string) *net.Dialer {
+		return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	}
+	for _, tc := range []struct{ port, addr string }{
+		{"membership", n.Seed()},
+		{"actor", n.Address()},
+	} {
+		t.Run(tc.port, func(t *testing.T) {
+			limit := connLimits().PerHost
+			var held []net.Conn
+			defer func() {
+				for _, c := range held {
+					c.Close()
+				}
+			}()
+			for range limit + 3 {
+				c, err := from("127.0.0.2").Dial("tcp", tc.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, c)
+			}
+			if closed := closedOf(held, 3); closed != 3 { // the held ones are closed after handshakeTimeout
+				t.Errorf("%d of %d connections from one host closed at once, want the 3 past %d", closed, limit+3, limit)
+			}
+			line := "refused a connection from 127.0.0.2:"
+			if !waitFor(notes, line) || !strings.Contains(notes.String(), "to the "+tc.port+" port: too many connections") {
+				t.Errorf("notices %q, want one saying %q… to the %s port", notes.String(), line, tc.port)
+			}
+			other, err := from("127.0.0.3").Dial("tcp", tc.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			other.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+			if _, err := other.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) && err != nil {
+				t.Errorf("another host's connection: %v, want it held open", err)
+			}
+		})
+	}
+}
+
+// closedOf is how many of conns the other end closed, once want of them
+// are closed (and one look more at the others) or 5 s have passed.
+func closedOf(conns []net.Conn, want int) int {
+	closed := make([]bool, len(conns))
+	n := 0
+	for deadline, last := time.Now().Add(5*time.Second), false; !last && time.Now().Before(deadline); {
+		last = n >= want
+		for i, c := range conns {
+			if closed[i] {
+				continue
+			}
+			c.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+			if _, err := io.ReadAll(io.LimitReader(c, 1<<16)); err == nil {
+				closed[i] = true
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// closedPortNumber is a port nothing listens on now.
+func closedPortNumber(t *testing.T) int {
+	p, err := freePort("127.0.0.1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mgrpo/mgrpo/internal/connlimit"
 )
 
 // noticeEvery is how long a notice of one kind about one peer is not
@@ -92,4 +95,21 @@ func peerHost(addr string) string {
 		return h
 	}
 	return addr
+}
+
+// refusedConn returns what a port of the node (port names it: membership,
+// actor) calls when it refuses a connection for a limit (one line per
+// peer host a minute, one a minute for the port's total) or cannot accept
+// one (peer "": one line a minute).
+func (n *notices) refusedConn(port string) func(peer string, err error) {
+	return func(peer string, err error) {
+		switch {
+		case peer == "":
+			n.say("", port+" accept", "cannot accept connections on the %s port: %v; trying again", port, err)
+		case errors.Is(err, connlimit.ErrTotal):
+			n.say("", port+" conns", "refused a connection from %s to the %s port: %v", peer, port, err)
+		default:
+			n.say(peer, port+" conns", "refused a connection from %s to the %s port: %v", peer, port, err)
+		}
+	}
 }

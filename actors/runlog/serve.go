@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/mgrpo/mgrpo/internal/connlimit"
 )
 
 // PageServer serves the live page of runs while they are written (Serve).
@@ -45,13 +47,21 @@ func Serve(addr string, runDirs ...string) (*PageServer, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s := &PageServer{ln: ln, done: make(chan struct{}),
-		srv: &http.Server{Handler: pageHandler(runDirs), ReadHeaderTimeout: 10 * time.Second}}
+		srv: &http.Server{Handler: pageHandler(runDirs), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}}
 	go func() {
 		defer close(s.done)
-		s.srv.Serve(ln) // returns http.ErrServerClosed after Close
+		s.srv.Serve(connlimit.New(connlimit.Limits{PerHost: maxPageConnsPerHost, Total: maxPageConns}.Scaled(8)).Listener(ln, nil)) // returns http.ErrServerClosed after Close
 	}()
 	return s, nil
 }
+
+// pageLimits bound the connections to the run page: browsers open six or
+// so each; a client that holds idle connections until the process runs out
+// of descriptors has those over the limits closed as they come.
+const (
+	maxPageConnsPerHost = 32
+	maxPageConns        = 128
+)
 
 // URL is the page's address, http://HOST:PORT/.
 func (s *PageServer) URL() string { return "http://" + s.ln.Addr().String() + "/" }
