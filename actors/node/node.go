@@ -65,6 +65,10 @@ const (
 	connShare        = 8
 	handshakeTimeout = 10 * time.Second
 	httpIdleTimeout  = time.Minute
+	// maxStreams bounds the gRPC streams open at once on one connection:
+	// proto.actor keeps one, and each costs the server a goroutine, so a
+	// peer opening millions would take its memory.
+	maxStreams = 16
 )
 
 // connLimits are the limits of each of a node's ports.
@@ -248,6 +252,7 @@ func remoteOptions(o Options, notes *notices) []remote.ConfigOption {
 	creds := insecure.NewCredentials()
 	serverOpts := append([]grpc.ServerOption{
 		grpc.ConnectionTimeout(handshakeTimeout),
+		grpc.MaxConcurrentStreams(maxStreams),
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -14,8 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // certsIn writes a CA and 2 node certificates into a fresh directory.
@@ -396,4 +401,34 @@ func closedPortNumber(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestStreamsBoundPerConnection: one connection to a node's actor port
+// opens at most maxStreams streams at once; the next waits for one to end
+// (a peer could open millions, a goroutine each).
+func TestStreamsBoundPerConnection(t *testing.T) {
+	n, err := Start(Options{Name: "streams", Host: "127.0.0.1", Seeds: []string{"127.0.0.1:1"}, MaxMessageBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	conn, err := grpc.NewClient(n.Address(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := remote.NewRemotingClient(conn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range maxStreams {
+		if _, err := c.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next, cancelNext := context.WithTimeout(ctx, time.Second)
+	defer cancelNext()
+	_, err = c.Receive(next)
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("stream %d: %v, want it to wait (DeadlineExceeded)", maxStreams+1, err)
+	}
 }
