@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"slices"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mgrpo/mgrpo/actors/internal/otlp"
 	"github.com/mgrpo/mgrpo/actors/meter"
 	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/actors/trace"
@@ -220,6 +222,15 @@ func newTracing(ctx context.Context, t config.Trace, node string, roles []string
 		return nil, err
 	}
 	return &nodeTracing{Provider: p, node: node}, nil
+}
+
+// ReportTelemetryErrors makes the errors of the process's OpenTelemetry
+// exporters (a collector down, a port that speaks another protocol)
+// lines on out: the first at once, then at most one a minute saying how
+// many were not written. The handler is the process's: main calls this
+// once.
+func ReportTelemetryErrors(out io.Writer) {
+	otel.SetErrorHandler(otlp.NewExportErrors(out))
 }
 
 // newMetrics starts the metrics of a node named node with roles, from
