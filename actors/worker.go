@@ -101,7 +101,8 @@ type worker struct {
 }
 
 // findLearner waits until a learner node is among the members and returns
-// its coordinator; it says once every few seconds that it is waiting.
+// its coordinator; it says once every few seconds that it is waiting, and
+// why, as far as asking the seeds tells.
 func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 	last := time.Now()
 	for {
@@ -109,7 +110,7 @@ func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 			return actor.NewPID(ls[0], CoordinatorName), nil
 		}
 		if time.Since(last) >= waitNoticeEach {
-			fmt.Fprintf(w.out, "node %s: waiting for a learner of cluster %s at %s\n", w.id, w.cfg.Cluster.Name, strings.Join(w.cfg.Cluster.Seeds, ", "))
+			fmt.Fprintf(w.out, "node %s: waiting for a learner of cluster %s at %s%s\n", w.id, w.cfg.Cluster.Name, strings.Join(w.cfg.Cluster.Seeds, ", "), w.seedProblems(ctx))
 			last = time.Now()
 		}
 		select {
@@ -118,6 +119,21 @@ func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 		case <-time.After(lookEvery):
 		}
 	}
+}
+
+// seedProblems is why the seeds show no learner of this node's cluster,
+// " (REASON; REASON)", or "" when each answers as one.
+func (w *worker) seedProblems(ctx context.Context) string {
+	var why []string
+	for _, seed := range w.cfg.Cluster.Seeds {
+		if err := node.ProbeSeed(ctx, seed, w.cfg.Cluster.Name); err != nil && ctx.Err() == nil {
+			why = append(why, err.Error())
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(why, "; ") + ")"
 }
 
 // serveRun joins the run of the coordinator, starts and registers this
