@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mgrpo/mgrpo/config"
 )
 
 // TestBadConfigRefusedAtStart: settings that once got past the start and
@@ -80,5 +82,47 @@ func TestWorkerBadTraceFile(t *testing.T) {
 	assertOneLine(t, stderr.String(), "trace.file")
 	if stdout.Len() > 0 {
 		t.Errorf("the refused node said %q", stdout.String())
+	}
+}
+
+// TestWorkerIgnores: a worker node started with settings the learner's
+// configuration decides says which in one line (it ignored them without a
+// word); a trainer, or a worker setting only its own keys, says nothing.
+func TestWorkerIgnores(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"trainer", []string{"--generation.temperature", "0.5"}, nil, ""},
+		{"worker, own keys", []string{"--role", "generator", "--cluster.seeds", "h:1", "--model.device", "cpu", "--trace.file", "s.jsonl"}, nil, ""},
+		{"worker", []string{"--role", "generator", "--cluster.seeds", "h:1", "--generation.temperature", "0.5", "--resume", "runs/x"}, []string{"MGRPO_TRAIN__STEPS=3"},
+			"mgrpo-node: warning: a worker node runs the learner's configuration; not used here: generation.temperature, train.resume, train.steps (a worker's own are cluster.*, model.device, model.dtype, trace.file and its metrics' ports)"},
+		{"worker, a recipe", []string{"--role", "reward", "--cluster.seeds", "h:1", "--config", "recipe:countdown-maxent_entropy"}, nil, " and "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := nodeFlags()
+			if err := config.ParseFlags(fs, tc.args); err != nil {
+				t.Fatal(err)
+			}
+			file, _ := fs.GetString("config")
+			src := config.Sources{File: file, Env: tc.env, Flags: fs}
+			cl := config.Default().Cluster
+			cl.Role, _ = fs.GetString("role")
+			if cl.Role == "" {
+				cl.Role = config.RoleAll
+			}
+			got := workerIgnores(cl, src)
+			if tc.want == " and " {
+				if !strings.Contains(got, " more (a worker's own") {
+					t.Errorf("got %q, want at most %d keys named and the rest counted", got, maxIgnoredKeys)
+				}
+				return
+			}
+			if got != tc.want {
+				t.Errorf("got %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -98,13 +98,17 @@ func runEnv(args, env []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	file, _ := fs.GetString("config")
-	cfg, err := config.Load(config.Sources{File: file, Env: env, Flags: fs, RunConfig: runlog.SavedConfig})
+	src := config.Sources{File: file, Env: env, Flags: fs, RunConfig: runlog.SavedConfig}
+	cfg, err := config.Load(src)
 	if err == nil {
 		err = checkResumeSteps(cfg)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, errorLine(err))
 		return exitUsage
+	}
+	if line := workerIgnores(cfg.Cluster, src); line != "" {
+		fmt.Fprintln(stderr, line)
 	}
 	if cfg.Model.Device == "cuda" && !gpu.CUDABuilt {
 		return handOff("--model.device cuda", args, env, stderr)

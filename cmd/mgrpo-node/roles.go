@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/mgrpo/mgrpo/actors"
 	"github.com/mgrpo/mgrpo/actors/meter"
@@ -26,6 +27,38 @@ func runRole(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) 
 		return runExit(actors.Run(ctx, cfg, stdout), stderr)
 	}
 	return runExit(actors.Serve(ctx, cfg, stdout), stderr)
+}
+
+// maxIgnoredKeys bounds the keys workerIgnores names (a recipe sets
+// dozens).
+const maxIgnoredKeys = 8
+
+// workerIgnores is the warning of a worker node (roles without the
+// learner) whose configuration sets keys it takes from the learner's
+// instead, naming them; "" for a trainer, or when there are none.
+func workerIgnores(cl config.Cluster, src config.Sources) string {
+	if cl.HasRole(config.RoleAll) || cl.HasRole(config.RoleLearner) {
+		return ""
+	}
+	set, err := src.SetKeys()
+	if err != nil {
+		return ""
+	}
+	var ignored []string
+	for _, key := range set {
+		if !config.WorkerKey(key) {
+			ignored = append(ignored, key)
+		}
+	}
+	if len(ignored) == 0 {
+		return ""
+	}
+	more := ""
+	if n := len(ignored) - maxIgnoredKeys; n > 0 {
+		ignored, more = ignored[:maxIgnoredKeys], fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("mgrpo-node: warning: a worker node runs the learner's configuration; not used here: %s%s (a worker's own are cluster.*, model.device, model.dtype, trace.file and its metrics' ports)",
+		strings.Join(ignored, ", "), more)
 }
 
 // runExit prints a run's error as one line and returns its exit code:
