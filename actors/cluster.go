@@ -63,6 +63,9 @@ func startNode(cl config.Cluster, learner bool, bound int, mp metric.MeterProvid
 // o.Notice.
 func (o *ClusterOptions) refused(kind string, m *messages.JoinRequest, reason string) {
 	who := "node " + m.GetNodeId()
+	if checkNodeID(m.GetNodeId()) != nil { // quoted, cut: it may be anything
+		who = fmt.Sprintf("node %.64q", m.GetNodeId())
+	}
 	switch {
 	case o.Refused != nil:
 		o.Refused(kind, who, m.GetAddress(), reason)

@@ -83,7 +83,9 @@ func (a *coordinator) Receive(c actor.Context) {
 		c.Respond(&coordinatorStats{reissued: a.pools[messages.Stage_GENERATE].reissued +
 			a.pools[messages.Stage_REWARD].reissued + a.pools[messages.Stage_REFERENCE].reissued, lastSync: a.weights.lastSync})
 	case *messages.JoinRequest:
-		c.Respond(a.members.join(m, a.weights.hasReference()))
+		if reply := a.members.join(m, c.Sender(), a.weights.hasReference()); reply != nil {
+			c.Respond(reply)
+		}
 	case *messages.Register:
 		a.register(c, m)
 	case *messages.Heartbeat:
@@ -151,6 +153,10 @@ func (a *coordinator) memberOf(pid *actor.PID) (*pool, *member) {
 // its reference), longer than the node waits for it.
 func (a *coordinator) register(c actor.Context, m *messages.Register) {
 	if a.members.opt == nil {
+		return
+	}
+	if err := a.members.registrable(m, c.Sender()); err != nil {
+		a.members.opt.refused("registration", &messages.JoinRequest{NodeId: m.GetNodeId(), Address: m.GetAddress()}, err.Error())
 		return
 	}
 	if a.members.known(m.GetNodeId()) {
