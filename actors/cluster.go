@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -36,6 +37,10 @@ const ProtocolVersion int32 = 5 // 2: Relay (a reward evaluator hands its Scored
 // binary computed them.
 func Build() string { return buildinfo.ID() }
 
+// certWarnWithin is how close to its end a node's certificate is said to
+// expire at start: a run of a day or more outlives it.
+const certWarnWithin = 48 * time.Hour
+
 // startNode starts this process's cluster node for cl (a learner node
 // when it has the learner role), with a gRPC batch bound derived from the
 // largest message the run can send (messageBound) and proto.actor's
@@ -54,6 +59,9 @@ func startNode(cl config.Cluster, learner bool, bound int, mp metric.MeterProvid
 			return nil, err
 		}
 		o.TLS = t
+		if line := t.Expiring(time.Now(), certWarnWithin); line != "" && log != nil {
+			fmt.Fprintln(log, "warning: "+line)
+		}
 	}
 	return node.Start(o)
 }

@@ -363,7 +363,9 @@ func waitFile(t *testing.T, path string, within time.Duration, p *proc) {
 // another CA, expired, or not valid yet are each refused, and both sides
 // say why in one line: the worker, exiting 2, and the learner, naming the
 // peer (it said nothing; a certificate not valid yet read "expired …
-// (signed by another CA?)"). The learner then trains with good nodes.
+// (signed by another CA?)"); a worker whose own certificate is expired or
+// not valid yet says so at start too. The learner then trains with good
+// nodes.
 func TestLongClusterCertificateRefusals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: several processes")
@@ -384,13 +386,16 @@ func TestLongClusterCertificateRefusals(t *testing.T) {
 		name, ca, cert string
 		worker         string // in the worker's one line
 		learner        string // in the learner's line
+		own            string // the worker's warning at start ("" none)
 	}{
 		{"another CA", other, "node-1", `its certificate "mgrpo node-1" is signed by another CA than this node's cluster.tls.ca`,
-			`refused a connection from 127\.0\.0\.1:\d+: it refuses this node's certificate`},
+			`refused a connection from 127\.0\.0\.1:\d+: it refuses this node's certificate`, ""},
 		{"expired", ok, "expired", `refused this node's certificate: it expired: valid until`,
-			`refused a connection from 127\.0\.0\.1:\d+: its certificate "mgrpo expired" is expired: valid until`},
+			`refused a connection from 127\.0\.0\.1:\d+: its certificate "mgrpo expired" is expired: valid until`,
+			`warning: cluster.tls.cert "mgrpo expired" is expired: valid until`},
 		{"not valid yet", ok, "later", `refused this node's certificate: it is not valid yet: valid from`,
-			`refused a connection from 127\.0\.0\.1:\d+: its certificate "mgrpo later" is not valid yet: valid from`},
+			`refused a connection from 127\.0\.0\.1:\d+: its certificate "mgrpo later" is not valid yet: valid from`,
+			`warning: cluster.tls.cert "mgrpo later" is not valid yet: valid from`},
 	} {
 		w := start(t, bin, tc.name, append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(tc.ca, tc.cert)...)...)
 		code := w.exit(t, 2*time.Minute)
@@ -399,6 +404,9 @@ func TestLongClusterCertificateRefusals(t *testing.T) {
 			t.Errorf("%s: exit %d, last line %q; want exit 2 and %q", tc.name, code, last, tc.worker)
 		}
 		learner.waitFor(t, tc.learner, time.Minute)
+		if tc.own != "" && !strings.Contains(w.text(), tc.own) || tc.own == "" && strings.Contains(w.text(), "warning: cluster.tls.cert") {
+			t.Errorf("%s: the worker's output %q; want a warning at start %q", tc.name, w.text(), tc.own)
+		}
 	}
 	if strings.Contains(learner.text(), " joined: ") {
 		t.Errorf("a refused node joined:\n%s", learner.text())

@@ -432,3 +432,35 @@ func TestStreamsBoundPerConnection(t *testing.T) {
 		t.Errorf("stream %d: %v, want it to wait (DeadlineExceeded)", maxStreams+1, err)
 	}
 }
+
+// TestExpiring: a node whose own certificate is expired, not valid yet,
+// or ends within the period is warned at start with when; its peers were
+// the only ones to say so, by refusing it.
+func TestExpiring(t *testing.T) {
+	dir := certsIn(t)
+	now := time.Now()
+	for _, c := range []struct {
+		name     string
+		from, to time.Time
+	}{
+		{"expired", now.Add(-48 * time.Hour), now.Add(-24 * time.Hour)},
+		{"later", now.Add(24 * time.Hour), now.Add(48 * time.Hour)},
+		{"soon", now.Add(-time.Hour), now.Add(5 * time.Hour)},
+		{"long", now.Add(-time.Hour), now.Add(30 * 24 * time.Hour)},
+	} {
+		if err := AddNodeCert(dir, c.name, nil, c.from, c.to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ name, want string }{
+		{"expired", `cluster.tls.cert "mgrpo expired" is expired: valid until`},
+		{"later", `cluster.tls.cert "mgrpo later" is not valid yet: valid from`},
+		{"soon", `cluster.tls.cert "mgrpo soon" expires in 5h0m0s (`},
+		{"long", ""},
+	} {
+		got := loadNode(t, dir, tc.name).Expiring(now, 48*time.Hour)
+		if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want %q…", tc.name, got, tc.want)
+		}
+	}
+}

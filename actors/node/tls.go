@@ -57,6 +57,24 @@ func LoadTLS(caFile, certFile, keyFile string) (*TLSConfigs, error) {
 	return &TLSConfigs{Server: server, Client: client, pool: pool}, nil
 }
 
+// Expiring is a warning, for the operator of this node, when its own
+// certificate is not valid at now (its peers refuse it) or stops being
+// valid within the next period; "" otherwise.
+func (t *TLSConfigs) Expiring(now time.Time, within time.Duration) string {
+	c := own(t)
+	switch {
+	case c == nil:
+		return ""
+	case now.Before(c.NotBefore), now.After(c.NotAfter):
+		_, problem := certProblem(c, nil, now)
+		return fmt.Sprintf("cluster.tls.cert %s is %s: every peer refuses this node", subject(c), problem)
+	case c.NotAfter.Sub(now) < within:
+		return fmt.Sprintf("cluster.tls.cert %s expires in %s (%s): peers refuse new connections of this node from then on; make it a new one (mgrpo-node certs) and restart the node",
+			subject(c), c.NotAfter.Sub(now).Round(time.Minute), stamp(c.NotAfter))
+	}
+	return ""
+}
+
 // verifyChain checks that the peer's certificate (raw, leaf first) chains
 // to the CA pool at now; its error reads "certificate … is …".
 func verifyChain(raw [][]byte, pool *x509.CertPool, now time.Time) error {
