@@ -149,10 +149,10 @@ func alertReason(alert string, mine *x509.Certificate) string {
 
 // own is this node's certificate.
 func own(t *TLSConfigs) *x509.Certificate {
-	if len(t.Client.Certificates) == 0 {
+	if t.keys == nil {
 		return nil
 	}
-	return t.Client.Certificates[0].Leaf
+	return t.keys.get().Leaf
 }
 
 // networkFailure reports whether err is the network's doing rather than

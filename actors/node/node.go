@@ -123,6 +123,7 @@ type Options struct {
 type TLSConfigs struct {
 	Server, Client *tls.Config
 	pool           *x509.CertPool // the cluster's CA (LoadTLS)
+	keys           *keyPair       // this node's certificate and key
 }
 
 // Node is one process's actor system, joined to a cluster.

@@ -464,3 +464,53 @@ func TestExpiring(t *testing.T) {
 		}
 	}
 }
+
+// TestRenewedCertificate: a node's certificate renewed in its files while
+// it runs is the one its next connections present, both as server and as
+// client, and a half-written pair leaves the last whole one in use. The
+// files were read once: a short-lived certificate expired under a long
+// run, and every worker that joined after was refused.
+func TestRenewedCertificate(t *testing.T) {
+	dir := certsIn(t)
+	server, client := loadNode(t, dir, "node-1"), loadNode(t, dir, "node-2")
+	clients := make(chan string, 4) // the serial each connection's client presented
+	addr := serveRaw(t, func(c net.Conn) {
+		conn := tls.Server(c, server.Server)
+		if err := conn.Handshake(); err != nil {
+			clients <- "refused: " + err.Error()
+			return
+		}
+		clients <- conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+		conn.Write([]byte{0})
+	})
+	presented := func() (serverSerial, clientSerial string) {
+		t.Helper()
+		c, err := tls.Dial("tcp", addr, client.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Read(make([]byte, 1)) // the handshake, both ways
+		return c.ConnectionState().PeerCertificates[0].SerialNumber.String(), <-clients
+	}
+	s0, c0 := presented()
+	now := time.Now()
+	for _, name := range []string{"node-1", "node-2"} {
+		if err := AddNodeCert(dir, name, nil, now.Add(-time.Hour), now.Add(90*24*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s1, c1 := presented()
+	if s1 == s0 || c1 == c0 {
+		t.Fatalf("serials after renewal: server %s → %s, client %s → %s; want both new", s0, s1, c0, c1)
+	}
+	if got := own(server).SerialNumber.String(); got != s1 {
+		t.Errorf("own certificate %s, want the renewed %s", got, s1)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "node-1.key"), []byte("half a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s2, _ := presented(); s2 != s1 {
+		t.Errorf("with a half-written key the server presented %s, want the last whole pair's %s", s2, s1)
+	}
+}

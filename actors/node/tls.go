@@ -21,7 +21,9 @@ const alpn = "h2"
 
 // LoadTLS returns mutual TLS for a node from PEM files: the cluster's CA
 // certificate and the node's certificate and key (mgrpo-node certs writes
-// them). Both sides of every connection must present a certificate signed
+// them). The certificate and key are read again when their files change:
+// a renewed certificate takes effect on the node's next connections, no
+// restart needed (the CA is read once). Both sides of every connection must present a certificate signed
 // by that CA. The node is identified by that signature, not by a host
 // name: nodes dial one another by the address the learner sees, which a
 // certificate made before the cluster started cannot name.
@@ -34,9 +36,9 @@ func LoadTLS(caFile, certFile, keyFile string) (*TLSConfigs, error) {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, fmt.Errorf("%w: cluster.tls.ca %s: no PEM certificate in it", ErrTLS, caFile)
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	keys, err := loadKeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cluster.tls.cert/key %s, %s: %w", ErrTLS, certFile, keyFile, err)
+		return nil, err
 	}
 	verify := func(raw [][]byte, _ [][]*x509.Certificate) error {
 		if err := verifyChain(raw, pool, time.Now()); err != nil {
@@ -45,16 +47,17 @@ func LoadTLS(caFile, certFile, keyFile string) (*TLSConfigs, error) {
 		return nil
 	}
 	server := &tls.Config{
-		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert},
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool,
+		MinVersion: tls.VersionTLS13, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return keys.get(), nil },
 	}
 	client := &tls.Config{
-		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, NextProtos: []string{alpn},
+		MinVersion: tls.VersionTLS13, NextProtos: []string{alpn},
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return keys.get(), nil },
 		// The chain is checked against the CA below; only the host name
 		// check of the default verification is skipped.
 		InsecureSkipVerify: true, VerifyPeerCertificate: verify,
 	}
-	return &TLSConfigs{Server: server, Client: client, pool: pool}, nil
+	return &TLSConfigs{Server: server, Client: client, pool: pool, keys: keys}, nil
 }
 
 // Expiring is a warning, for the operator of this node, when its own
@@ -69,7 +72,7 @@ func (t *TLSConfigs) Expiring(now time.Time, within time.Duration) string {
 		_, problem := certProblem(c, nil, now)
 		return fmt.Sprintf("cluster.tls.cert %s is %s: every peer refuses this node", subject(c), problem)
 	case c.NotAfter.Sub(now) < within:
-		return fmt.Sprintf("cluster.tls.cert %s expires in %s (%s): peers refuse new connections of this node from then on; make it a new one (mgrpo-node certs) and restart the node",
+		return fmt.Sprintf("cluster.tls.cert %s expires in %s (%s): peers refuse new connections of this node from then on; renew it in place (mgrpo-node certs --renew): the node reads it again, no restart",
 			subject(c), c.NotAfter.Sub(now).Round(time.Minute), stamp(c.NotAfter))
 	}
 	return ""

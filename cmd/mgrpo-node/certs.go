@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -34,8 +35,16 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	nodes := fs.Int("nodes", 3, fmt.Sprintf("node certificates to write (1 to %d)", maxCertNodes))
 	hosts := fs.StringSlice("hosts", nil, "optional names or addresses to put in every node certificate (IP addresses or DNS names)")
 	force := fs.Bool("force", false, "replace the CA in --out, and remove the certificates it signed")
+	renew := fs.StringSlice("renew", nil, "names of node certificates (node-2,...) to sign anew with the CA in --out, in place; a running node reads its renewed certificate on its next connection")
 	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
 		return code
+	}
+	if len(*renew) > 0 {
+		if fs.Changed("nodes") || *force {
+			fmt.Fprintln(stderr, "mgrpo-node certs: --renew signs with the CA in --out: it takes neither --nodes nor --force")
+			return exitUsage
+		}
+		return renewCerts(*out, *renew, *hosts, stdout, stderr)
 	}
 	stale, err := checkCertsArgs(*out, *nodes, *hosts, *force)
 	if err != nil {
@@ -61,6 +70,43 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "wrote %s/ca.pem and %d node certificates (node-1.pem .. node-%d.pem, keys beside them); give each node\n"+
 		"  --cluster.tls.ca %s/ca.pem --cluster.tls.cert %s/node-I.pem --cluster.tls.key %s/node-I.key\n"+
 		"and keep ca.key away from the nodes (it signs new ones)\n", *out, *nodes, *nodes, *out, *out, *out)
+	return exitOK
+}
+
+// renewCerts signs the node certificates names anew with the CA in out
+// (ca.pem, ca.key), each for node.CertValidity, in place of the old ones.
+func renewCerts(out string, names, hosts []string, stdout, stderr io.Writer) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "mgrpo-node certs: "+format+"\n", args...)
+		return exitUsage
+	}
+	if out == "" {
+		return fail("--out DIR (holding the CA) is required")
+	}
+	for _, h := range hosts {
+		if err := checkHost(h); err != nil {
+			return fail("%v", err)
+		}
+	}
+	for _, name := range names {
+		if name == "ca" || !validLabel(strings.ReplaceAll(name, "_", "-")) {
+			return fail("--renew %q: not the name of a node certificate (node-2, say: NAME.pem and NAME.key in --out)", name)
+		}
+	}
+	for _, f := range []string{"ca.pem", "ca.key"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			return fail("--out %s holds no CA to sign with (%s: %v); a new cluster's comes from mgrpo-node certs --out DIR", out, f, errors.Unwrap(err))
+		}
+	}
+	until := time.Now().Add(node.CertValidity)
+	for _, name := range names {
+		if err := node.AddNodeCert(out, name, hosts, time.Now().Add(-time.Hour), until); err != nil {
+			fmt.Fprintf(stderr, "mgrpo-node %s\n", errorLine(err))
+			return exitFailed
+		}
+	}
+	fmt.Fprintf(stdout, "signed %s anew in %s, valid until %s: a running node presents its new certificate from its next connection on, no restart needed\n",
+		strings.Join(names, ", "), out, until.UTC().Format(time.RFC3339))
 	return exitOK
 }
 

@@ -202,3 +202,49 @@ func TestCertsFailedWriteLeavesNothing(t *testing.T) {
 	}
 	onlyEntry(t, parent, "tls")
 }
+
+// TestCertsRenew: --renew signs the named node certificates anew with the
+// CA in --out, in place, leaving the CA and the others as they were; a
+// name that is not one, a directory without a CA, or --renew with --nodes
+// or --force is refused in one line (exit 2), nothing written. There was
+// no way to renew one node's certificate short of a new CA.
+func TestCertsRenew(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	runCertsOK(t, "--out", dir, "--nodes", "3")
+	before := snapshot(t, dir)
+	out := runCertsOK(t, "--out", dir, "--renew", "node-2,node-3")
+	if !strings.Contains(out, "signed node-2, node-3 anew in "+dir) {
+		t.Errorf("stdout %q", out)
+	}
+	after := snapshot(t, dir)
+	for name, content := range before {
+		renewed := strings.HasPrefix(name, "node-2.") || strings.HasPrefix(name, "node-3.")
+		if (after[name] != content) != renewed {
+			t.Errorf("%s: changed %v, want %v", name, after[name] != content, renewed)
+		}
+	}
+	if _, err := node.LoadTLS(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "node-2.pem"), filepath.Join(dir, "node-2.key")); err != nil {
+		t.Errorf("the renewed pair: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a path", []string{"--out", dir, "--renew", "../x"}, `--renew "../x": not the name of a node certificate`},
+		{"the CA", []string{"--out", dir, "--renew", "ca"}, `--renew "ca": not the name`},
+		{"no CA", []string{"--out", t.TempDir(), "--renew", "node-1"}, "holds no CA to sign with"},
+		{"no --out", []string{"--renew", "node-1"}, "--out DIR (holding the CA) is required"},
+		{"with --nodes", []string{"--out", dir, "--renew", "node-1", "--nodes", "2"}, "takes neither --nodes nor --force"},
+		{"with --force", []string{"--out", dir, "--renew", "node-1", "--force"}, "takes neither --nodes nor --force"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"certs"}, tc.args...), &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line saying %q", tc.name, code, stderr.String(), tc.want)
+		}
+	}
+	if got := snapshot(t, dir); !maps.Equal(got, after) {
+		t.Error("a refused --renew changed the directory")
+	}
+}
