@@ -202,6 +202,8 @@ func (w *worker) notAnswered(addr string) error {
 	why := "still starting?"
 	if err := w.node.CheckPeer(addr); errors.Is(err, node.ErrTLS) {
 		return err
+	} else if node.Unreachable(err) {
+		why = err.Error() + "; that is the address the learner advertises: if this machine cannot reach it, start the learner with --cluster.advertise HOST"
 	} else if err != nil {
 		why = err.Error()
 	}

@@ -169,6 +169,14 @@ func networkFailure(err error) bool {
 	return timedOut(err)
 }
 
+// Unreachable reports whether err says that no route leads to the peer,
+// or that a dial timed out: what a worker sees when the address a learner
+// advertises is not one it can reach (another network, a NAT), as opposed
+// to a learner that refuses or is gone.
+func Unreachable(err error) bool {
+	return errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.ETIMEDOUT) || timedOut(err)
+}
+
 // timedOut reports whether err is a deadline or timeout.
 func timedOut(err error) bool {
 	ne, ok := errors.AsType[net.Error](err)

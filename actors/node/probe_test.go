@@ -2,9 +2,13 @@ package node
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -49,5 +53,29 @@ func TestProbeSeed(t *testing.T) {
 				t.Errorf("ProbeSeed: %v, want an error naming %s and saying %q", err, tc.seed, tc.want)
 			}
 		})
+	}
+}
+
+// TestUnreachable: a dial that finds no route or times out is told from
+// a peer that refuses or hangs up, so that a worker can point at the
+// learner's advertised address only when it is the likely cause.
+func TestUnreachable(t *testing.T) {
+	dial := func(err error) error { return &net.OpError{Op: "dial", Net: "tcp", Err: err} }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no route to host", dial(syscall.EHOSTUNREACH), true},
+		{"network unreachable", dial(syscall.ENETUNREACH), true},
+		{"timed out", dial(os.ErrDeadlineExceeded), true},
+		{"refused", dial(syscall.ECONNREFUSED), false},
+		{"reset", dial(syscall.ECONNRESET), false},
+		{"closed", io.EOF, false},
+		{"none", nil, false},
+	} {
+		if got := Unreachable(tc.err); got != tc.want {
+			t.Errorf("%s: Unreachable = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
