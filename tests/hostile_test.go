@@ -520,8 +520,8 @@ func TestLongClusterWildcardHost(t *testing.T) {
 }
 
 // TestLongClusterConnectionFlood: a client that opens hundreds of
-// connections to every port of a learner (membership, actors, Prometheus,
-// run page) and holds them cannot take the descriptors the learner needs
+// connections to every port of a learner (membership, actors, weights,
+// Prometheus, run page) and holds them cannot take the descriptors the learner needs
 // for its files: those past each port's limit from one host are closed as
 // they come, the learner says so in a line per port, and the run ends
 // bit-identical to --role all. The learner runs with a descriptor limit of
@@ -538,7 +538,8 @@ func TestLongClusterConnectionFlood(t *testing.T) {
 	learner := start(t, "/bin/sh", "learner", append([]string{"-c", `ulimit -n 512 && exec "$0" "$@"`, bin, "--role", "learner",
 		"--cluster.port", fmt.Sprint(seed), "--output.prometheus_port", fmt.Sprint(prom), "--output.serve", fmt.Sprintf("127.0.0.1:%d", page)},
 		runFlags(dir, "flood", steps)...)...)
-	actors := learner.waitFor(t, `learner node: worker nodes join with --cluster.seeds \S+ \(actors at ([^,)]+),`, time.Minute)[1]
+	m := learner.waitFor(t, `learner node: worker nodes join with --cluster.seeds \S+ \(actors at ([^,)]+), weights at ([^)]+)\)`, time.Minute)
+	actors, weights := m[1], m[2]
 	seeds := fmt.Sprintf("127.0.0.1:%d", seed)
 	gen := start(t, bin, "gen", "--role", "generator", "--cluster.seeds", seeds)
 	rr := start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seeds)
@@ -552,7 +553,7 @@ func TestLongClusterConnectionFlood(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for _, addr := range []string{seeds, actors, fmt.Sprintf("127.0.0.1:%d", prom), fmt.Sprintf("127.0.0.1:%d", page)} {
+	for _, addr := range []string{seeds, actors, weights, fmt.Sprintf("127.0.0.1:%d", prom), fmt.Sprintf("127.0.0.1:%d", page)} {
 		for range 300 {
 			c, err := d.Dial("tcp", addr)
 			if err != nil {
@@ -567,6 +568,7 @@ func TestLongClusterConnectionFlood(t *testing.T) {
 	for _, port := range []string{"membership", "actor"} {
 		learner.waitFor(t, `refused a connection from 127\.0\.0\.2:\d+ to the `+port+` port: too many connections`, time.Minute)
 	}
+	learner.waitFor(t, `refused a blob connection from 127\.0\.0\.2:\d+: too many connections`, time.Minute)
 	if code := learner.exit(t, 5*time.Minute); code != 0 {
 		t.Fatalf("learner: exit %d\n%s", code, learner.text())
 	}
