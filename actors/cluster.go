@@ -66,19 +66,19 @@ func startNode(cl config.Cluster, learner bool, bound int, mp metric.MeterProvid
 	return node.Start(o)
 }
 
-// refused says that the node of m was refused for reason (kind: what the
-// refusal is about, not quoting the node), through o.Refused or else on
-// o.Notice.
-func (o *ClusterOptions) refused(kind string, m *messages.JoinRequest, reason string) {
-	who := "node " + m.GetNodeId()
-	if checkNodeID(m.GetNodeId()) != nil { // quoted, cut: it may be anything
-		who = fmt.Sprintf("node %.64q", m.GetNodeId())
+// refused says that node id, at address, was refused for reason (kind:
+// what the refusal is about, not quoting the node), through o.Refused or
+// else on o.Notice.
+func (o *ClusterOptions) refused(kind, id, address, reason string) {
+	who := "node " + id
+	if checkNodeID(id) != nil { // quoted, cut: it may be anything
+		who = fmt.Sprintf("node %.64q", id)
 	}
 	switch {
 	case o.Refused != nil:
-		o.Refused(kind, who, m.GetAddress(), reason)
+		o.Refused(kind, who, address, reason)
 	case o.Notice != nil:
-		fmt.Fprintf(o.Notice, "refused %s at %s: %s\n", who, m.GetAddress(), reason)
+		fmt.Fprintf(o.Notice, "refused %s at %s: %s\n", who, address, reason)
 	}
 }
 

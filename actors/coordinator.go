@@ -156,7 +156,7 @@ func (a *coordinator) register(c actor.Context, m *messages.Register) {
 		return
 	}
 	if err := a.members.registrable(m, c.Sender()); err != nil {
-		a.members.opt.refused("registration", &messages.JoinRequest{NodeId: m.GetNodeId(), Address: m.GetAddress()}, err.Error())
+		a.members.opt.refused("registration", m.GetNodeId(), m.GetAddress(), err.Error())
 		return
 	}
 	if a.members.known(m.GetNodeId()) {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mgrpo/mgrpo/actors/node"
+	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/messages"
 )
 
@@ -114,7 +115,7 @@ func (m *membership) join(req *messages.JoinRequest, sender *actor.PID, hasRefer
 	cl := m.opt
 	refuse := func(format string, args ...any) *messages.JoinReply {
 		reason := fmt.Sprintf(format, args...)
-		cl.refused(format, req, reason)
+		cl.refused(format, req.GetNodeId(), req.GetAddress(), reason)
 		return &messages.JoinReply{Reason: reason}
 	}
 	switch {
@@ -153,7 +154,7 @@ func checkJoin(req *messages.JoinRequest, sender *actor.PID) error {
 		return fmt.Errorf("%d roles: a worker has one to three", len(roles))
 	}
 	for _, r := range roles {
-		if !slices.Contains([]string{"generator", "reward", "reference"}, r) {
+		if !slices.Contains([]string{config.RoleGenerator, config.RoleReward, config.RoleReference}, r) {
 			return fmt.Errorf("role %.32q is not a worker's", r)
 		}
 	}

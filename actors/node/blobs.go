@@ -105,7 +105,7 @@ type BlobServer struct {
 	lis   net.Listener
 	addr  string // host:port other nodes dial
 	notes *notices
-	limit *connlimit.Counter // the connections being served
+	limit *connlimit.Counter // the connections being served (lis closes those past its limits)
 
 	mu        sync.Mutex
 	blobs     map[string]Blob
@@ -143,13 +143,15 @@ func serveBlobs(host, advertise string, port int, t *TLSConfigs, notes *notices)
 	if err != nil {
 		return nil, fmt.Errorf("%w: blob port %s:%d: %w", ErrBind, host, port, err)
 	}
+	limit := connlimit.New(connlimit.Limits{PerHost: maxBlobConnsPerHost, Total: maxBlobConns}.Scaled(connShare))
+	lis = limit.Listener(lis, notes.refusedConn("weight")) // before TLS: one past the limits costs no handshake
 	if t != nil {
 		cfg := t.Server.Clone()
 		cfg.NextProtos = []string{blobALPN}
 		lis = tls.NewListener(lis, cfg)
 	}
 	s := &BlobServer{lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
-		notes: notes, limit: connlimit.New(connlimit.Limits{PerHost: maxBlobConnsPerHost, Total: maxBlobConns}.Scaled(connShare)), blobs: map[string]Blob{}, newest: map[string]string{},
+		notes: notes, limit: limit, blobs: map[string]Blob{}, newest: map[string]string{},
 		announced: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()
@@ -209,8 +211,9 @@ func (s *BlobServer) Close() error {
 	return err
 }
 
-// accept serves each connection on a goroutine of its own, up to
-// maxBlobConnsPerHost from one host and maxBlobConns in all at once.
+// accept serves each connection on a goroutine of its own (the listener
+// lets through up to maxBlobConnsPerHost from one host and maxBlobConns in
+// all at once).
 func (s *BlobServer) accept() {
 	defer s.wg.Done()
 	for {
@@ -219,22 +222,15 @@ func (s *BlobServer) accept() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			time.Sleep(10 * time.Millisecond) // out of descriptors, say: try again
-			continue
-		}
-		release, err := s.limit.Take(c.RemoteAddr())
-		if err != nil {
-			s.notes.say(c.RemoteAddr().String(), "blob conns", "refused a blob connection from %s: %v", c.RemoteAddr(), err)
-			c.Close()
+			time.Sleep(10 * time.Millisecond) // the listener waits out a lack of descriptors; anything else, try again
 			continue
 		}
 		if !s.track(c) {
-			release()
 			c.Close()
 			return
 		}
 		s.wg.Add(1)
-		go s.serve(c, release)
+		go s.serve(c)
 	}
 }
 
@@ -251,8 +247,8 @@ func (s *BlobServer) track(c net.Conn) bool {
 
 // serve answers c's requests until it closes, sends something that is not
 // a request, or is idle for blobIdle. A panic ends the connection with one
-// notice, not the process. release uncounts the connection.
-func (s *BlobServer) serve(c net.Conn, release func()) {
+// notice, not the process.
+func (s *BlobServer) serve(c net.Conn) {
 	peer := c.RemoteAddr().String()
 	defer func() {
 		if v := recover(); v != nil {
@@ -262,7 +258,6 @@ func (s *BlobServer) serve(c net.Conn, release func()) {
 		delete(s.conns, c)
 		s.mu.Unlock()
 		c.Close()
-		release()
 		s.wg.Done()
 	}()
 	r, w := bufio.NewReader(c), bufio.NewWriterSize(c, 1<<16)

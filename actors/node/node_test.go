@@ -326,7 +326,7 @@ func TestStartRetriesTakenPort(t *testing.T) {
 // had, and the run ended when it could not open its next checkpoint.
 func TestPortsBoundConnections(t *testing.T) {
 	notes := &lockedBuffer{}
-	n, err := Start(Options{Name: "flood", Host: "127.0.0.1", Port: closedPortNumber(t), Learner: true, MaxMessageBytes: 1 << 20, Notices: notes})
+	n, err := Start(Options{Name: "flood", Host: "127.0.0.1", Port: freePortNumber(t), Learner: true, MaxMessageBytes: 1 << 20, Notices: notes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,8 +394,8 @@ func closedOf(conns []net.Conn, want int) int {
 	return n
 }
 
-// closedPortNumber is a port nothing listens on now.
-func closedPortNumber(t *testing.T) int {
+// freePortNumber is a port nothing listens on now (for a node to take).
+func freePortNumber(t *testing.T) int {
 	p, err := freePort("127.0.0.1", 0)
 	if err != nil {
 		t.Fatal(err)

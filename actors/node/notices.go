@@ -98,7 +98,7 @@ func peerHost(addr string) string {
 }
 
 // refusedConn returns what a port of the node (port names it: membership,
-// actor) calls when it refuses a connection for a limit (one line per
+// actor, weight) calls when it refuses a connection for a limit (one line per
 // peer host a minute, one a minute for the port's total) or cannot accept
 // one (peer "": one line a minute).
 func (n *notices) refusedConn(port string) func(peer string, err error) {

@@ -25,7 +25,7 @@ func TestProbeSeed(t *testing.T) {
 		t.Cleanup(s.Close)
 		return strings.TrimPrefix(s.URL, "http://")
 	}
-	learner, err := Start(Options{Name: "probe", Host: "127.0.0.1", Port: closedPortNumber(t), Learner: true, MaxMessageBytes: 1 << 20})
+	learner, err := Start(Options{Name: "probe", Host: "127.0.0.1", Port: freePortNumber(t), Learner: true, MaxMessageBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

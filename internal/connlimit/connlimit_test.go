@@ -80,7 +80,7 @@ func TestScaled(t *testing.T) {
 		t.Skip(err)
 	}
 	l := Limits{PerHost: 1 << 40, Total: 1 << 40}.Scaled(8)
-	if want := int(r.Cur / 8); l.Total != want || l.PerHost != want {
+	if want := int(min(r.Cur/8, 1<<40)); l.Total != want || l.PerHost != want {
 		t.Errorf("Scaled(8) = %+v, want both %d (descriptor limit %d)", l, want, r.Cur)
 	}
 	if l := (Limits{PerHost: 3, Total: 4}).Scaled(8); l.Total > 4 || l.PerHost > 3 {
