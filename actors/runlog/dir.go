@@ -256,8 +256,9 @@ func (d *Dir) WriteConfig(text []byte) error {
 }
 
 // Resume prepares the run to continue after step: metrics lines with a
-// larger step and sample tables of later steps are removed, so the
-// continued run writes no duplicate steps. A metrics line that cannot be
+// larger step, sample tables of later steps and a final evaluation of a
+// later step (final_eval.json) are removed, so the continued run writes no
+// duplicate steps and no stale result. A metrics line that cannot be
 // read, or is out of step order, is moved to metrics.jsonl.unreadable
 // (MetricsAsideFile) and every readable line around it is kept; Resume
 // returns how many lines it moved.
@@ -279,6 +280,9 @@ func (d *Dir) Resume(step int) (aside int, err error) {
 		return aside, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
 	if err := tensorboard.Prune(d.TensorBoardPath(), int64(step)); err != nil {
+		return aside, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
+	}
+	if err := dropFinalEvalAfter(d.path, step); err != nil {
 		return aside, fmt.Errorf("resume %s at step %d: %w", d.path, step, err)
 	}
 	return aside, nil

@@ -12,6 +12,8 @@
 //	                                with), trainer_state.json, MANIFEST.sha256 and
 //	                                a COMPLETE marker
 //	reference/                      the frozen reference model, sealed likewise
+//	final_eval.json                 the final evaluation of the last step, written
+//	                                once it has ended: the run is done
 //	report.html                     the run's page: one self-contained file (inline
 //	                                data, script and style) with the headline, curves,
 //	                                stage times, samples and every metric
@@ -21,10 +23,11 @@
 //
 // It provides Dir (Create, Open, Resume, WriteConfig, WriteMetrics,
 // WriteWarmStart, WriteTensorBoard, WriteSamples, SaveCheckpoint,
-// LatestCheckpoint, WriteReport), the checkpoint helpers SaveCheckpoint,
-// Seal, Verify, LatestComplete, Resolve, Prune, LoadTrainerState and
-// SavedConfig, ReadMetrics, Progress, the terminal progress line, WritePage
-// (the page of several runs overlaid) and Serve (the live page). A Dir
+// LatestCheckpoint, WriteReport, WriteFinalEval), ReadFinalEval, the
+// checkpoint helpers SaveCheckpoint, Seal, Verify, LatestComplete,
+// Resolve, Prune, LoadTrainerState and SavedConfig, ReadMetrics, Progress,
+// the terminal progress line, WritePage (the page of several runs
+// overlaid) and Serve (the live page). A Dir
 // renders report.html from the logs it keeps in columns as it writes them,
 // thinned to a bounded size; it reads no log again.
 //
