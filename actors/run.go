@@ -51,6 +51,7 @@ type stopError struct {
 	Run    string // the run directory
 	Cause  string // ErrNoProgress: the skips or the guard alert that stopped it
 	Guard  string // the rule of the guard that stopped it ("" for none)
+	Final  bool   // interrupted during the final evaluation of its last step
 }
 
 // Error implements error.
@@ -64,6 +65,8 @@ func (e *stopError) Error() string {
 	case errors.Is(e.Reason, ErrNoProgress):
 		return fmt.Sprintf("stopped at step %d: %s; checkpoint step-%d holds the last good state; fix the cause, then resume with: mgrpo-node --resume %s",
 			e.Step, e.Cause, e.Step, e.Run)
+	case e.Final:
+		return fmt.Sprintf("stopped at step %d, the last, during its final evaluation; run the evaluation with: mgrpo-node --resume %s", e.Step, e.Run)
 	}
 	return fmt.Sprintf("stopped at step %d; resume with: mgrpo-node --resume %s", e.Step, e.Run)
 }
@@ -82,7 +85,11 @@ func (e *stopError) Unwrap() error { return e.Reason }
 // train.max_skipped_steps skipped steps in a row end it the same way
 // (ErrNoProgress). A new run directory that ends (with an error or an
 // interrupt) before its first metrics line or checkpoint is removed again,
-// so the name can be reused; a resumed one is never removed.
+// so the name can be reused; a resumed one is never removed. A run that
+// ends records its final evaluation (runlog.FinalEvalFile); resumed at
+// that step again, it runs and writes nothing and says in one line that
+// it is done. Resumed at its last step without that record (killed during
+// the final evaluation), it runs the evaluation alone.
 //
 // Run is the wiring: it resolves cfg once into the run's settings
 // (newSettings) and owns what the run opens (the device, the tracer and
@@ -92,6 +99,10 @@ func Run(ctx context.Context, cfg *config.Config, out io.Writer) (err error) {
 	s, err := newSettings(cfg) // bad input stops the run before it writes anything
 	if err != nil {
 		return err
+	}
+	if line, ok := finished(cfg, s); ok { // before anything is opened, started or written
+		fmt.Fprintln(out, line)
+		return nil
 	}
 	plan, err := preflight(cfg, s)
 	if err != nil {
@@ -452,7 +463,8 @@ func (r *runner) startModels(ctx context.Context, resume string) (policy, ref *g
 }
 
 // train runs the RL steps through the actors, recording each, then writes
-// the final checkpoint and the report. A new run first checkpoints step 0
+// the final checkpoint (unless it was resumed from it) and the report,
+// and evaluates the policy (done). A new run first checkpoints step 0
 // (the policy RL starts from), so a run killed at any later moment can be
 // resumed. An interrupt, or too many skipped steps in a row, checkpoint
 // the steps taken and return a *stopError.
@@ -473,6 +485,9 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 			return err
 		}
 	}
+	if r.resumed && r.firstStep == steps {
+		fmt.Fprintf(r.out, "step %d is the run's last; its final evaluation did not end: running it\n", steps)
+	}
 	st := r.settings.step
 	last, err := drive(ctx, p.Trainer, r.firstStep, steps, batchesAhead(st.staleness, st.syncEvery), r.record)
 	var stop *stopError
@@ -483,8 +498,10 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 		return err
 	}
 	r.progress.Done()
-	if err := r.checkpoint(ctx, last); err != nil {
-		return err
+	if !r.resumed || last > r.firstStep { // resumed at its last step: that step's checkpoint is the one loaded
+		if err := r.checkpoint(ctx, last); err != nil {
+			return err
+		}
 	}
 	if ctx.Err() != nil && last < steps {
 		return &stopError{Reason: ErrInterrupted, Step: last, Run: r.dir.Path()}
@@ -492,8 +509,7 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 	if err := r.dir.WriteReport(); err != nil {
 		return err
 	}
-	r.done(ctx, last)
-	return nil
+	return r.done(ctx, last)
 }
 
 // stopped ends a run that cannot progress: it keeps the state it stopped
@@ -512,28 +528,54 @@ func (r *runner) stopped(ctx context.Context, stop *stopError) error {
 	return stop
 }
 
-// done writes the last lines of a run that took its last step: the
-// policy's greedy accuracy (beside the one it started from), or why it
-// could not be measured; the steps, those skipped and why; and where the
-// outputs are.
-func (r *runner) done(ctx context.Context, last int64) {
-	res, err := r.evaluation(ctx, r.trainer.Policy())
-	switch {
-	case ctx.Err() != nil:
-	case err != nil:
-		fmt.Fprintf(r.out, "greedy accuracy not measured: %s\n", clip(err.Error()))
-	default:
+// done evaluates the policy of a run that took its last step, records
+// the evaluation (final_eval.json: a resume then has nothing left to do)
+// and writes the last lines: the policy's greedy accuracy (beside the one
+// it started from), or why it could not be measured; the steps, those
+// skipped and why; and where the outputs are. Interrupted before the
+// evaluation ended, it records nothing and returns a *stopError: a resume
+// runs the evaluation.
+func (r *runner) done(ctx context.Context, last int64) error {
+	final, err := r.finalEval(ctx, last)
+	if err != nil && ctx.Err() != nil {
+		return &stopError{Reason: ErrInterrupted, Step: last, Run: r.dir.Path(), Final: true}
+	}
+	if err != nil {
+		fmt.Fprintf(r.out, "greedy accuracy not measured: %s\n", final.NotMeasured)
+	} else {
 		from := ""
 		if !math.IsNaN(r.warmAccuracy) {
 			from = fmt.Sprintf(" (%s %.1f%%)", r.startName, 100*r.warmAccuracy)
 		}
-		fmt.Fprintf(r.out, "greedy accuracy %.1f%%%s on %s\n", 100*res.GreedyAccuracy, from, heldOut(res.N, r.settings.eval.prompts))
+		fmt.Fprintf(r.out, "greedy accuracy %.1f%%%s on %s\n", 100**final.GreedyAccuracy, from, heldOut(final.Problems, r.settings.eval.prompts))
+	}
+	if err := r.dir.WriteFinalEval(final); err != nil {
+		return err
 	}
 	missed := ""
 	if r.startName == "warm start" && r.warmAccuracy < warmStartTarget {
 		missed = fmt.Sprintf(" (the warm start missed its %.0f%% target: %.1f%% greedy accuracy)", 100*warmStartTarget, 100*r.warmAccuracy)
 	}
 	fmt.Fprintf(r.out, "done: %d steps, %soutputs in %s%s\n", last, r.skipLine(), r.dir.Path(), missed)
+	return nil
+}
+
+// finalEval is the greedy accuracy of the policy after the last step, as
+// the run records it; err is why it was not measured (its line is in
+// NotMeasured).
+func (r *runner) finalEval(ctx context.Context, last int64) (runlog.FinalEval, error) {
+	final := runlog.FinalEval{Step: int(last)}
+	res, err := r.evaluation(ctx, r.trainer.Policy())
+	if err == nil && !(res.GreedyAccuracy >= 0 && res.GreedyAccuracy <= 1) {
+		err = fmt.Errorf("greedy accuracy %v", res.GreedyAccuracy)
+	}
+	if err != nil {
+		final.NotMeasured = clip(err.Error())
+		return final, err
+	}
+	acc := res.GreedyAccuracy
+	final.GreedyAccuracy, final.Problems = &acc, res.N
+	return final, nil
 }
 
 // skipLine is the skipped steps' part of the final line ("" for none):

@@ -3,11 +3,13 @@ package actors
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -721,5 +723,124 @@ func TestSkipHintNamesTimeout(t *testing.T) {
 	}
 	if got := r.skipHint(&SkipError{Stage: messages.Stage_REWARD, Reason: messages.SkipReason_ZERO_VARIANCE, Err: ErrZeroVariance}); got != "" {
 		t.Errorf("zero-variance hint %q, want none", got)
+	}
+}
+
+// treeState is every file under dir with its size, modification time and
+// SHA-256: what a process that writes nothing leaves as it was.
+func treeState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	state := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		state[path] = fmt.Sprintf("%d %s %x", info.Size(), info.ModTime(), sha256.Sum256(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
+// TestResumeOfFinishedRunWritesNothing: resuming a run that took its last
+// step and recorded its final evaluation says so in one line, naming the
+// step, the accuracy and where the outputs are, and changes no file (it
+// evaluated the policy again, wrote the last checkpoint again without its
+// greedy accuracy, and the report).
+func TestResumeOfFinishedRunWritesNothing(t *testing.T) {
+	cfg := runConfig(t, func(c *config.Config) { c.Output.TensorBoard = true })
+	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(cfg.Output.Dir, "run")
+	final, err := runlog.ReadFinalEval(run)
+	if err != nil || final.Step != 4 || final.GreedyAccuracy == nil || final.Problems != 8 {
+		t.Fatalf("final evaluation %+v (%v), want step 4's greedy accuracy on 8 problems", final, err)
+	}
+	before := treeState(t, run)
+	cfg.Train.Resume = run
+	var out bytes.Buffer
+	if err := Run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out.String())
+	}
+	want := fmt.Sprintf("already done at step 4 of 4 (greedy accuracy %.1f%% on 8 held-out problems): nothing was run; outputs in %s (a larger --train.steps extends it)\n",
+		100**final.GreedyAccuracy, run)
+	if out.String() != want {
+		t.Errorf("resume of a finished run said\n%s\nwant\n%s", out.String(), want)
+	}
+	if after := treeState(t, run); !maps.Equal(before, after) {
+		t.Errorf("resume of a finished run changed its files:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// TestResumeRunsAnUnendedFinalEvaluation: a run killed after its last
+// checkpoint, before its final evaluation ended (no final_eval.json),
+// runs that evaluation once on resume, keeping the last checkpoint as it
+// was (its greedy accuracy included), and then is done.
+func TestResumeRunsAnUnendedFinalEvaluation(t *testing.T) {
+	cfg := runConfig(t, nil)
+	if err := Run(context.Background(), cfg, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(cfg.Output.Dir, "run")
+	if err := os.Remove(filepath.Join(run, runlog.FinalEvalFile)); err != nil { // what the kill left
+		t.Fatal(err)
+	}
+	last := filepath.Join(run, runlog.CheckpointsDir, "step-4")
+	kept := treeState(t, last)
+	cfg.Train.Resume = run
+	var out bytes.Buffer
+	if err := Run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out.String())
+	}
+	if n := strings.Count(out.String(), "greedy accuracy "); n != 1 || !strings.Contains(out.String(), "done: 4 steps") {
+		t.Errorf("resume before the final evaluation: %d evaluations, output\n%s\nwant one and done", n, out.String())
+	}
+	if final, err := runlog.ReadFinalEval(run); err != nil || final.Step != 4 {
+		t.Errorf("final evaluation after resume: %+v, %v; want step 4's", final, err)
+	}
+	if now := treeState(t, last); !maps.Equal(kept, now) {
+		t.Errorf("resume rewrote checkpoint step-4:\nbefore %v\nafter  %v", kept, now)
+	}
+	if st, err := runlog.LoadTrainerState(last); err != nil || st.GreedyAccuracy == nil {
+		t.Errorf("checkpoint step-4 after resume: %+v, %v; want its greedy accuracy kept", st, err)
+	}
+	out.Reset()
+	if err := Run(context.Background(), cfg, &out); err != nil || !strings.HasPrefix(out.String(), "already done at step 4 of 4") {
+		t.Errorf("second resume: %v, output %q; want already done", err, out.String())
+	}
+}
+
+// TestInterruptDuringFinalEvaluation: a run interrupted after its last
+// step, while its final evaluation runs, records none, says where it
+// stopped and how to run the evaluation, and ends ErrInterrupted (it said
+// "done" and ended nil, with no evaluation measured).
+func TestInterruptDuringFinalEvaluation(t *testing.T) {
+	cfg := runConfig(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := Run(ctx, cfg, cancelOn{marker: "step 4/4", cancel: cancel})
+	run := filepath.Join(cfg.Output.Dir, "run")
+	want := "stopped at step 4, the last, during its final evaluation; run the evaluation with: mgrpo-node --resume " + run
+	if !errors.Is(err, ErrInterrupted) || err.Error() != want {
+		t.Fatalf("interrupted final evaluation: err %v, want %q (ErrInterrupted)", err, want)
+	}
+	if _, err := runlog.ReadFinalEval(run); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("final evaluation recorded after an interrupt: %v", err)
+	}
+	cfg.Train.Resume = run
+	var out bytes.Buffer
+	if err := Run(context.Background(), cfg, &out); err != nil || !strings.Contains(out.String(), "done: 4 steps") {
+		t.Errorf("resume: %v, output\n%s\nwant the evaluation run and done", err, out.String())
 	}
 }

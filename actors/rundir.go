@@ -115,3 +115,30 @@ func createRun(root, name string) (*runlog.Dir, func() error, error) {
 	}
 	return dir, discard, nil
 }
+
+// finished returns the one line of a resume with nothing left to do: the
+// run's newest complete checkpoint is of its last step (train.steps) and
+// the final evaluation of that step is recorded (runlog.FinalEvalFile).
+// ok is false for a new run, for a run with anything left to do, the
+// final evaluation included (a run killed or interrupted during it runs
+// it on resume), and for a run that cannot be read (the resume says why).
+func finished(cfg *config.Config, s *settings) (line string, ok bool) {
+	run := cfg.Train.Resume
+	if run == "" {
+		return "", false
+	}
+	_, step, err := runlog.LatestComplete(filepath.Join(run, runlog.CheckpointsDir))
+	if err != nil || step != cfg.Train.Steps {
+		return "", false
+	}
+	final, err := runlog.ReadFinalEval(run)
+	if err != nil || final.Step != step {
+		return "", false
+	}
+	result := "greedy accuracy not measured"
+	if a := final.GreedyAccuracy; a != nil {
+		result = fmt.Sprintf("greedy accuracy %.1f%% on %s", 100**a, heldOut(final.Problems, s.eval.prompts))
+	}
+	return fmt.Sprintf("already done at step %d of %d (%s): nothing was run; outputs in %s (a larger --train.steps extends it)",
+		step, step, result, filepath.Clean(run)), true
+}
