@@ -158,8 +158,10 @@ func TestResumeRunOfAnEarlierBuild(t *testing.T) {
 
 // TestResumeBelowTheRunsStep: a resume whose --train.steps is below the
 // step the run is at says so in one line and exits 2, running nothing
-// (it said "done: 2 steps" and exited 0); at that step it resumes a
-// finished run, which says "done" again.
+// (it said "done: 2 steps" and exited 0); at that step, or with the
+// run's own train.steps, a finished run says in one line that it is
+// already done and exits 0, running and writing nothing (it evaluated
+// the policy again and wrote its last checkpoint and report again).
 func TestResumeBelowTheRunsStep(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
@@ -172,26 +174,36 @@ func TestResumeBelowTheRunsStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	ckpt := filepath.Join(run, runlog.CheckpointsDir, "step-2")
+	report, err := os.Stat(filepath.Join(run, runlog.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := "already done at step 2 of 2 (greedy accuracy "
 	for _, tc := range []struct {
-		steps  string
-		code   int
-		stderr string
+		args           []string
+		code           int
+		stdout, stderr string
 	}{
-		{"1", exitUsage, "config: train.steps = 1: the run is already at step 2 (" + ckpt + "); nothing was run (more than 2 extends it)\n"},
-		{"0", exitUsage, "config: train.steps = 0: the run is already at step 2 (" + ckpt + "); nothing was run (more than 2 extends it)\n"},
-		{"2", exitOK, ""},
+		{[]string{"--train.steps", "1"}, exitUsage, "", "config: train.steps = 1: the run is already at step 2 (" + ckpt + "); nothing was run (more than 2 extends it)\n"},
+		{[]string{"--train.steps", "0"}, exitUsage, "", "config: train.steps = 0: the run is already at step 2 (" + ckpt + "); nothing was run (more than 2 extends it)\n"},
+		{[]string{"--train.steps", "2"}, exitOK, done, ""},
+		{nil, exitOK, done, ""},
 	} {
 		stdout.Reset()
 		stderr.Reset()
-		code := runEnv([]string{"--resume", run, "--train.steps", tc.steps}, nil, &stdout, &stderr)
+		code := runEnv(append([]string{"--resume", run}, tc.args...), nil, &stdout, &stderr)
 		if code != tc.code || stderr.String() != tc.stderr {
-			t.Errorf("--train.steps %s: exit %d, stderr %q; want %d and %q", tc.steps, code, stderr.String(), tc.code, tc.stderr)
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), tc.code, tc.stderr)
 		}
-		if tc.code == exitOK {
-			continue
+		if tc.stdout != "" && (!strings.HasPrefix(stdout.String(), tc.stdout) || strings.Count(stdout.String(), "\n") != 1 || !strings.Contains(stdout.String(), "outputs in "+run)) {
+			t.Errorf("%v: stdout %q; want one line starting %q and naming %s", tc.args, stdout.String(), tc.stdout, run)
 		}
-		if now, _ := os.ReadFile(filepath.Join(run, runlog.MetricsFile)); stdout.Len() != 0 || !bytes.Equal(now, metrics) {
-			t.Errorf("--train.steps %s: stdout %q, metrics.jsonl changed: %v; want nothing run", tc.steps, stdout.String(), !bytes.Equal(now, metrics))
+		if tc.stdout == "" && stdout.Len() != 0 {
+			t.Errorf("%v: stdout %q; want nothing", tc.args, stdout.String())
+		}
+		now, _ := os.ReadFile(filepath.Join(run, runlog.MetricsFile))
+		if info, err := os.Stat(filepath.Join(run, runlog.ReportFile)); !bytes.Equal(now, metrics) || err != nil || !info.ModTime().Equal(report.ModTime()) {
+			t.Errorf("%v: metrics.jsonl changed %v, report.html rewritten %v; want nothing run", tc.args, !bytes.Equal(now, metrics), err != nil || !info.ModTime().Equal(report.ModTime()))
 		}
 	}
 }
