@@ -122,11 +122,13 @@ func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 }
 
 // seedProblems is why the seeds show no learner of this node's cluster,
-// " (REASON; REASON)", or "" when each answers as one.
+// " (REASON; REASON)" in the seeds' order, or "" when each answers as
+// one. The seeds are asked at once (node.ProbeSeeds): several that hang
+// delay the line by one probe's timeout, not one each.
 func (w *worker) seedProblems(ctx context.Context) string {
 	var why []string
-	for _, seed := range w.cfg.Cluster.Seeds {
-		if err := node.ProbeSeed(ctx, seed, w.cfg.Cluster.Name); err != nil && ctx.Err() == nil {
+	for _, err := range node.ProbeSeeds(ctx, w.cfg.Cluster.Seeds, w.cfg.Cluster.Name) {
+		if err != nil && ctx.Err() == nil {
 			why = append(why, err.Error())
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 )
@@ -54,4 +55,31 @@ func ProbeSeed(ctx context.Context, seed, cluster string) error {
 		return fmt.Errorf("%s is a member of cluster %q without its learner yet", seed, cluster)
 	}
 	return nil
+}
+
+// maxProbes bounds the seeds ProbeSeeds asks at once.
+const maxProbes = 8
+
+// ProbeSeeds asks each of seeds what ProbeSeed asks, up to maxProbes at
+// once, each within its own checkTimeout, and returns the answers in the
+// seeds' order (nil where a learner of cluster answers). Seeds that hang
+// cost about one checkTimeout together, not one each.
+func ProbeSeeds(ctx context.Context, seeds []string, cluster string) []error {
+	return probeSeeds(ctx, seeds, cluster, maxProbes)
+}
+
+// probeSeeds is ProbeSeeds with at most limit probes at once.
+func probeSeeds(ctx context.Context, seeds []string, cluster string, limit int) []error {
+	errs := make([]error, len(seeds))
+	slots := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	for i, seed := range seeds {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			errs[i] = ProbeSeed(ctx, seed, cluster)
+		})
+	}
+	wg.Wait()
+	return errs
 }

@@ -2,14 +2,18 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestProbeSeed: a worker that finds no learner at its seed says why: a
@@ -77,5 +81,100 @@ func TestUnreachable(t *testing.T) {
 		if got := Unreachable(tc.err); got != tc.want {
 			t.Errorf("%s: Unreachable = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// heldSeeds are membership-port stand-ins, one for each status: each
+// holds every request it gets, after sending its index on arrived, until
+// release, then answers with its status. in counts the requests held or
+// being answered, and most is the largest count seen.
+type heldSeeds struct {
+	statuses []int
+	addrs    []string
+	arrived  chan int
+	in, most atomic.Int64
+	gate     chan struct{} // closed by release
+	release  func()
+}
+
+// newHeldSeeds starts one held seed per status (see heldSeeds).
+func newHeldSeeds(t *testing.T, statuses []int) *heldSeeds {
+	h := &heldSeeds{statuses: statuses, arrived: make(chan int, 8*len(statuses)), gate: make(chan struct{})}
+	var once sync.Once
+	h.release = func() { once.Do(func() { close(h.gate) }) }
+	for i, status := range statuses {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := h.in.Add(1)
+			for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
+			}
+			h.arrived <- i
+			<-h.gate
+			h.in.Add(-1) // before the answer: the probe that gets it ends after
+			w.WriteHeader(status)
+		}))
+		t.Cleanup(s.Close)
+		h.addrs = append(h.addrs, strings.TrimPrefix(s.URL, "http://"))
+	}
+	t.Cleanup(h.release) // registered after the servers: runs before their Close
+	return h
+}
+
+// check reports each answer that is not its seed's status, in the seeds'
+// order.
+func (h *heldSeeds) check(t *testing.T, errs []error) {
+	t.Helper()
+	if len(errs) != len(h.addrs) {
+		t.Fatalf("%d answers for %d seeds", len(errs), len(h.addrs))
+	}
+	for i, err := range errs {
+		want := fmt.Sprintf("%s answers HTTP %d", h.addrs[i], h.statuses[i])
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("seed %d: %v, want %q…", i, err, want)
+		}
+	}
+}
+
+// TestProbeSeedsAtOnce: a worker asks its seeds at once, so seeds that
+// hang delay its waiting line by one probe's timeout, not one each (it
+// asked them one after another, up to 2 s each). Every seed holds its
+// request until all have one; asked one after another, all but the last
+// would time out. The answers come back in the seeds' order.
+func TestProbeSeedsAtOnce(t *testing.T) {
+	h := newHeldSeeds(t, []int{http.StatusNotFound, http.StatusForbidden, http.StatusGone, http.StatusServiceUnavailable})
+	done := make(chan []error, 1)
+	go func() { done <- ProbeSeeds(context.Background(), h.addrs, "probe") }()
+	for range h.addrs {
+		select {
+		case <-h.arrived:
+		case errs := <-done:
+			t.Fatalf("ProbeSeeds ended (%v) before every seed had its request", errs)
+		}
+	}
+	h.release()
+	h.check(t, <-done)
+}
+
+// TestProbeSeedsBounded: no more than the limit of probes are in flight
+// at once, however many seeds there are, and every seed is still asked,
+// its answer in its place. With the limit of requests held, a further one
+// arriving within a while is a probe past the limit; none arriving proves
+// nothing, so the wait cannot fail a bounded ProbeSeeds on a slow machine.
+func TestProbeSeedsBounded(t *testing.T) {
+	const limit = 2
+	h := newHeldSeeds(t, []int{http.StatusNotFound, http.StatusForbidden, http.StatusGone, http.StatusTeapot, http.StatusBadGateway})
+	done := make(chan []error, 1)
+	go func() { done <- probeSeeds(context.Background(), h.addrs, "probe", limit) }()
+	for range limit {
+		<-h.arrived
+	}
+	select {
+	case i := <-h.arrived:
+		t.Errorf("seed %d asked while %d probes were held: more than %d in flight", i, limit, limit)
+	case <-time.After(200 * time.Millisecond):
+	}
+	h.release()
+	h.check(t, <-done)
+	if most := h.most.Load(); most > limit {
+		t.Errorf("%d probes in flight at once, want at most %d", most, limit)
 	}
 }
