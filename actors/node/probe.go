@@ -17,9 +17,10 @@ import (
 
 // ProbeSeed asks the membership port at seed (host:port) what it is, as a
 // worker looking for its learner does, and returns why no learner of
-// cluster can be found there: the host unknown, nothing listening, not a
-// learner's membership port, a learner of another cluster.name. nil means
-// a learner of cluster answers there. It waits at most checkTimeout.
+// cluster can be found there: the host unknown, nothing listening, no
+// answer, not a learner's membership port, a learner of another
+// cluster.name. nil means a learner of cluster answers there. It waits at
+// most checkTimeout.
 func ProbeSeed(ctx context.Context, seed, cluster string) error {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
@@ -29,6 +30,9 @@ func ProbeSeed(ctx context.Context, seed, cluster string) error {
 	}
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // no proxy: the seed is dialled, as the membership does
 	resp, err := client.Do(req)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) { // a hung port, or a dial no one answers
+		return fmt.Errorf("%s: no answer within %s", seed, checkTimeout)
+	}
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {

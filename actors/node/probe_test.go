@@ -17,8 +17,9 @@ import (
 )
 
 // TestProbeSeed: a worker that finds no learner at its seed says why: a
-// host that does not resolve, nothing listening, a port that is not a
-// learner's membership port, a learner of another cluster.name (it said
+// host that does not resolve, nothing listening, a port that accepts and
+// never answers (it said "context deadline exceeded"), a port that is not
+// a learner's membership port, a learner of another cluster.name (it said
 // only "waiting for a learner").
 func TestProbeSeed(t *testing.T) {
 	serve := func(status int, body string) string {
@@ -41,6 +42,7 @@ func TestProbeSeed(t *testing.T) {
 		{"another cluster", learner.Seed(), "mgrpo", `is a learner of cluster "probe", not "mgrpo": give both the same cluster.name`},
 		{"nothing listening", closedPort(t), "probe", ": dial: connect: connection refused"},
 		{"unknown host", "nosuchhost.invalid:6330", "probe", "nosuchhost.invalid"},
+		{"no answer", silentPort(t), "probe", ": no answer within 2s"},
 		{"another server", serve(http.StatusNotFound, "no"), "probe", "answers HTTP 404: not a learner's membership port"},
 		{"not JSON", serve(http.StatusOK, "<html>"), "probe", "answers, but not as a learner's membership port"},
 		{"a member without the learner", serve(http.StatusOK, `{"id":"x","cluster_name":"probe","kinds":[]}`), "probe", `a member of cluster "probe" without its learner`},
@@ -82,6 +84,34 @@ func TestUnreachable(t *testing.T) {
 			t.Errorf("%s: Unreachable = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// silentPort is a port on 127.0.0.1 that accepts connections and never
+// answers, until the test ends.
+func silentPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for c, err := l.Accept(); err == nil; c, err = l.Accept() {
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
 }
 
 // heldSeeds are membership-port stand-ins, one for each status: each
