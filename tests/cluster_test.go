@@ -504,3 +504,51 @@ func TestLongClusterRefusals(t *testing.T) {
 	oneLine(t, start(t, bin, "message", append(runFlags(dir, "msg", 2), "--role", "learner", "--cluster.port", fmt.Sprint(freePort(t)),
 		"--cluster.max_message_bytes", "4194304", "--cluster.weight_chunk_bytes", "4000000")...), 2, "cluster.max_message_bytes")
 }
+
+// hangingPort is a listener on 127.0.0.1 that accepts every connection
+// and never answers, until the test ends; it returns its address.
+func hangingPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// TestLongWorkerWaitingNamesEverySeed: a worker whose seeds hang or
+// refuse says, while it waits, why each shows no learner, in the order
+// of its --cluster.seeds (its seeds are asked at once: node.ProbeSeeds;
+// a hung one said "context deadline exceeded").
+func TestLongWorkerWaitingNamesEverySeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: a worker process waits for its first notice")
+	}
+	seeds := []string{hangingPort(t), fmt.Sprintf("127.0.0.1:%d", freePort(t)), hangingPort(t)}
+	w := start(t, binary(t, ""), "generator", "--role", "generator", "--cluster.seeds", strings.Join(seeds, ","))
+	q := regexp.QuoteMeta
+	line := w.waitFor(t, `waiting for a learner of cluster \S+ at `+q(strings.Join(seeds, ", "))+` \(`+
+		q(seeds[0])+`: no answer within 2s; `+q(seeds[1])+`: dial: connect: connection refused; `+q(seeds[2])+`: no answer within 2s\)`, time.Minute)
+	t.Log(line[0])
+}
