@@ -146,9 +146,7 @@ func serveBlobs(host, advertise string, port int, t *TLSConfigs, notes *notices)
 	limit := connlimit.New(connlimit.Limits{PerHost: maxBlobConnsPerHost, Total: maxBlobConns}.Scaled(connShare))
 	lis = limit.Listener(lis, notes.refusedConn("weight")) // before TLS: one past the limits costs no handshake
 	if t != nil {
-		cfg := t.Server.Clone()
-		cfg.NextProtos = []string{blobALPN}
-		lis = tls.NewListener(lis, cfg)
+		lis = tls.NewListener(lis, t.serverConfig(blobALPN))
 	}
 	s := &BlobServer{lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
 		notes: notes, limit: limit, blobs: map[string]Blob{}, newest: map[string]string{},

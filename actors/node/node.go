@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -119,11 +118,15 @@ type Options struct {
 	MeterProvider metric.MeterProvider
 }
 
-// TLSConfigs are the server and client sides of mutual TLS.
+// TLSConfigs are the server and client sides of mutual TLS (LoadTLS).
+// Server verifies each client against the CA file as it is at that
+// handshake, through its GetConfigForClient, which hands out copies of
+// Server as LoadTLS made it: a copy with other protocols is made by the
+// node (serverConfig), not by cloning Server.
 type TLSConfigs struct {
 	Server, Client *tls.Config
-	pool           *x509.CertPool // the cluster's CA (LoadTLS)
-	keys           *keyPair       // this node's certificate and key
+	cas            *caPool  // the cluster's CA certificates
+	keys           *keyPair // this node's certificate and key
 }
 
 // Node is one process's actor system, joined to a cluster.
