@@ -262,6 +262,14 @@ func (s *BlobServer) serve(c net.Conn) {
 	for {
 		c.SetReadDeadline(time.Now().Add(blobIdle))
 		req, err := readBlobRequest(r)
+		if tc, ok := c.(*tls.Conn); ok && err != nil && !tc.ConnectionState().HandshakeComplete {
+			// The handshake failed: a certificate refused, as on the
+			// actor port, and said the same way.
+			if kind, reason, ok := handshakeRefusal(err, time.Now()); ok {
+				s.notes.say(peer, kind, "refused a connection from %s to the weight port: %s", peer, reason)
+			}
+			return
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !isClosed(err) {
 				s.notes.say(peer, "blob request", "refused a blob request from %s: %v", peer, err)

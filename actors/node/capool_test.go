@@ -151,8 +151,10 @@ func TestRotatedCA(t *testing.T) {
 				t.Errorf("%s: %s: %v, want ErrTLS saying %q", step, e.what, e.err, e.why)
 			}
 		}
-		if !want && !waitFor(&notes, refusal) {
-			t.Errorf("%s: ours did not say %q:\n%s", step, refusal, notes.String())
+		for _, port := range []string{"", "to the weight port: "} {
+			if !want && !waitFor(&notes, port+refusal) {
+				t.Errorf("%s: ours did not say %q:\n%s", step, port+refusal, notes.String())
+			}
 		}
 	}
 	refusedB := `its certificate "mgrpo node-2" is signed by another CA`
