@@ -468,6 +468,7 @@ func TestLongClusterCARotation(t *testing.T) {
 	}
 	fresh := start(t, bin, "new-CA generator", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ca, "node-4")...)...)
 	fresh.waitFor(t, `joined run`, time.Minute)
+	learner.waitFor(t, `cluster.tls.ca \S+ read again: peers are verified against "mgrpo cluster CA [^"]+" from now on`, time.Minute)
 	late := start(t, bin, "old-CA generator", "--role", "generator", "--cluster.seeds", seed, "--cluster.tls.ca", filepath.Join(ca, "ca.pem"),
 		"--cluster.tls.cert", filepath.Join(old, "late.pem"), "--cluster.tls.key", filepath.Join(old, "late.key"))
 	if code := late.exit(t, 2*time.Minute); code != 2 || !strings.Contains(late.text(), "refused this node's certificate: it is signed by another CA than the peer's cluster.tls.ca") {

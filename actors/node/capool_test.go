@@ -34,8 +34,8 @@ func writeCA(t *testing.T, name string, parts ...[]byte) {
 	}
 }
 
-// poolOf is a pool of the PEM certificates certs.
-func poolOf(t *testing.T, certs ...[]byte) *x509.CertPool {
+// pemPool is a pool of the PEM certificates certs.
+func pemPool(t *testing.T, certs ...[]byte) *x509.CertPool {
 	t.Helper()
 	pool := x509.NewCertPool()
 	for _, c := range certs {
@@ -65,17 +65,17 @@ func TestReadCAs(t *testing.T) {
 		{"text and a key around", bytes.Join([][]byte{[]byte("# the old CA\n"), a, key, []byte("subject=new\n"), b}, nil), [][]byte{a, b}, ""},
 		{"a key only", key, nil, "no PEM certificate"},
 		{"empty", nil, nil, "no PEM certificate"},
-		{"cut short", append(append([]byte{}, a...), b[:len(b)/2]...), nil, "cut short after 1 certificates"},
+		{"cut short", append(append([]byte{}, a...), b[:len(b)/2]...), nil, "cut short after 1 certificate (a file still being written?)"},
 		{"cut in the end line", append(append([]byte{}, a...), b[:len(b)-4]...), nil, "cut short"},
 		{"a certificate that does not parse", append(append([]byte{}, a...), bad...), nil, "certificate 2 cannot be read"},
 	} {
 		name := filepath.Join(t.TempDir(), "ca.pem")
 		writeCA(t, name, tc.file)
-		pool, err := readCAs(name)
+		cas, err := ReadCerts(name)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.want == "" && !pool.Equal(poolOf(t, tc.certs...)):
+		case tc.want == "" && !poolOf(cas).Equal(pemPool(t, tc.certs...)):
 			t.Errorf("%s: the pool does not hold the %d certificates of the file", tc.name, len(tc.certs))
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
@@ -88,7 +88,9 @@ func TestReadCAs(t *testing.T) {
 // file made the bundle A+B, it accepts that peer, as server (the actor
 // port and the weight port) and as client; a file caught half written, or
 // garbage, keeps A+B; the file reduced to B, it refuses a peer of A with
-// the reason "another CA", on both sides. The CA was read once: a
+// the reason "another CA", on both sides. Each read of the file is a
+// notice: the CAs trusted from then on, or why the last ones still are.
+// The CA was read once: a
 // rotation needed every node restarted, twice.
 func TestRotatedCA(t *testing.T) {
 	dirA, dirB := certsIn(t), certsIn(t)
@@ -101,6 +103,8 @@ func TestRotatedCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var caNotes lockedBuffer // what ours says of its CA file (a node's notices)
+	ours.cas.notes.Store(newNotices(&caNotes))
 	peer := func(dir string) *TLSConfigs {
 		c, err := LoadTLS(both, filepath.Join(dir, "node-2.pem"), filepath.Join(dir, "node-2.key"))
 		if err != nil {
@@ -174,4 +178,30 @@ func TestRotatedCA(t *testing.T) {
 	writeCA(t, caFile, caB)
 	accepts("B only", peerB, true, "")
 	accepts("B only", peerA, false, refusedB)
+
+	said := strings.Split(strings.TrimSpace(caNotes.String()), "\n")
+	nameA, nameB := subject(poolCert(t, caA)), subject(poolCert(t, caB))
+	for i, want := range []string{
+		"cluster.tls.ca " + caFile + " read again: peers are verified against " + nameA + " and " + nameB + " from now on",
+		"cluster.tls.ca " + caFile + " changed but cannot be used (" + caFile + ": a PEM block cut short after 1 certificate",
+		"cluster.tls.ca " + caFile + " read again: peers are verified against " + nameB + " from now on",
+	} {
+		if i >= len(said) || !strings.HasPrefix(said[i], want) {
+			t.Errorf("ours said of its CA file:\n%s\nwant line %d %q…", caNotes.String(), i+1, want)
+		}
+	}
+	if len(said) != 3 {
+		t.Errorf("ours said %d lines of its CA file, want 3 (the second unreadable file within a minute of the first is not said):\n%s", len(said), caNotes.String())
+	}
+}
+
+// poolCert is the one certificate of the PEM b.
+func poolCert(t *testing.T, b []byte) *x509.Certificate {
+	t.Helper()
+	block, _ := pem.Decode(b)
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -145,30 +145,6 @@ func DropOldCAs(dir string) ([]*x509.Certificate, error) {
 	return dropped, writeCerts(filepath.Join(dir, "ca.pem"), cas[signer:signer+1])
 }
 
-// ReadCerts reads every certificate of the PEM file name, in order (a CA
-// bundle); a file without one is an error.
-func ReadCerts(name string) ([]*x509.Certificate, error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	var certs []*x509.Certificate
-	for block, rest := pem.Decode(b); block != nil; block, rest = pem.Decode(rest) {
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("%s: certificate %d: %w", name, len(certs)+1, err)
-		}
-		certs = append(certs, c)
-	}
-	if len(certs) == 0 {
-		return nil, fmt.Errorf("%s: %w", name, errNoCA)
-	}
-	return certs, nil
-}
-
 // writeCerts writes certs into the PEM file name, in one rename.
 func writeCerts(name string, certs []*x509.Certificate) error {
 	var b []byte

@@ -204,6 +204,9 @@ func startOn(o Options, remotePort int, lis net.Listener) (n *Node, err error) {
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(loggerFactory(o.Log)), actor.WithMetricProviders(o.MeterProvider))
 	n = &Node{sys: sys, tls: o.TLS, notes: newNotices(o.Notices), host: o.Host, advHost: advHost}
+	if o.TLS != nil && o.TLS.cas != nil {
+		o.TLS.cas.notes.Store(n.notes) // the CA file read again is said with the node's notices
+	}
 	health := echo.New() // a client's is never started: clients serve no membership
 	hosts := slices.Clone(o.Seeds)
 	if lis != nil {
