@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // readFile is name's content.
@@ -204,4 +205,34 @@ func poolCert(t *testing.T, b []byte) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestDirCAKeys: the CA key in a directory may be SEC 1 (what certs
+// writes) or PKCS #8 (other tooling; tls.LoadX509KeyPair read both), and
+// is matched to its certificate in a bundle; a key of no certificate in
+// ca.pem is refused.
+func TestDirCAKeys(t *testing.T) {
+	dir, other := certsIn(t), certsIn(t)
+	_, _, key, err := DirCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca.key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeCA(t, filepath.Join(dir, "ca.pem"), readFile(t, filepath.Join(other, "ca.pem")), readFile(t, filepath.Join(dir, "ca.pem")))
+	if cas, signer, got, err := DirCA(dir); err != nil || signer != 1 || len(cas) != 2 || !got.Equal(key) {
+		t.Errorf("a PKCS #8 key, second in the bundle: signer %d of %d, %v", signer, len(cas), err)
+	}
+	if err := AddNodeCert(dir, "node-9", nil, time.Now().Add(-time.Hour), time.Now().Add(time.Hour)); err != nil {
+		t.Errorf("AddNodeCert with a PKCS #8 key: %v", err)
+	}
+	writeCA(t, filepath.Join(dir, "ca.pem"), readFile(t, filepath.Join(other, "ca.pem")))
+	if _, _, _, err := DirCA(dir); err == nil || !strings.Contains(err.Error(), "ca.key is the key of no certificate in ca.pem") {
+		t.Errorf("a key of another CA: %v", err)
+	}
 }

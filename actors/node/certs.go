@@ -99,11 +99,7 @@ func DirCA(dir string) (cas []*x509.Certificate, signer int, key *ecdsa.PrivateK
 	if err != nil {
 		return fail(err)
 	}
-	block, _ := pem.Decode(b)
-	if block == nil || block.Type != "EC PRIVATE KEY" {
-		return fail(errors.New("ca.key is not a PEM EC private key"))
-	}
-	if key, err = x509.ParseECPrivateKey(block.Bytes); err != nil {
+	if key, err = parseECKey(b); err != nil {
 		return fail(fmt.Errorf("ca.key: %w", err))
 	}
 	for i, c := range cas {
@@ -112,6 +108,28 @@ func DirCA(dir string) (cas []*x509.Certificate, signer int, key *ecdsa.PrivateK
 		}
 	}
 	return fail(errors.New("ca.key is the key of no certificate in ca.pem"))
+}
+
+// parseECKey reads an ECDSA private key from PEM: SEC 1 (EC PRIVATE KEY,
+// as writePair writes it) or PKCS #8 (PRIVATE KEY, as other CA tooling
+// may).
+func parseECKey(b []byte) (*ecdsa.PrivateKey, error) {
+	block, _ := pem.Decode(b)
+	switch {
+	case block == nil:
+		return nil, errors.New("not a PEM private key")
+	case block.Type == "EC PRIVATE KEY":
+		return x509.ParseECPrivateKey(block.Bytes)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	key, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("a %T, not an ECDSA key", k)
+	}
+	return key, nil
 }
 
 // RotateCA writes into into a new CA: its key as ca.key, and ca.pem the

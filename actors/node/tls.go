@@ -48,7 +48,9 @@ func LoadTLS(caFile, certFile, keyFile string) (*TLSConfigs, error) {
 		// The default verification, against a pool fixed in the config,
 		// is replaced by verifyChain against the CA file as it is now:
 		// the same checks (chain, dates, key usage) but the host name,
-		// which node certificates do not carry.
+		// which node certificates do not carry. Without a session cache
+		// every connection is a full handshake, so this check runs on
+		// each (a resumed session would skip it).
 		InsecureSkipVerify: true,
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
 			if err := verifyChain(raw, cas.get(), time.Now()); err != nil {
@@ -65,8 +67,9 @@ func LoadTLS(caFile, certFile, keyFile string) (*TLSConfigs, error) {
 // ClientCAs is the CA file as it is now, so the client's certificate is
 // verified by crypto/tls itself, with the alert that tells the client why
 // (unknown CA, expired) and the error handshakeRefusal reads. Session
-// tickets are off: a session resumed would skip that check, and so
-// outlive a CA dropped from the file (nodes do not resume anyway). A
+// tickets are off: a session resumed rests on the verification of its
+// first handshake, whose CA may have left the file since (nodes do not
+// resume anyway). A
 // clone of the result that changes its fields must be made anew with
 // serverConfig instead: the hook hands out copies of the original.
 func (t *TLSConfigs) serverConfig(proto string) *tls.Config {
