@@ -43,9 +43,15 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	step := map[bool]string{len(*renew) > 0: "--renew", *rotate: "--rotate-ca", *drop: "--drop-old-ca"}[true]
+	var steps []string // of a rotation, on the CA in --out
+	for f, on := range map[string]bool{"--rotate-ca": *rotate, "--renew": len(*renew) > 0, "--drop-old-ca": *drop} {
+		if on {
+			steps = append(steps, f)
+		}
+	}
+	step := strings.Join(steps, "")
 	switch {
-	case len(*renew) > 0 && *rotate, len(*renew) > 0 && *drop, *rotate && *drop:
+	case len(steps) > 1:
 		fmt.Fprintln(stderr, "mgrpo-node certs: --rotate-ca, --renew and --drop-old-ca are steps of their own: give one at a time")
 		return exitUsage
 	case step != "" && (fs.Changed("nodes") || *force):
@@ -54,11 +60,11 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	case step != "" && step != "--renew" && fs.Changed("hosts"):
 		fmt.Fprintf(stderr, "mgrpo-node certs: %s writes no node certificate: --hosts goes with --renew\n", step)
 		return exitUsage
-	case *rotate:
+	case step == "--rotate-ca":
 		return rotateCA(*out, stdout, stderr)
-	case *drop:
+	case step == "--drop-old-ca":
 		return dropOldCA(*out, stdout, stderr)
-	case len(*renew) > 0:
+	case step == "--renew":
 		return renewCerts(*out, *renew, *hosts, stdout, stderr)
 	}
 	stale, err := checkCertsArgs(*out, *nodes, *hosts, *force)
