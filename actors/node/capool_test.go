@@ -91,8 +91,7 @@ func TestReadCAs(t *testing.T) {
 // garbage, keeps A+B; the file reduced to B, it refuses a peer of A with
 // the reason "another CA", on both sides. Each read of the file is a
 // notice: the CAs trusted from then on, or why the last ones still are.
-// The CA was read once: a
-// rotation needed every node restarted, twice.
+// The CA was read once: a rotation needed every node restarted, twice.
 func TestRotatedCA(t *testing.T) {
 	dirA, dirB := certsIn(t), certsIn(t)
 	caA, caB := readFile(t, filepath.Join(dirA, "ca.pem")), readFile(t, filepath.Join(dirB, "ca.pem"))
@@ -181,7 +180,7 @@ func TestRotatedCA(t *testing.T) {
 	accepts("B only", peerA, false, refusedB)
 
 	said := strings.Split(strings.TrimSpace(caNotes.String()), "\n")
-	nameA, nameB := subject(poolCert(t, caA)), subject(poolCert(t, caB))
+	nameA, nameB := subject(pemCert(t, caA)), subject(pemCert(t, caB))
 	for i, want := range []string{
 		"cluster.tls.ca " + caFile + " read again: peers are verified against " + nameA + " and " + nameB + " from now on",
 		"cluster.tls.ca " + caFile + " changed but cannot be used (" + caFile + ": a PEM block cut short after 1 certificate",
@@ -196,8 +195,8 @@ func TestRotatedCA(t *testing.T) {
 	}
 }
 
-// poolCert is the one certificate of the PEM b.
-func poolCert(t *testing.T, b []byte) *x509.Certificate {
+// pemCert is the first certificate of the PEM b.
+func pemCert(t *testing.T, b []byte) *x509.Certificate {
 	t.Helper()
 	block, _ := pem.Decode(b)
 	c, err := x509.ParseCertificate(block.Bytes)
