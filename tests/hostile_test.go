@@ -418,6 +418,73 @@ func TestLongClusterCertificateRefusals(t *testing.T) {
 	}
 }
 
+// TestLongClusterCARotation: the cluster's CA rotated during a run, in
+// the three steps of the README, no node restarted: the CA file made the
+// bundle of the old CA and a new one (certs --rotate-ca), every node's
+// certificate renewed by the new CA (--renew), the old CA dropped
+// (--drop-old-ca). A generator node with a certificate of the new CA
+// alone then joins, and one of the old CA is refused by the learner,
+// both sides saying "another CA"; the run ends bit-identical to --role
+// all. The CA file was read once: the learner refused the new node. The
+// reward node is frozen meanwhile, so that the run is still going when
+// the late nodes come, whatever the machine's speed.
+func TestLongClusterCARotation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: five processes and a run in one")
+	}
+	bin, dir, steps := binary(t, ""), t.TempDir(), 100
+	every := []string{"--train.checkpoint_every", "10"}
+	want := allRun(t, bin, dir, steps, every...)
+	ca := certs(t, bin, dir, "certs", 3)
+	old := filepath.Join(dir, "old") // the old CA, kept to sign a late node of it
+	if err := os.Mkdir(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"ca.pem", "ca.key"} {
+		if b, err := os.ReadFile(filepath.Join(ca, f)); err != nil || os.WriteFile(filepath.Join(old, f), b, 0o600) != nil {
+			t.Fatalf("copy %s: %v", f, err)
+		}
+	}
+	if err := node.AddNodeCert(old, "late", nil, time.Now().Add(-time.Hour), time.Now().Add(30*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	learner := start(t, bin, "learner", append(append(append(runFlags(dir, "cluster", steps), every...), "--role", "learner",
+		"--cluster.port", strings.Split(seed, ":")[1]), tlsFlags(ca, "node-1")...)...)
+	start(t, bin, "generator", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ca, "node-2")...)...)
+	rr := start(t, bin, "reward+reference", append([]string{"--role", "reward,reference", "--cluster.seeds", seed}, tlsFlags(ca, "node-3")...)...)
+	run := filepath.Join(dir, "cluster")
+	waitFile(t, filepath.Join(run, "checkpoints", "step-10", "MANIFEST.sha256"), 2*time.Minute, learner)
+	// The only reward node frozen holds the run mid-step, the learner
+	// serving, while the CA is rotated: the run cannot end before the
+	// nodes that join after are checked. Thawed, it goes on (rejoining,
+	// with its renewed certificate, if the learner gave it up meanwhile).
+	rr.signal(t, syscall.SIGSTOP)
+
+	for _, step := range [][]string{{"--rotate-ca"}, {"--renew", "node-1,node-2,node-3,node-4"}, {"--drop-old-ca"}} {
+		if p := start(t, bin, "certs", append([]string{"certs", "--out", ca}, step...)...); p.exit(t, time.Minute) != 0 {
+			t.Fatalf("certs %s: %s", step, p.text())
+		}
+	}
+	fresh := start(t, bin, "new-CA generator", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ca, "node-4")...)...)
+	fresh.waitFor(t, `joined run`, time.Minute)
+	learner.waitFor(t, `cluster.tls.ca \S+ read again: peers are verified against "mgrpo cluster CA [^"]+" from now on`, time.Minute)
+	late := start(t, bin, "old-CA generator", "--role", "generator", "--cluster.seeds", seed, "--cluster.tls.ca", filepath.Join(ca, "ca.pem"),
+		"--cluster.tls.cert", filepath.Join(old, "late.pem"), "--cluster.tls.key", filepath.Join(old, "late.key"))
+	if code := late.exit(t, 2*time.Minute); code != 2 || !strings.Contains(late.text(), "refused this node's certificate: it is signed by another CA than the peer's cluster.tls.ca") {
+		t.Errorf("a node of the old CA: exit %d, output %q; want exit 2, refused for another CA", code, late.text())
+	}
+	learner.waitFor(t, `refused a connection from 127\.0\.0\.1:\d+: its certificate "mgrpo late" is signed by another CA than this node's cluster.tls.ca`, time.Minute)
+	if strings.Contains(learner.text(), "done:") {
+		t.Fatalf("the run ended before the rotation was done: give it more steps")
+	}
+	rr.signal(t, syscall.SIGCONT)
+	if code := learner.exit(t, 5*time.Minute); code != 0 {
+		t.Fatalf("learner: exit %d\n%s", code, learner.text())
+	}
+	sameRun(t, run, want, steps)
+}
+
 // TestLongClusterBuildsOfTwoCommits: two builds of source trees that
 // differ in one line, both built with -buildvcs=false (so both call
 // themselves "dev"), refuse each other: the worker with exit 1, both

@@ -146,9 +146,7 @@ func serveBlobs(host, advertise string, port int, t *TLSConfigs, notes *notices)
 	limit := connlimit.New(connlimit.Limits{PerHost: maxBlobConnsPerHost, Total: maxBlobConns}.Scaled(connShare))
 	lis = limit.Listener(lis, notes.refusedConn("weight")) // before TLS: one past the limits costs no handshake
 	if t != nil {
-		cfg := t.Server.Clone()
-		cfg.NextProtos = []string{blobALPN}
-		lis = tls.NewListener(lis, cfg)
+		lis = tls.NewListener(lis, t.serverConfig(blobALPN))
 	}
 	s := &BlobServer{lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
 		notes: notes, limit: limit, blobs: map[string]Blob{}, newest: map[string]string{},
@@ -264,6 +262,14 @@ func (s *BlobServer) serve(c net.Conn) {
 	for {
 		c.SetReadDeadline(time.Now().Add(blobIdle))
 		req, err := readBlobRequest(r)
+		if tc, ok := c.(*tls.Conn); ok && err != nil && !tc.ConnectionState().HandshakeComplete {
+			// The handshake failed: a certificate refused, as on the
+			// actor port, and said the same way.
+			if kind, reason, ok := handshakeRefusal(err, time.Now()); ok {
+				s.notes.say(peer, kind, "refused a connection from %s to the weight port: %s", peer, reason)
+			}
+			return
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !isClosed(err) {
 				s.notes.say(peer, "blob request", "refused a blob request from %s: %v", peer, err)

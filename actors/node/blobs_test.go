@@ -50,7 +50,8 @@ func plainAndTLS(t *testing.T, ours string) []transport {
 // TestBlobs: what is put is fetched part for part, plain and under
 // mutual TLS, several times on one connection, and again after the
 // server dropped the connection kept; an unknown key is ErrNoBlob, a blob
-// over the limit and a client of another CA are refused.
+// over the limit and a client of another CA are refused, the latter with
+// the reason the actor port gives (it read as x509's text).
 func TestBlobs(t *testing.T) {
 	ours, theirs := certsIn(t), certsIn(t)
 	parts := [][]byte{[]byte("first"), {}, bytes.Repeat([]byte{7}, 3<<20)}
@@ -99,6 +100,9 @@ func TestBlobs(t *testing.T) {
 		defer c.Close()
 		if _, err := fetchAll(c, s.Addr(), "v1", 4<<20); err == nil {
 			t.Error("a client of another CA fetched the blob")
+		}
+		if want := `to the weight port: it refuses this node's certificate (tls: bad certificate): is it of another cluster.tls.ca`; !waitFor(&notes, want) {
+			t.Errorf("the server's notices %q, want %q", notes.String(), want)
 		}
 	})
 }

@@ -44,9 +44,9 @@ func checkTLS(addr string, t *TLSConfigs) error {
 	cfg.NextProtos = []string{alpn}
 	verify := cfg.VerifyPeerCertificate
 	cfg.VerifyPeerCertificate = func(raw [][]byte, chains [][]*x509.Certificate) error {
-		if t.pool == nil {
+		if roots := t.roots(); roots == nil {
 			peerProblem = verify(raw, chains)
-		} else if err := verifyChain(raw, t.pool, time.Now()); err != nil {
+		} else if err := verifyChain(raw, roots, time.Now()); err != nil {
 			peerProblem = fmt.Errorf("%w: the node at %s: its %w", ErrTLS, addr, err)
 		}
 		return nil

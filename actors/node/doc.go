@@ -17,7 +17,12 @@
 // machine's first non-loopback address (or Options.Advertise). Membership
 // answers plain HTTP with the node's address, id and kinds; every actor
 // message travels over gRPC, under mutual TLS when LoadTLS is given
-// (certificates from WriteCerts, AddNodeCert).
+// (certificates from WriteCerts, AddNodeCert). LoadTLS's files are read
+// again when they change, each at the next handshake: a renewed
+// certificate and key, and a CA file that may hold several CAs (a
+// bundle, each trusted), so that the CA rotates under a running cluster
+// (RotateCA, then AddNodeCert for every node, then DropOldCAs); a file
+// caught half written leaves the last whole one in use.
 //
 // A peer cannot knock a node over: its gRPC server serves proto.actor's
 // message stream and answers every other method Unimplemented (two of

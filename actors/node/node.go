@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -119,11 +118,15 @@ type Options struct {
 	MeterProvider metric.MeterProvider
 }
 
-// TLSConfigs are the server and client sides of mutual TLS.
+// TLSConfigs are the server and client sides of mutual TLS (LoadTLS).
+// Server verifies each client against the CA file as it is at that
+// handshake, through its GetConfigForClient, which hands out copies of
+// Server as LoadTLS made it: a copy with other protocols is made by the
+// node (serverConfig), not by cloning Server.
 type TLSConfigs struct {
 	Server, Client *tls.Config
-	pool           *x509.CertPool // the cluster's CA (LoadTLS)
-	keys           *keyPair       // this node's certificate and key
+	cas            *caPool  // the cluster's CA certificates
+	keys           *keyPair // this node's certificate and key
 }
 
 // Node is one process's actor system, joined to a cluster.
@@ -201,6 +204,9 @@ func startOn(o Options, remotePort int, lis net.Listener) (n *Node, err error) {
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(loggerFactory(o.Log)), actor.WithMetricProviders(o.MeterProvider))
 	n = &Node{sys: sys, tls: o.TLS, notes: newNotices(o.Notices), host: o.Host, advHost: advHost}
+	if o.TLS != nil && o.TLS.cas != nil {
+		o.TLS.cas.notes.Store(n.notes) // the CA file read again is said with the node's notices
+	}
 	health := echo.New() // a client's is never started: clients serve no membership
 	hosts := slices.Clone(o.Seeds)
 	if lis != nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 )
@@ -20,44 +19,81 @@ var ErrTLS = errors.New("node: tls")
 const alpn = "h2"
 
 // LoadTLS returns mutual TLS for a node from PEM files: the cluster's CA
-// certificate and the node's certificate and key (mgrpo-node certs writes
-// them). The certificate and key are read again when their files change:
-// a renewed certificate takes effect on the node's next connections, no
-// restart needed (the CA is read once). Both sides of every connection must present a certificate signed
-// by that CA. The node is identified by that signature, not by a host
-// name: nodes dial one another by the address the learner sees, which a
-// certificate made before the cluster started cannot name.
+// certificates and the node's certificate and key (mgrpo-node certs writes
+// them). Both sides of every connection must present a certificate signed
+// by a CA of caFile, which may hold several (a bundle: during a rotation,
+// the old CA and the new one). The node is identified by that signature,
+// not by a host name: nodes dial one another by the address the learner
+// sees, which a certificate made before the cluster started cannot name.
+//
+// Every file is read again when it changes, no restart needed: a renewed
+// certificate and key are presented from the node's next connections on,
+// and a changed CA file is what the next handshakes, as server and as
+// client, verify the peer against (connections already open stay). A
+// file caught half written leaves the last whole one in use.
 func LoadTLS(caFile, certFile, keyFile string) (*TLSConfigs, error) {
-	caPEM, err := os.ReadFile(caFile)
+	cas, err := loadCAPool(caFile)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cluster.tls.ca: %w", ErrTLS, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("%w: cluster.tls.ca %s: no PEM certificate in it", ErrTLS, caFile)
+		return nil, err
 	}
 	keys, err := loadKeyPair(certFile, keyFile)
 	if err != nil {
 		return nil, err
 	}
-	verify := func(raw [][]byte, _ [][]*x509.Certificate) error {
-		if err := verifyChain(raw, pool, time.Now()); err != nil {
-			return fmt.Errorf("%w: the peer's %w", ErrTLS, err)
-		}
-		return nil
-	}
-	server := &tls.Config{
-		MinVersion: tls.VersionTLS13, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return keys.get(), nil },
-	}
-	client := &tls.Config{
+	t := &TLSConfigs{cas: cas, keys: keys}
+	t.Server = t.serverConfig(alpn)
+	t.Client = &tls.Config{
 		MinVersion: tls.VersionTLS13, NextProtos: []string{alpn},
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return keys.get(), nil },
-		// The chain is checked against the CA below; only the host name
-		// check of the default verification is skipped.
-		InsecureSkipVerify: true, VerifyPeerCertificate: verify,
+		// The default verification, against a pool fixed in the config,
+		// is replaced by verifyChain against the CA file as it is now:
+		// the same checks (chain, dates, key usage) but the host name,
+		// which node certificates do not carry. Without a session cache
+		// every connection is a full handshake, so this check runs on
+		// each (a resumed session would skip it).
+		InsecureSkipVerify: true,
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if err := verifyChain(raw, cas.get(), time.Now()); err != nil {
+				return fmt.Errorf("%w: the peer's %w", ErrTLS, err)
+			}
+			return nil
+		},
 	}
-	return &TLSConfigs{Server: server, Client: client, pool: pool, keys: keys}, nil
+	return t, nil
+}
+
+// serverConfig is the server side of t for the application protocol
+// proto (ALPN). Its GetConfigForClient hands each handshake a copy whose
+// ClientCAs is the CA file as it is now, so the client's certificate is
+// verified by crypto/tls itself, with the alert that tells the client why
+// (unknown CA, expired) and the error handshakeRefusal reads. Session
+// tickets are off: a session resumed rests on the verification of its
+// first handshake, whose CA may have left the file since (nodes do not
+// resume anyway). A
+// clone of the result that changes its fields must be made anew with
+// serverConfig instead: the hook hands out copies of the original.
+func (t *TLSConfigs) serverConfig(proto string) *tls.Config {
+	base := &tls.Config{
+		MinVersion: tls.VersionTLS13, NextProtos: []string{proto},
+		ClientAuth: tls.RequireAndVerifyClientCert, SessionTicketsDisabled: true,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return t.keys.get(), nil },
+	}
+	cfg := base.Clone()
+	cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		c := base.Clone()
+		c.ClientCAs = t.cas.get()
+		return c, nil
+	}
+	return cfg
+}
+
+// roots is the CA pool peers are verified against now (nil for
+// TLSConfigs not made by LoadTLS).
+func (t *TLSConfigs) roots() *x509.CertPool {
+	if t.cas == nil {
+		return nil
+	}
+	return t.cas.get()
 }
 
 // Expiring is a warning, for the operator of this node, when its own

@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,15 +37,34 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 	nodes := fs.Int("nodes", 3, fmt.Sprintf("node certificates to write (1 to %d)", maxCertNodes))
 	hosts := fs.StringSlice("hosts", nil, "optional names or addresses to put in every node certificate (IP addresses or DNS names)")
 	force := fs.Bool("force", false, "replace the CA in --out, and remove the certificates it signed")
-	renew := fs.StringSlice("renew", nil, "names of node certificates (node-2,...) to sign anew with the CA in --out, in place; a running node reads its renewed certificate on its next connection")
+	renew := fs.StringSlice("renew", nil, "names of node certificates (node-2,...) to sign anew with the CA in --out (the new one during a rotation), in place; a running node reads its renewed certificate on its next connection")
+	rotate := fs.Bool("rotate-ca", false, "start a rotation of the CA in --out: a new CA signs from now on, and ca.pem holds it and the old one (copy it to every node, --renew every node, then --drop-old-ca)")
+	drop := fs.Bool("drop-old-ca", false, "end a rotation: ca.pem keeps the new CA alone (refused while a node certificate in --out is the old CA's)")
 	if code, ok := parseSubFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if len(*renew) > 0 {
-		if fs.Changed("nodes") || *force {
-			fmt.Fprintln(stderr, "mgrpo-node certs: --renew signs with the CA in --out: it takes neither --nodes nor --force")
-			return exitUsage
+	var steps []string // of a rotation, on the CA in --out
+	for f, on := range map[string]bool{"--rotate-ca": *rotate, "--renew": len(*renew) > 0, "--drop-old-ca": *drop} {
+		if on {
+			steps = append(steps, f)
 		}
+	}
+	step := strings.Join(steps, "")
+	switch {
+	case len(steps) > 1:
+		fmt.Fprintln(stderr, "mgrpo-node certs: --rotate-ca, --renew and --drop-old-ca are steps of their own: give one at a time")
+		return exitUsage
+	case step != "" && (fs.Changed("nodes") || *force):
+		fmt.Fprintf(stderr, "mgrpo-node certs: %s works on the CA in --out: it takes neither --nodes nor --force\n", step)
+		return exitUsage
+	case step != "" && step != "--renew" && fs.Changed("hosts"):
+		fmt.Fprintf(stderr, "mgrpo-node certs: %s writes no node certificate: --hosts goes with --renew\n", step)
+		return exitUsage
+	case step == "--rotate-ca":
+		return rotateCA(*out, stdout, stderr)
+	case step == "--drop-old-ca":
+		return dropOldCA(*out, stdout, stderr)
+	case step == "--renew":
 		return renewCerts(*out, *renew, *hosts, stdout, stderr)
 	}
 	stale, err := checkCertsArgs(*out, *nodes, *hosts, *force)
@@ -110,6 +131,111 @@ func renewCerts(out string, names, hosts []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
+// rotateCA starts a rotation of the CA in out: a new CA, whose key
+// replaces ca.key, and ca.pem the bundle of it and the old CA, out
+// written whole or not at all. The old CA's key is gone: every
+// certificate signed from now on is the new CA's.
+func rotateCA(out string, stdout, stderr io.Writer) int {
+	cas, signer, err := caOf(out)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "mgrpo-node certs: %v\n", err)
+		return exitUsage
+	case len(cas) > 1:
+		fmt.Fprintf(stderr, "mgrpo-node certs: %s holds %d CAs: a rotation is under way; end it with --drop-old-ca before starting another\n",
+			filepath.Join(out, "ca.pem"), len(cas))
+		return exitUsage
+	}
+	old := cas[signer]
+	var ca *x509.Certificate
+	keep := func(name string) bool { return name != "ca.pem" && name != "ca.key" }
+	err = atomicfile.ReplaceDir(out, keep, func(tmp string) (err error) {
+		ca, err = node.RotateCA(out, tmp)
+		return err
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node certs: %s\n", errorLine(err))
+		return replaceExit(err)
+	}
+	names := signedBy(out, old)
+	if len(names) == 0 {
+		names = []string{"NAME,..."}
+	}
+	fmt.Fprintf(stdout, "a new CA %q signs in %s from now on (ca.key); %s holds it and the old CA %q. To rotate with no node restarted:\n"+
+		"  1. copy %s over every node's cluster.tls.ca: each node reads it again and trusts both CAs\n"+
+		"  2. mgrpo-node certs --out %s --renew %s, and copy each renewed pair over its node's\n"+
+		"  3. mgrpo-node certs --out %s --drop-old-ca, and copy %s over every node's cluster.tls.ca again\n",
+		ca.Subject.CommonName, out, filepath.Join(out, "ca.pem"), old.Subject.CommonName,
+		filepath.Join(out, "ca.pem"), out, strings.Join(names, ","), out, filepath.Join(out, "ca.pem"))
+	return exitOK
+}
+
+// dropOldCA ends a rotation of the CA in out: ca.pem keeps the CA of
+// ca.key alone. It refuses while a node certificate in out is not that
+// CA's: that node would be refused by every node given the new ca.pem.
+func dropOldCA(out string, stdout, stderr io.Writer) int {
+	cas, signer, err := caOf(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node certs: %v\n", err)
+		return exitUsage
+	}
+	if len(cas) == 1 {
+		fmt.Fprintf(stderr, "mgrpo-node certs: %s holds one CA, no old one: no rotation to end (--rotate-ca starts one)\n", filepath.Join(out, "ca.pem"))
+		return exitUsage
+	}
+	var stale []string
+	for i, ca := range cas {
+		if i != signer {
+			stale = append(stale, signedBy(out, ca)...)
+		}
+	}
+	if len(stale) > 0 {
+		slices.Sort(stale)
+		fmt.Fprintf(stderr, "mgrpo-node certs: %s in %s: still signed by the old CA; renew them first (--renew %s), or remove them\n",
+			strings.Join(stale, ", "), out, strings.Join(stale, ","))
+		return exitUsage
+	}
+	dropped, err := node.DropOldCAs(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "mgrpo-node %s\n", errorLine(err))
+		return exitFailed
+	}
+	var names []string
+	for _, c := range dropped {
+		names = append(names, strconv.Quote(c.Subject.CommonName))
+	}
+	fmt.Fprintf(stdout, "%s holds the CA %q alone (dropped %s): copy it over every node's cluster.tls.ca; each node reads it again and refuses certificates of the old CA from then on\n",
+		filepath.Join(out, "ca.pem"), cas[signer].Subject.CommonName, strings.Join(names, ", "))
+	return exitOK
+}
+
+// caOf reads the CA in out (node.DirCA), its error one line for the
+// operator.
+func caOf(out string) ([]*x509.Certificate, int, error) {
+	if out == "" {
+		return nil, 0, errors.New("--out DIR (holding the CA) is required")
+	}
+	cas, signer, _, err := node.DirCA(out)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--out %s holds no CA to rotate: %v; a new cluster's comes from mgrpo-node certs --out DIR", out, errors.Unwrap(err))
+	}
+	return cas, signer, nil
+}
+
+// signedBy names the node certificates in dir (NAME.pem beside NAME.key)
+// that ca signed.
+func signedBy(dir string, ca *x509.Certificate) []string {
+	pems, _ := filepath.Glob(filepath.Join(dir, "*.pem"))
+	var names []string
+	for _, p := range pems {
+		name := strings.TrimSuffix(filepath.Base(p), ".pem")
+		if c, err := readCert(p); err == nil && name != "ca" && fileExists(filepath.Join(dir, name+".key")) && c.CheckSignatureFrom(ca) == nil {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // checkCertsArgs refuses flags certs cannot carry out and returns the
 // files of out that the new CA makes stale (staleCertFiles; none when out
 // holds no CA).
@@ -170,10 +296,10 @@ func validLabel(s string) bool {
 }
 
 // staleCertFiles returns the files of dir that a new CA makes stale:
-// ca.pem, ca.key, and each NAME.pem the old CA signed with its NAME.key.
-// A dir without a CA has none; one with a CA is refused unless force, and
-// so is one whose ca.pem cannot be read (its certificates could not be
-// told apart).
+// ca.pem, ca.key, and each NAME.pem the old CA (any CA of a ca.pem
+// bundle) signed with its NAME.key. A dir without a CA has none; one with
+// a CA is refused unless force, and so is one whose ca.pem cannot be read
+// (its certificates could not be told apart).
 func staleCertFiles(dir string, force bool) (map[string]bool, error) {
 	caPath := filepath.Join(dir, "ca.pem")
 	_, errPem := os.Stat(caPath)
@@ -184,7 +310,7 @@ func staleCertFiles(dir string, force bool) (map[string]bool, error) {
 	if !force {
 		return nil, fmt.Errorf("--out %s already holds a CA (%s): a new one would invalidate every node certificate it signed; add --force to replace it and them", dir, caPath)
 	}
-	ca, err := readCert(caPath)
+	cas, err := node.ReadCerts(caPath)
 	if err != nil {
 		return nil, fmt.Errorf("--out %s: %v: cannot tell which certificates it signed; move the directory aside", dir, err)
 	}
@@ -197,7 +323,7 @@ func staleCertFiles(dir string, force bool) (map[string]bool, error) {
 		return nil, err
 	}
 	for _, p := range pems {
-		if c, err := readCert(p); err == nil && p != caPath && c.CheckSignatureFrom(ca) == nil {
+		if c, err := readCert(p); err == nil && p != caPath && signedByOne(c, cas) {
 			stale[filepath.Base(p)] = true
 			if key := strings.TrimSuffix(p, ".pem") + ".key"; fileExists(key) {
 				stale[filepath.Base(key)] = true
@@ -205,6 +331,11 @@ func staleCertFiles(dir string, force bool) (map[string]bool, error) {
 		}
 	}
 	return stale, nil
+}
+
+// signedByOne reports whether one of cas signed c.
+func signedByOne(c *x509.Certificate, cas []*x509.Certificate) bool {
+	return slices.ContainsFunc(cas, func(ca *x509.Certificate) bool { return c.CheckSignatureFrom(ca) == nil })
 }
 
 func fileExists(path string) bool {

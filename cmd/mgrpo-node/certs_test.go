@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/x509"
 	"maps"
 	"os"
 	"os/exec"
@@ -247,4 +248,97 @@ func TestCertsRenew(t *testing.T) {
 	if got := snapshot(t, dir); !maps.Equal(got, after) {
 		t.Error("a refused --renew changed the directory")
 	}
+}
+
+// certsIn reads every certificate of dir/name.
+func certsIn(t *testing.T, dir, name string) []*x509.Certificate {
+	t.Helper()
+	certs, err := node.ReadCerts(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certs
+}
+
+// TestCertsRotateCA: the three steps of a CA rotation. --rotate-ca puts
+// a new CA in ca.key and first in ca.pem, the old one kept after it, the
+// node certificates as they were, and says the steps naming them;
+// --renew signs with the new CA; --drop-old-ca leaves it alone in ca.pem,
+// refused while a node certificate is still the old CA's. A second
+// rotation under way, a drop with nothing to drop, and the steps mixed
+// with one another or with --nodes, --force, --hosts are refused in one
+// line (exit 2), nothing written. There was no way to change the CA but a
+// new one (--force), which every node had to be restarted with.
+func TestCertsRotateCA(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	runCertsOK(t, "--out", dir, "--nodes", "2")
+	before := snapshot(t, dir)
+	old := certsIn(t, dir, "ca.pem")[0]
+
+	out := runCertsOK(t, "--out", dir, "--rotate-ca")
+	for _, want := range []string{"1. copy " + filepath.Join(dir, "ca.pem"), "2. mgrpo-node certs --out " + dir + " --renew node-1,node-2", "3. mgrpo-node certs --out " + dir + " --drop-old-ca"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--rotate-ca said %q, want %q in it", out, want)
+		}
+	}
+	rotated := snapshot(t, dir)
+	for name, content := range before {
+		if changed := rotated[name] != content; changed != (name == "ca.pem" || name == "ca.key") {
+			t.Errorf("--rotate-ca: %s changed %v", name, changed)
+		}
+	}
+	cas, signer, _, err := node.DirCA(dir)
+	if err != nil || len(cas) != 2 || signer != 0 || !cas[1].Equal(old) || cas[0].Equal(old) {
+		t.Fatalf("after --rotate-ca: %d CAs, the signer %d, the second the old one %v (%v); want the new one signing, then the old", len(cas), signer, len(cas) == 2 && cas[1].Equal(old), err)
+	}
+	for _, name := range []string{"node-1", "node-2"} {
+		if _, err := node.LoadTLS(filepath.Join(dir, "ca.pem"), filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".key")); err != nil {
+			t.Errorf("the bundle with %s of the old CA: %v", name, err)
+		}
+	}
+
+	refused := func(step string, args []string, want string) {
+		t.Helper()
+		was := snapshot(t, dir)
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"certs"}, args...), &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line saying %q", step, code, stderr.String(), want)
+		}
+		if !maps.Equal(snapshot(t, dir), was) {
+			t.Errorf("%s: a refused certs changed %s", step, dir)
+		}
+	}
+	refused("a second rotation", []string{"--out", dir, "--rotate-ca"}, "a rotation is under way; end it with --drop-old-ca")
+	refused("a drop before the renewal", []string{"--out", dir, "--drop-old-ca"}, "node-1, node-2 in "+dir+": still signed by the old CA; renew them first (--renew node-1,node-2)")
+	runCertsOK(t, "--out", dir, "--renew", "node-1")
+	refused("a drop before node-2 is renewed", []string{"--out", dir, "--drop-old-ca"}, "node-2 in "+dir+": still signed by the old CA")
+	runCertsOK(t, "--out", dir, "--renew", "node-2")
+	for _, name := range []string{"node-1.pem", "node-2.pem"} {
+		if c := certsIn(t, dir, name)[0]; c.CheckSignatureFrom(cas[0]) != nil {
+			t.Errorf("renewed %s is not signed by the new CA", name)
+		}
+	}
+
+	out = runCertsOK(t, "--out", dir, "--drop-old-ca")
+	if after := certsIn(t, dir, "ca.pem"); len(after) != 1 || !after[0].Equal(cas[0]) || !strings.Contains(out, "dropped "+strconv.Quote(old.Subject.CommonName)) {
+		t.Errorf("after --drop-old-ca: %d CAs in ca.pem, it said %q; want the new CA alone", len(after), out)
+	}
+	refused("a drop with no old CA", []string{"--out", dir, "--drop-old-ca"}, "no rotation to end")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rotate and renew", []string{"--rotate-ca", "--renew", "node-1"}, "steps of their own: give one at a time"},
+		{"rotate and drop", []string{"--rotate-ca", "--drop-old-ca"}, "steps of their own"},
+		{"rotate with --force", []string{"--rotate-ca", "--force"}, "--rotate-ca works on the CA in --out: it takes neither --nodes nor --force"},
+		{"drop with --nodes", []string{"--drop-old-ca", "--nodes", "2"}, "--drop-old-ca works on the CA in --out"},
+		{"rotate with --hosts", []string{"--rotate-ca", "--hosts", "a.example"}, "--hosts goes with --renew"},
+	} {
+		refused(tc.name, append([]string{"--out", dir}, tc.args...), tc.want)
+	}
+	empty := t.TempDir()
+	refused("rotate without a CA", []string{"--out", empty, "--rotate-ca"}, "--out "+empty+" holds no CA")
+	refused("rotate without --out", []string{"--rotate-ca"}, "--out DIR (holding the CA) is required")
 }

@@ -37,7 +37,8 @@ Commands:
   bench       run benchmarks (JSON; --peer DIR: side by side with the PyTorch peer)
   traces      list the slowest steps from Jaeger (--slow)
   certs       write a CA and node certificates for mutual TLS between nodes
-              (--renew NAME,...: sign those anew with the CA in --out)
+              (--renew NAME,...: sign those anew with the CA in --out;
+              --rotate-ca, then --drop-old-ca: replace the CA, no restart)
   report      write the page of one or more runs, overlaid (RUN_DIR...)
   device-check print the GPU that --model.device cuda would use (mgrpo-node-cuda)
   help        this text
