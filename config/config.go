@@ -54,8 +54,9 @@ type Model struct {
 	// TieEmbeddings shares the token embedding with lm_head; a preset
 	// whose model is tied (smollm2-135m, qwen2.5-0.5b) is tied either way.
 	TieEmbeddings bool `koanf:"tie_embeddings" help:"tie lm_head to the token embedding (tied presets are always tied)"`
-	// Checkpoint is a checkpoint directory (config.json + model.safetensors)
-	// to start from; "" starts from random weights (and a warm start).
+	// Checkpoint is a checkpoint directory to start from (config.json and
+	// model.safetensors, or the shards of model.safetensors.index.json);
+	// "" starts from random weights (and a warm start).
 	Checkpoint string `koanf:"checkpoint" help:"checkpoint directory to load (\"\" = random init)"`
 	// Device is cpu or cuda (the GPU: mgrpo-node hands the run to
 	// mgrpo-node-cuda, built with make build-cuda).
