@@ -60,12 +60,24 @@ func findWeights(dir string) (weightFiles, error) {
 	}
 	b, err := readIndex(filepath.Join(dir, IndexFileName))
 	if errors.Is(err, os.ErrNotExist) {
-		return weightFiles{}, fmt.Errorf("%w: neither %s nor %s (a sharded checkpoint's index) in %s", ErrCheckpoint, WeightsFileName, IndexFileName, dir)
+		return weightFiles{}, fmt.Errorf("%w: neither %s nor %s (a sharded checkpoint's index) in %s%s", ErrCheckpoint, WeightsFileName, IndexFileName, dir, pickleHint(dir))
 	}
 	if err != nil {
 		return weightFiles{}, err
 	}
 	return parseIndex(dir, b)
+}
+
+// pickleHint is what to do with a checkpoint that holds its weights as
+// PyTorch pickles (pytorch_model.bin, or its shards), which are not read:
+// "" when it holds none.
+func pickleHint(dir string) string {
+	for _, name := range []string{"pytorch_model.bin", "pytorch_model.bin.index.json"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return fmt.Sprintf("; it has %s, a PyTorch pickle, which is not read: save the model as safetensors (transformers: save_pretrained(out, safe_serialization=True))", name)
+		}
+	}
+	return ""
 }
 
 // readIndex reads an index file, refusing one too large to be an index.

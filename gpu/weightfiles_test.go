@@ -119,6 +119,10 @@ func TestShardedCheckpointErrors(t *testing.T) {
 	}{
 		{"no weights", tiny, func(dir string, _ map[string]string) { os.Remove(filepath.Join(dir, IndexFileName)) },
 			"neither model.safetensors nor model.safetensors.index.json"},
+		{"weights as a pickle", tiny, func(dir string, _ map[string]string) {
+			os.Remove(filepath.Join(dir, IndexFileName))
+			os.WriteFile(filepath.Join(dir, "pytorch_model.bin"), []byte("PK"), 0o644)
+		}, "it has pytorch_model.bin, a PyTorch pickle, which is not read: save the model as safetensors"},
 		{"a shard missing", tiny, func(dir string, _ map[string]string) {
 			os.Remove(filepath.Join(dir, "model-00002-of-00003.safetensors"))
 		}, "model-00002-of-00003.safetensors: no such file"},
