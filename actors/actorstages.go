@@ -145,12 +145,12 @@ func (s *actorStages) checkpoint(ctx context.Context, dir string) error {
 	return nil
 }
 
-func (s *actorStages) stats(ctx context.Context) (int, SyncMeasure) {
+func (s *actorStages) stats(ctx context.Context) ClusterStats {
 	res, err := s.ask(ctx, &statsRequest{})
 	if st, ok := res.(*coordinatorStats); ok && err == nil {
-		return st.reissued, st.lastSync
+		return ClusterStats{Reissued: st.reissued, Hedged: st.hedged, Sync: st.lastSync}
 	}
-	return 0, SyncMeasure{}
+	return ClusterStats{}
 }
 
 // replies type-checks a stage's replies.

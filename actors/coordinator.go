@@ -55,6 +55,7 @@ type statsRequest struct{}
 // coordinatorStats are the coordinator's counters.
 type coordinatorStats struct {
 	reissued int         // parts sent again because their actor was lost
+	hedged   int         // parts sent to a second node because they ran long on the first
 	lastSync SyncMeasure // the newest weight publication every remote generator acknowledged
 }
 
@@ -80,8 +81,12 @@ func (a *coordinator) Receive(c actor.Context) {
 		c.Respond(&stageReply{}) // at once: see publisher.publish
 		a.weights.publish(c, m, a.pools[messages.Stage_GENERATE].members)
 	case *statsRequest:
-		c.Respond(&coordinatorStats{reissued: a.pools[messages.Stage_GENERATE].reissued +
-			a.pools[messages.Stage_REWARD].reissued + a.pools[messages.Stage_REFERENCE].reissued, lastSync: a.weights.lastSync})
+		st := &coordinatorStats{lastSync: a.weights.lastSync}
+		for _, s := range []messages.Stage{messages.Stage_GENERATE, messages.Stage_REWARD, messages.Stage_REFERENCE} {
+			st.reissued += a.pools[s].reissued
+			st.hedged += a.pools[s].hedged
+		}
+		c.Respond(st)
 	case *messages.JoinRequest:
 		if reply := a.members.join(m, c.Sender(), a.weights.hasReference()); reply != nil {
 			c.Respond(reply)

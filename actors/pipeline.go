@@ -31,6 +31,9 @@ type PipelineOptions struct {
 	// Retries is how many more times a timed-out request is sent, each
 	// time to the next actor of the pool.
 	Retries int
+	// Hedge sends a part that runs long on one node to an idle actor of
+	// another node as well (hedge.go).
+	Hedge bool
 	// ChunkWeights sends weights to local generators as PolicyWeights
 	// chunks of ChunkBytes, as across a network, instead of in-memory
 	// snapshots (remote generators always get chunks).

@@ -104,7 +104,7 @@ func (f *freezingStages) publish(ctx context.Context, m *gpu.Model) error {
 	return f.inner.publish(ctx, m)
 }
 
-func (f *freezingStages) stats(ctx context.Context) (int, SyncMeasure) { return f.inner.stats(ctx) }
+func (f *freezingStages) stats(ctx context.Context) ClusterStats { return f.inner.stats(ctx) }
 
 func (f *freezingStages) checkpoint(ctx context.Context, dir string) error {
 	return f.inner.checkpoint(ctx, dir)

@@ -23,6 +23,7 @@ type member struct {
 	node  string       // worker node id; "" for a local child
 	props *actor.Props // how a local member was made, to replace it
 	busy  int          // parts in flight on it
+	late  int          // of those, tries superseded by a hedge that answered first (hedge.go)
 }
 
 // pool is the set of stage actors that one stage's parts are spread over.
@@ -42,9 +43,18 @@ type pool struct {
 	// once (0 or 1: until it has one); add clears it when reached.
 	need     int
 	running  map[*task]bool // parts sent and not yet answered
+	late     map[*task]bool // tries superseded by their hedge, not yet answered: their members stay busy
 	reissued int            // parts sent again because their actor was lost
 	tracer   oteltrace.Tracer
 	meter    *meter.Instruments // records the queue depth after every change (nil: off)
+
+	// hedge sends a part that runs long on one node to an idle member of
+	// another node as well (hedge.go); took averages each node's answer
+	// times; hedged counts the parts sent so.
+	hedge   bool
+	took    map[string]time.Duration
+	hedged  int
+	looking bool // a look for parts to hedge is scheduled
 }
 
 // gather collects the replies of one scatter.
@@ -68,7 +78,12 @@ type task struct {
 	on   *member        // nil while waiting
 	via  []*member      // the members of then the part is relayed through, one a stage; nil: not relayed
 	span oteltrace.Span // the request's span, from the send to the answer
-	wait oteltrace.Span // from finding the pool empty to a member taking it; nil when it did not wait
+	sent time.Time      // when this try was sent
+	// sibling is the part's other try while both run (a hedge, or the try
+	// it hedges); hedged: the part was hedged, and is not again.
+	sibling *task
+	hedged  bool
+	wait    oteltrace.Span // from finding the pool empty to a member taking it; nil when it did not wait
 }
 
 // scatter sends every part to a member and calls done exactly once, on
@@ -119,8 +134,10 @@ func (p *pool) start(c actor.Context, parts []any, then []*pool, forward bool, d
 }
 
 // dispatch sends t to a member: member (i + try) mod n when all are
-// equally busy, else the least busy, so parts spread over the pool; with
-// no member, or fewer than the pool needs to start with, t waits.
+// equally busy, else the least busy, so parts spread over the pool; a
+// member still holding a part whose hedge answered first (a slow or
+// frozen node) only when every member does; with no member, or fewer than
+// the pool needs to start with, t waits.
 func (p *pool) dispatch(c actor.Context, t *task) {
 	if len(p.members) == 0 || len(p.members) < p.need {
 		if ctx, ok := p.partContext(t); ok && t.wait == nil {
@@ -132,10 +149,16 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 	endWait(t, "")
 	m := p.members[(t.i+t.try)%len(p.members)]
 	for _, o := range p.members {
-		if o.busy < m.busy {
+		if (o.late == 0 && m.late > 0) || (o.late > 0) == (m.late > 0) && o.busy < m.busy {
 			m = o
 		}
 	}
+	p.send(c, t, m)
+}
+
+// send sends try t to member m (relayed through the members that route
+// picks for t's later stages), and has its answer come to answered.
+func (p *pool) send(c actor.Context, t *task, m *member) {
 	t.on, t.via = m, route(m, t.then)
 	for _, v := range append([]*member{m}, t.via...) {
 		v.busy++
@@ -154,6 +177,9 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 		if t.via != nil {
 			t.span.SetAttributes(attrRelay.String(t.via[0].pid.GetId()))
 		}
+		if t.sibling != nil {
+			t.span.AddEvent("hedge of the try on " + nodeName(t.sibling.on))
+		}
 		if h := t.part.(messages.Header); oteltrace.SpanContextFromContext(ctx).IsValid() {
 			msg = messages.WithMeta(h, trace.WithSpan(ctx, h.GetMeta()))
 		}
@@ -161,8 +187,10 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 	if t.via != nil {
 		msg = relay(msg, t.via)
 	}
+	t.sent = time.Now()
 	f := c.RequestFuture(m.pid, msg, p.waits(t))
 	c.ReenterAfter(f, func(res any, err error) { p.answered(c, t, res, err) })
+	p.watch(c)
 }
 
 // waits is how long a try of t waits for its answer: the stage's timeout,
@@ -281,9 +309,16 @@ func endTask(t *task, event string, err error) {
 func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 	defer p.measure()
 	if !p.running[t] {
-		return // reissued after its member left: another try counts
+		p.lateAnswer(t)
+		return // reissued after its member left, or its hedge answered first: another try counts
 	}
 	p.release(t)
+	if err == nil {
+		p.timeAnswer(t)
+	}
+	if p.settleHedge(t, err) {
+		return
+	}
 	g := t.g
 	if n, ok := res.(*messages.SkipNotice); ok && err == nil {
 		endTask(t, "", fromNotice(n))
@@ -333,6 +368,11 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 // release takes t, answered or lost, off its members.
 func (p *pool) release(t *task) {
 	delete(p.running, t)
+	p.unbusy(t)
+}
+
+// unbusy takes one part off the members t went to.
+func (p *pool) unbusy(t *task) {
 	for _, v := range append([]*member{t.on}, t.via...) {
 		v.busy--
 	}
@@ -395,17 +435,30 @@ func (p *pool) leave(pid *actor.PID) (*member, bool) {
 // pool, again: to the rest of the pool, or to wait for a member.
 func (p *pool) reissue(c actor.Context, pid *actor.PID) {
 	defer p.measure()
+	for t := range p.late {
+		if t.went(pid) {
+			p.lateAnswer(t)
+		}
+	}
 	for t := range p.running {
-		if !t.on.pid.Equal(pid) && !slices.ContainsFunc(t.via, func(v *member) bool { return v.pid.Equal(pid) }) {
+		if !t.went(pid) {
 			continue
 		}
 		p.release(t)
+		if p.settleHedge(t, fmt.Errorf("%s lost", pid.GetId())) {
+			continue
+		}
 		endTask(t, "reissued: its actor was lost", fmt.Errorf("%s lost", pid.GetId()))
 		if !t.g.over {
 			p.reissued++
 			p.dispatch(c, &task{g: t.g, i: t.i, part: t.part, try: t.try, then: t.then})
 		}
 	}
+}
+
+// went reports whether try t went to the actor pid, or is relayed to it.
+func (t *task) went(pid *actor.PID) bool {
+	return t.on.pid.Equal(pid) || slices.ContainsFunc(t.via, func(v *member) bool { return v.pid.Equal(pid) })
 }
 
 // index is m's place in the pool (-1: not a member).

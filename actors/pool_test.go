@@ -125,13 +125,15 @@ func (h *holdChild) Receive(c actor.Context) {
 type dynamicParent struct {
 	pool    *pool
 	release chan struct{}
-	need    int // the pool's need
+	need    int    // the pool's need
+	hedge   bool   // the pool's hedge
+	node    string // every member's node ("": each its own, n-NAME)
 }
 
 func (p *dynamicParent) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		p.pool = &pool{name: "dyn", timeout: time.Minute, need: p.need}
+		p.pool = &pool{name: "dyn", timeout: time.Minute, need: p.need, hedge: p.hedge}
 	case string:
 		switch m {
 		case "drop":
@@ -141,13 +143,24 @@ func (p *dynamicParent) Receive(c actor.Context) {
 		case "waiting":
 			c.Respond(len(p.pool.waiting))
 			return
+		case "state":
+			busy := 0
+			for _, m := range p.pool.members {
+				busy += m.busy
+			}
+			c.Respond([3]int{p.pool.hedged, len(p.pool.running), busy})
+			return
 		}
 		var release chan struct{}
 		if m == "add held" {
 			release = p.release
 		}
 		pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return &holdChild{name: m[4:], release: release} }))
-		p.pool.add(c, &member{pid: pid, node: "n-" + m[4:]})
+		node := p.node
+		if node == "" {
+			node = "n-" + m[4:]
+		}
+		p.pool.add(c, &member{pid: pid, node: node})
 		c.Respond(len(p.pool.members))
 	case []any:
 		sender := c.Sender()
@@ -630,5 +643,75 @@ func TestPoolWaits(t *testing.T) {
 		if got := gen.waits(tc.t); got != tc.want {
 			t.Errorf("%s: waits %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestPoolHedges: with cluster.hedge, a part that hangs on one node while
+// a member of another node is idle is sent there too after hedgeMin (the
+// fastest node answers in microseconds), and its answer counts; the hung
+// member's late answer is ignored and nothing stays counted as running.
+// Members of one node never hedge: the part waits for its member.
+func TestPoolHedges(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		hedge bool
+		node  string
+		want  []any
+	}{
+		{"two nodes", true, "", []any{"fresh:1", "fresh:2"}},
+		{"hedge off", false, "", []any{"fresh:1", "held:2"}},
+		{"one node", true, "n", []any{"fresh:1", "held:2"}},
+	} {
+		sys := NewSystem(nil, nil)
+		release := make(chan struct{})
+		parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+			return &dynamicParent{release: release, hedge: tc.hedge, node: tc.node}
+		}))
+		ask := func(msg any) any {
+			t.Helper()
+			res, err := sys.Root.RequestFuture(parent, msg, 10*time.Second).Result()
+			if err != nil {
+				t.Fatalf("%s: %v: %v", tc.name, msg, err)
+			}
+			return res
+		}
+		ask("add fresh")
+		ask("add held")
+		ask([]any{1}) // to fresh: the pool learns how fast its node answers
+		result := sys.Root.RequestFuture(parent, []any{1, 2}, time.Minute)
+		if !tc.hedge || tc.node != "" {
+			time.Sleep(10 * hedgeMin) // a hedge would have been sent by now
+			close(release)
+		}
+		res, err := result.Result()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if r := res.(*scatterResult); r.err != nil || !slices.Equal(r.replies, tc.want) {
+			t.Errorf("%s: replies %v (%v), want %v", tc.name, r.replies, r.err, tc.want)
+		}
+		hedged := 0
+		if tc.hedge && tc.node == "" {
+			hedged = 1
+			// The hung member stays busy with the part it holds (no new
+			// part goes to it while another member is free) until it
+			// answers, late: that answer is ignored.
+			if r := ask([]any{5}).(*scatterResult); r.err != nil || !slices.Equal(r.replies, []any{"fresh:5"}) {
+				t.Errorf("%s: a part while the hung member holds one: %v (%v), want fresh:5", tc.name, r.replies, r.err)
+			}
+			if st := ask("state").([3]int); st != [3]int{1, 0, 1} {
+				t.Errorf("%s: before the late answer: hedged %d (a part sent to the hung member is hedged too), running %d, busy %d; want 1, 0, 1",
+					tc.name, st[0], st[1], st[2])
+			}
+			close(release)
+		}
+		st := ask("state").([3]int)
+		for deadline := time.Now().Add(10 * time.Second); st[2] != 0 && time.Now().Before(deadline); st = ask("state").([3]int) {
+			time.Sleep(time.Millisecond)
+		}
+		if st != [3]int{hedged, 0, 0} {
+			t.Errorf("%s: hedged %d, running %d, busy %d; want %d, 0, 0", tc.name, st[0], st[1], st[2], hedged)
+		}
+		sys.Shutdown()
 	}
 }

@@ -31,8 +31,8 @@ func preflight(cfg *config.Config, s *settings) (int64, error) {
 		if err != nil {
 			return 0, pathError("model.checkpoint", ckpt, err)
 		}
-		if err := readableFile(filepath.Join(ckpt, gpu.WeightsFileName)); err != nil {
-			return 0, pathError("model.checkpoint", ckpt, fmt.Errorf("%s: %w", gpu.WeightsFileName, err))
+		if err := readableWeights(ckpt); err != nil {
+			return 0, pathError("model.checkpoint", ckpt, err)
 		}
 		model = c
 		if n := cfg.Generation.MaxCompletionLen; n >= model.Context {
@@ -128,6 +128,22 @@ func writableFile(key, path string) error {
 	}
 	if err := unix.Access(target, unix.W_OK); err != nil {
 		return pathError(key, path, fmt.Errorf("%s is not %s: %w", target, want, err))
+	}
+	return nil
+}
+
+// readableWeights checks that every weight file of the checkpoint in dir
+// (model.safetensors, or the shards its index names) can be opened, so
+// that a missing shard stops the run before it starts, not at the load.
+func readableWeights(dir string) error {
+	files, err := gpu.WeightFiles(dir)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := readableFile(f); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(f), err)
+		}
 	}
 	return nil
 }

@@ -159,15 +159,19 @@ func (r *runner) evaluateStep(ctx context.Context, res stepResult, m map[string]
 	}
 }
 
-// clusterMetrics adds the parts sent again because their actor was lost,
-// and the newest weight sync to remote generators, which replaces the
-// hand-over time (a network's, not a pointer's).
+// clusterMetrics adds the parts sent again because their actor was lost
+// and those hedged on a second node, and the newest weight sync to remote
+// generators, which replaces the hand-over time (a network's, not a
+// pointer's).
 func (r *runner) clusterMetrics(ctx context.Context, m map[string]float64) {
-	n, sync := r.trainer.ClusterStats(ctx)
-	if n > 0 {
-		m[runlog.KeyReissuedParts] = float64(n)
+	st := r.trainer.ClusterStats(ctx)
+	if st.Reissued > 0 {
+		m[runlog.KeyReissuedParts] = float64(st.Reissued)
 	}
-	if sync.Bytes > 0 {
+	if st.Hedged > 0 {
+		m[runlog.KeyHedgedParts] = float64(st.Hedged)
+	}
+	if sync := st.Sync; sync.Bytes > 0 {
 		m[runlog.KeyWeightSyncBytes], m[runlog.TimePrefix+"weight_sync_s"] = float64(sync.Bytes), sync.Seconds
 	}
 }

@@ -844,3 +844,22 @@ func TestInterruptDuringFinalEvaluation(t *testing.T) {
 		t.Errorf("resume: %v, output\n%s\nwant the evaluation run and done", err, out.String())
 	}
 }
+
+// TestModelLabel: a run from a checkpoint is named for the checkpoint, not
+// for the preset it does not use.
+func TestModelLabel(t *testing.T) {
+	for _, tc := range []struct {
+		preset, checkpoint, want string
+	}{
+		{"small", "", "small"},
+		{"small", "models/SmolLM2-135M-Instruct/", "SmolLM2-135M-Instruct"},
+		{"small", "/data/Qwen2.5-7B Instruct", "Qwen2.5-7B-Instruct"},
+		{"small", "runs/gsm8k-1/reference", "gsm8k-1"},
+		{"small", "runs/gsm8k-1/checkpoints/step-200", "gsm8k-1-step-200"},
+		{"small", "models/模型", "--"},
+	} {
+		if got := modelLabel(config.Model{Preset: tc.preset, Checkpoint: tc.checkpoint}); got != tc.want {
+			t.Errorf("modelLabel(%q, %q) = %q, want %q", tc.preset, tc.checkpoint, got, tc.want)
+		}
+	}
+}

@@ -6,14 +6,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mgrpo/mgrpo/actors/runlog"
 	"github.com/mgrpo/mgrpo/config"
 )
 
 // runName is the run's name: output.name, the resumed run's directory, or
-// task-preset-objective-time.
+// task-model-objective-time (the model: modelLabel).
 func runName(cfg *config.Config) string {
 	switch {
 	case cfg.Train.Resume != "":
@@ -21,7 +23,35 @@ func runName(cfg *config.Config) string {
 	case cfg.Output.Name != "":
 		return cfg.Output.Name
 	}
-	return fmt.Sprintf("%s-%s-%s-%s", cfg.Task.Name, cfg.Model.Preset, cfg.MaxEnt.Objective, time.Now().UTC().Format("20060102-150405"))
+	return fmt.Sprintf("%s-%s-%s-%s", cfg.Task.Name, modelLabel(cfg.Model), cfg.MaxEnt.Objective, time.Now().UTC().Format("20060102-150405"))
+}
+
+// modelLabel names the model in a generated run name: its preset, or for
+// a model.checkpoint the checkpoint's directory name (SmolLM2-135M-Instruct),
+// with a run's reference/ or checkpoints/step-N named by their run
+// (NAME, NAME-step-N). Characters other than letters, digits, '.', '_'
+// and '-' become '-'.
+func modelLabel(m config.Model) string {
+	if m.Checkpoint == "" {
+		return m.Preset
+	}
+	dir := filepath.Clean(m.Checkpoint)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	label := filepath.Base(dir)
+	switch parent := filepath.Dir(dir); {
+	case label == runlog.ReferenceDir:
+		label = filepath.Base(parent)
+	case filepath.Base(parent) == runlog.CheckpointsDir:
+		label = filepath.Base(filepath.Dir(parent)) + "-" + label
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-", r)) {
+			return r
+		}
+		return '-'
+	}, label)
 }
 
 // openRun creates the run directory, or opens the one to resume and

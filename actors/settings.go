@@ -325,7 +325,7 @@ func recordedConfig(cfg *config.Config, model gpu.Config) config.Config {
 // first generation held until cluster.min_generators have joined.
 func pipelineOptionsOf(c config.Cluster) PipelineOptions {
 	o := PipelineOptions{Generators: max(c.Generators, 1), RewardEvaluators: 1, ReferenceScorers: 1,
-		RequestTimeout: c.RequestTimeout, Retries: 2, ChunkBytes: c.WeightChunkBytes}
+		RequestTimeout: c.RequestTimeout, Retries: 2, Hedge: c.Hedge, ChunkBytes: c.WeightChunkBytes}
 	if c.HasRole(config.RoleAll) {
 		return o
 	}

@@ -62,12 +62,13 @@ func (s *supervisor) spawn(c actor.Context) map[messages.Stage]*pool {
 
 // newPool spawns n members of a stage named name-0, name-1, ...
 func (s *supervisor) newPool(c actor.Context, stage messages.Stage, name string, n int, props func(id string) *actor.Props) *pool {
-	p := &pool{name: name, stage: stage, timeout: s.opt.timeout(stage), retries: s.opt.Retries, tracer: s.tel.tracer, meter: s.tel.meter}
+	p := &pool{name: name, stage: stage, timeout: s.opt.timeout(stage), retries: s.opt.Retries, hedge: s.opt.Hedge,
+		tracer: s.tel.tracer, meter: s.tel.meter}
 	if stage == messages.Stage_LEARN || stage == messages.Stage_CONTROL {
 		// Stateful: a request that timed out is still in the mailbox and
-		// will run, so a retry would apply the batch twice. No retry, and
-		// a timeout ends the run instead of skipping the step.
-		p.retries, p.stateful = 0, true
+		// will run, so a retry (or a hedge) would apply the batch twice.
+		// No retry, and a timeout ends the run instead of skipping the step.
+		p.retries, p.stateful, p.hedge = 0, true, false
 	}
 	for i := range n {
 		id := fmt.Sprintf("%s-%d", name, i)

@@ -39,7 +39,7 @@ type stages interface {
 	checkpoint(ctx context.Context, dir string) error
 	// stats counts the parts sent again because their actor was lost and
 	// measures the newest weight sync to remote generators.
-	stats(ctx context.Context) (reissued int, sync SyncMeasure)
+	stats(ctx context.Context) ClusterStats
 }
 
 // Trainer drives a run's steps through its stages. Between steps it holds
@@ -206,10 +206,21 @@ func (t *Trainer) Control() rewards.ControllerState { return controllerState(t.c
 // Policy returns the learner's newest weights.
 func (t *Trainer) Policy() *gpu.Model { return t.policy }
 
-// ClusterStats count the parts of any stage that were sent again because
-// the actor doing them was lost (a worker node died or hung), and measure
-// the newest weight sync that every remote generator acknowledged.
-func (t *Trainer) ClusterStats(ctx context.Context) (reissued int, sync SyncMeasure) {
+// ClusterStats are a cluster's counters since the run (or resume) began.
+type ClusterStats struct {
+	// Reissued counts the parts of any stage sent again because the actor
+	// doing them was lost (a worker node died or hung).
+	Reissued int
+	// Hedged counts the parts sent to a second node because they ran long
+	// on the first (cluster.hedge).
+	Hedged int
+	// Sync measures the newest weight sync every remote generator
+	// acknowledged.
+	Sync SyncMeasure
+}
+
+// ClusterStats returns the cluster's counters.
+func (t *Trainer) ClusterStats(ctx context.Context) ClusterStats {
 	return t.stages.stats(ctx)
 }
 
@@ -293,7 +304,7 @@ func (s *localStages) publish(_ context.Context, policy *gpu.Model) error {
 	return nil
 }
 
-func (s *localStages) stats(context.Context) (int, SyncMeasure) { return 0, SyncMeasure{} }
+func (s *localStages) stats(context.Context) ClusterStats { return ClusterStats{} }
 
 func (s *localStages) checkpoint(_ context.Context, dir string) error {
 	return saveLearner(s.learner, s.learning.tokenizer, dir)

@@ -54,8 +54,9 @@ type Model struct {
 	// TieEmbeddings shares the token embedding with lm_head; a preset
 	// whose model is tied (smollm2-135m, qwen2.5-0.5b) is tied either way.
 	TieEmbeddings bool `koanf:"tie_embeddings" help:"tie lm_head to the token embedding (tied presets are always tied)"`
-	// Checkpoint is a checkpoint directory (config.json + model.safetensors)
-	// to start from; "" starts from random weights (and a warm start).
+	// Checkpoint is a checkpoint directory to start from (config.json and
+	// model.safetensors, or the shards of model.safetensors.index.json);
+	// "" starts from random weights (and a warm start).
 	Checkpoint string `koanf:"checkpoint" help:"checkpoint directory to load (\"\" = random init)"`
 	// Device is cpu or cuda (the GPU: mgrpo-node hands the run to
 	// mgrpo-node-cuda, built with make build-cuda).
@@ -481,6 +482,11 @@ type Cluster struct {
 	// minRequestTimeout, or 0 (the default) for each stage's own, sized
 	// from the work a request holds (at least 30 s).
 	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of one request to a stage actor (>= 10ms; 0: each stage's sized from its work, at least 30s)"`
+	// Hedge sends a part still running on one node after three times the
+	// fastest node's average answer (at least 50 ms) to an idle actor of
+	// another node as well; the first answer counts, and results do not
+	// change (a part's result never depends on its node).
+	Hedge bool `koanf:"hedge" help:"send a part still running after 3x the fastest node's time to an idle actor on another node too; the first answer counts"`
 	// TLS is the mutual TLS of every connection between nodes.
 	TLS TLS `koanf:"tls" help:"mutual TLS between nodes"`
 	// Insecure allows plaintext between nodes on a non-loopback host.

@@ -107,6 +107,7 @@ func Default() *Config {
 			MaxMessageBytes:  64 << 20, // go-deps §11: raise gRPC's 4 MiB on every node
 			WeightChunkBytes: 1 << 20,
 			WeightStream:     true,
+			Hedge:            true,
 		},
 		Trace: Trace{
 			Protocol:    "grpc",

@@ -138,57 +138,117 @@ func LoadTokenizer(dir string, cfg Config) (tokenizer.Tokenizer, error) {
 	return tok, nil
 }
 
-// LoadModel reads config.json and model.safetensors of a checkpoint. A
-// missing tensor, a shape mismatch, a NaN or infinite weight, a tensor config.json does not describe
-// (say a third layer when num_hidden_layers is 2), a corrupt file, or a
-// model larger than the memory available gives one error naming it.
+// LoadModel reads config.json and the weights of a checkpoint: one
+// model.safetensors, or the shards of a model.safetensors.index.json
+// (Hugging Face's sharded layout), read one at a time. A missing tensor, a
+// shape mismatch, a NaN or infinite weight, a tensor config.json does not
+// describe (say a third layer when num_hidden_layers is 2), an index and
+// shards that disagree, a corrupt file, or a model larger than the memory
+// available gives one error naming it.
 func LoadModel(dir string) (*Model, error) {
 	wrap := func(err error) error { return fmt.Errorf("load checkpoint %s: %w", dir, err) }
 	cfg, err := ReadCheckpointConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, WeightsFileName)
-	if fi, err := os.Stat(path); err == nil {
-		need := toBytes(float64(fi.Size()) + cfg.modelBytes())
-		if err := CheckMemory("loading "+WeightsFileName+" and the model", need); err != nil {
-			return nil, wrap(err)
-		}
-	}
-	f, err := safetensors.Read(path)
+	src, err := findWeights(dir)
 	if err != nil {
 		return nil, wrap(err)
 	}
-	if err := checkExtraTensors(f, cfg); err != nil {
+	if n := src.largest(); n > 0 {
+		if err := CheckMemory("loading "+src.what()+" and the model", toBytes(float64(n)+cfg.modelBytes())); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	var first *safetensors.File // a single file is read before its names are known
+	if src.owner == nil {
+		if first, err = safetensors.Read(filepath.Join(dir, WeightsFileName)); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	l := newLayout(cfg)
+	if err := checkNames(src, l, cfg, first); err != nil {
 		return nil, wrap(err)
 	}
 	w := make([]float32, cfg.NumParams())
-	for _, s := range newLayout(cfg).specs {
-		info, ok := f.Info(s.Name)
-		if !ok {
-			return nil, wrap(fmt.Errorf("%w: tensor %q missing from %s", ErrCheckpoint, s.Name, WeightsFileName))
+	var version int64
+	var head []float32 // a tied model's lm_head, which must equal the embeddings
+	for _, file := range src.files {
+		f := first
+		if f == nil {
+			if f, err = safetensors.Read(filepath.Join(dir, file)); err != nil {
+				return nil, wrap(err)
+			}
 		}
-		if !slices.Equal(info.Shape, s.Shape) {
-			return nil, wrap(fmt.Errorf("%w: tensor %q has shape %v, config.json needs %v", ErrCheckpoint, s.Name, info.Shape, s.Shape))
-		}
-		v, _, err := f.Float32(s.Name)
-		if err != nil {
+		first = nil // each shard is let go before the next is read
+		if err := src.checkShard(file, f.Tensors()); err != nil {
 			return nil, wrap(err)
+		}
+		if head == nil && cfg.TieEmbeddings && slices.Contains(f.Tensors(), "lm_head.weight") {
+			if head, _, err = f.Float32("lm_head.weight"); err != nil {
+				return nil, wrap(err)
+			}
+		}
+		if err := loadTensors(f, l, w); err != nil {
+			return nil, wrap(err)
+		}
+		if v, ok := f.Metadata()[metaVersion]; ok {
+			if version, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return nil, wrap(fmt.Errorf("%w: metadata %s = %q", ErrCheckpoint, metaVersion, v))
+			}
+		}
+	}
+	if e := l.specs[l.index["model.embed_tokens.weight"]]; head != nil && !slices.Equal(head, w[e.Offset:e.Offset+e.Size()]) {
+		return nil, wrap(extraTensor("lm_head.weight", src, cfg))
+	}
+	return newModel(cfg, w, version), nil
+}
+
+// checkNames checks the checkpoint's tensor names (the index's, or those
+// of first, its one file) against the layout before any weight is
+// converted: a tensor the config does not describe, then one it needs
+// that is missing.
+func checkNames(src weightFiles, l layout, cfg Config, first *safetensors.File) error {
+	var one []string
+	if first != nil {
+		one = first.Tensors()
+	}
+	names := src.names(one)
+	if err := checkExtraTensors(names, src, cfg); err != nil {
+		return err
+	}
+	for _, s := range l.specs {
+		if _, ok := slices.BinarySearch(names, s.Name); !ok {
+			return fmt.Errorf("%w: tensor %q missing from %s", ErrCheckpoint, s.Name, src.what())
+		}
+	}
+	return nil
+}
+
+// loadTensors copies the tensors of f that the layout describes into w,
+// checking each one's shape and that every weight is finite.
+func loadTensors(f *safetensors.File, l layout, w []float32) error {
+	for _, name := range f.Tensors() {
+		i, ok := l.index[name]
+		if !ok {
+			continue // checked by checkNames: a RoPE buffer or a tied lm_head
+		}
+		s := l.specs[i]
+		if info, _ := f.Info(name); !slices.Equal(info.Shape, s.Shape) {
+			return fmt.Errorf("%w: tensor %q has shape %v, config.json needs %v", ErrCheckpoint, s.Name, info.Shape, s.Shape)
+		}
+		v, _, err := f.Float32(name)
+		if err != nil {
+			return err
 		}
 		for i, x := range v { // a NaN weight makes every output NaN: refuse it here, by name
 			if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
-				return nil, wrap(fmt.Errorf("%w: tensor %q holds %v at index %d", ErrCheckpoint, s.Name, x, i))
+				return fmt.Errorf("%w: tensor %q holds %v at index %d", ErrCheckpoint, s.Name, x, i)
 			}
 		}
 		copy(w[s.Offset:], v)
 	}
-	var version int64
-	if v, ok := f.Metadata()[metaVersion]; ok {
-		if version, err = strconv.ParseInt(v, 10, 64); err != nil {
-			return nil, wrap(fmt.Errorf("%w: metadata %s = %q", ErrCheckpoint, metaVersion, v))
-		}
-	}
-	return newModel(cfg, w, version), nil
+	return nil
 }
 
 // ReadCheckpointConfig reads and validates the config.json of a
@@ -205,32 +265,28 @@ func ReadCheckpointConfig(dir string) (Config, error) {
 	return cfg, nil
 }
 
-// checkExtraTensors refuses a weights file holding a tensor that the
-// config does not describe (the first in name order), so that a config.json
+// checkExtraTensors refuses a checkpoint holding a tensor that the config
+// does not describe (the first of names, sorted), so that a config.json
 // with too few layers cannot load a model silently cut short. RoPE
 // inverse-frequency buffers of older Hugging Face checkpoints are ignored,
-// as is an lm_head equal to the embeddings of a tied model.
-func checkExtraTensors(f *safetensors.File, cfg Config) error {
+// as is the lm_head of a tied model (LoadModel checks that it equals the
+// embeddings).
+func checkExtraTensors(names []string, src weightFiles, cfg Config) error {
 	l := newLayout(cfg)
-	names := f.Tensors()
-	slices.Sort(names)
 	for _, name := range names {
 		if _, ok := l.index[name]; ok || strings.HasSuffix(name, "rotary_emb.inv_freq") {
 			continue
 		}
-		if name == "lm_head.weight" && cfg.TieEmbeddings && sameTensor(f, name, "model.embed_tokens.weight") {
+		if name == "lm_head.weight" && cfg.TieEmbeddings {
 			continue
 		}
-		return fmt.Errorf("%w: tensor %q in %s is not described by config.json (%d layers, tie_word_embeddings %t)",
-			ErrCheckpoint, name, WeightsFileName, cfg.Layers, cfg.TieEmbeddings)
+		return extraTensor(name, src, cfg)
 	}
 	return nil
 }
 
-// sameTensor reports whether tensors a and b of f have equal shapes and
-// values.
-func sameTensor(f *safetensors.File, a, b string) bool {
-	va, sa, errA := f.Float32(a)
-	vb, sb, errB := f.Float32(b)
-	return errA == nil && errB == nil && slices.Equal(sa, sb) && slices.Equal(va, vb)
+// extraTensor is the error for a tensor name the config does not describe.
+func extraTensor(name string, src weightFiles, cfg Config) error {
+	return fmt.Errorf("%w: tensor %q in %s is not described by config.json (%d layers, tie_word_embeddings %t)",
+		ErrCheckpoint, name, src.what(), cfg.Layers, cfg.TieEmbeddings)
 }

@@ -317,11 +317,14 @@ func TestLongClusterSameRun(t *testing.T) {
 // a reward+reference node, then, while the run goes, a node A of role
 // (generator, or reward,reference), frozen (SIGSTOP) as soon as it has
 // joined: the next step hands it a part it will not answer. It returns the
-// learner, A and A's node id.
+// learner, A and A's node id. The learner does not hedge (cluster.hedge):
+// these runs test what becomes of the parts of a node that is dropped, and
+// a hedge would have finished them before.
 func midRunCluster(t *testing.T, bin, dir string, steps int, role string) (learner, nodeA *proc, idA, seed string) {
 	t.Helper()
 	seed = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	learner = start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1])...)
+	learner = start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1],
+		"--cluster.hedge=false")...)
 	start(t, bin, "gen-b", "--role", "generator", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
 	start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
 	nodeA = start(t, bin, role+"-a", "--role", role, "--cluster.seeds", seed)
@@ -411,6 +414,47 @@ func TestLongClusterHungNode(t *testing.T) {
 	sameRun(t, got, want, steps)
 	checkReissued(t, got)
 	genA.waitFor(t, `dropped this node|is gone`, time.Minute)
+}
+
+// TestLongClusterHedgesFrozenNode: one of two generator nodes frozen
+// (SIGSTOP) for 3 s mid-run, less than the keepalive that would drop it:
+// its parts are hedged on the other generator node (cluster.hedge, on by
+// default), the frozen node is not dropped, and once woken its late
+// answers are ignored; the run ends bit-identical to --role all, and its
+// metrics count the hedged parts.
+func TestLongClusterHedgesFrozenNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: five processes")
+	}
+	bin, dir, steps := binary(t, ""), t.TempDir(), 150
+	want := allRun(t, bin, dir, steps)
+	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	learner := start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner",
+		"--cluster.port", strings.Split(seed, ":")[1], "--cluster.min_generators", "2")...)
+	genA := start(t, bin, "gen-a", "--role", "generator", "--cluster.seeds", seed)
+	idA := genA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
+	start(t, bin, "gen-b", "--role", "generator", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
+	start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
+	run := filepath.Join(dir, "cluster")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) { // a few steps: the pool knows its nodes' times
+		if raw, _ := os.ReadFile(filepath.Join(run, "metrics.jsonl")); strings.Count(string(raw), "\n") > 5 || time.Now().After(deadline) {
+			break
+		}
+	}
+	genA.signal(t, syscall.SIGSTOP)
+	time.Sleep(3 * time.Second)
+	genA.signal(t, syscall.SIGCONT)
+	if code := learner.exit(t, 5*time.Minute); code != 0 {
+		t.Fatalf("learner: exit %d\n%s", code, learner.text())
+	}
+	if strings.Contains(learner.text(), idA+" at ") && strings.Contains(learner.text(), " left") {
+		t.Errorf("the learner dropped the frozen node; a hedge should have spared it:\n%s", learner.text())
+	}
+	sameRun(t, run, want, steps)
+	raw, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+	if err != nil || !strings.Contains(string(raw), `"cluster/hedged_parts":`) {
+		t.Errorf("metrics.jsonl does not count hedged parts (%v)", err)
+	}
 }
 
 // TestLongClusterLearnerRestart: the learner node killed (SIGKILL) mid-run

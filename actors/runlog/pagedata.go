@@ -69,8 +69,9 @@ func (r *pageRun) readFiles(dir string) error {
 	return err
 }
 
-// readFrom reads path from byte offset off to its end.
-func readFrom(path string, off int64) ([]byte, error) {
+// readFrom reads path from byte offset off to its end, at most limit
+// bytes of it.
+func readFrom(path string, off, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -83,7 +84,7 @@ func readFrom(path string, off int64) ([]byte, error) {
 	if off > st.Size() {
 		return nil, fmt.Errorf("offset %d past the end (%d bytes): %w", off, st.Size(), errShrunk)
 	}
-	buf := make([]byte, st.Size()-off)
+	buf := make([]byte, min(st.Size()-off, limit))
 	n, err := f.ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err

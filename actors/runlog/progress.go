@@ -31,6 +31,10 @@ const (
 	// KeyReissuedParts counts, since the run (or resume) started, the parts
 	// of work sent again because the actor doing them was lost.
 	KeyReissuedParts = "cluster/reissued_parts"
+	// KeyHedgedParts counts, since the run (or resume) started, the parts
+	// sent to a second node because they ran long on the first
+	// (cluster.hedge).
+	KeyHedgedParts = "cluster/hedged_parts"
 )
 
 // etaAlpha is the weight of the newest step time in the exponential moving

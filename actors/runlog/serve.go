@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mgrpo/mgrpo/internal/connlimit"
@@ -33,7 +34,8 @@ type PageServer struct {
 //	/run/I/samples?after=S    the sample tables of steps after S, as JSON
 //
 // An offset past the end of a file (a resume cut it) is 409 Conflict: the
-// page loads again.
+// page loads again. What one request may cost is bounded (maxTailBytes
+// and the constants beside it).
 func Serve(addr string, runDirs ...string) (*PageServer, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -79,18 +81,57 @@ func (s *PageServer) Close() error {
 	return err
 }
 
+// Bounds on what one request may cost the process serving the page (the
+// training process under output.serve), so that a client polling from
+// offset 0 in a loop, or reloading the page, cannot take its memory or
+// its cores: a poll answers at most maxTailBytes of a log (the page asks
+// again for the rest) and the sample tables of at most maxSampleSteps
+// steps; at most maxReads polls read files at once (the others wait their
+// turn); the page is rendered by one request at a time, and a render is
+// reused for pageReuse or for pageReuseRatio times as long as it took,
+// whichever is longer.
+const (
+	maxTailBytes   = 4 << 20
+	maxSampleSteps = 32
+	maxReads       = 4
+	pageReuse      = 2 * time.Second
+	pageReuseRatio = 4
+)
+
+// pageLimits are those bounds, as a handler applies them.
+type pageLimits struct {
+	tailBytes   int64
+	sampleSteps int
+	reads       int
+}
+
 // pageHandler serves the live page of the runs in dirs (see Serve).
 func pageHandler(dirs []string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+	lim := pageLimits{tailBytes: maxTailBytes, sampleSteps: maxSampleSteps, reads: maxReads}
+	return newPageHandler(dirs, lim, func() ([]byte, error) {
 		runs, err := loadRuns(dirs)
+		if err != nil {
+			return nil, err
+		}
+		return renderPage(runs, true), nil
+	})
+}
+
+// newPageHandler serves the page render makes, and the polls of dirs,
+// within lim.
+func newPageHandler(dirs []string, lim pageLimits, render func() ([]byte, error)) http.Handler {
+	mux := http.NewServeMux()
+	page := &pageCache{render: render}
+	reads := make(chan struct{}, lim.reads)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		data, err := page.get(time.Now)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Write(renderPage(runs, true))
+		w.Write(data)
 	})
 	run := func(r *http.Request) (string, bool) {
 		i, err := strconv.Atoi(r.PathValue("run"))
@@ -98,6 +139,18 @@ func pageHandler(dirs []string) http.Handler {
 			return "", false
 		}
 		return dirs[i], true
+	}
+	// read runs f while at most lim.reads requests read files; false when
+	// the client left while it waited.
+	read := func(r *http.Request, f func()) bool {
+		select {
+		case reads <- struct{}{}:
+		case <-r.Context().Done():
+			return false
+		}
+		defer func() { <-reads }()
+		f()
+		return true
 	}
 	for name, file := range map[string]string{"metrics": MetricsFile, "warm": WarmStartFile} {
 		mux.HandleFunc("GET /run/{run}/"+name, func(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +160,7 @@ func pageHandler(dirs []string) http.Handler {
 				http.Error(w, "want /run/I/"+name+"?offset=N", http.StatusBadRequest)
 				return
 			}
-			serveTail(w, filepath.Join(dir, file), off)
+			read(r, func() { serveTail(w, filepath.Join(dir, file), off, lim.tailBytes) })
 		})
 	}
 	mux.HandleFunc("GET /run/{run}/samples", func(w http.ResponseWriter, r *http.Request) {
@@ -117,15 +170,47 @@ func pageHandler(dirs []string) http.Handler {
 			http.Error(w, "want /run/I/samples?after=STEP", http.StatusBadRequest)
 			return
 		}
-		serveSamples(w, dir, after)
+		read(r, func() { serveSamples(w, dir, after, lim.sampleSteps) })
 	})
 	return mux
 }
 
-// serveTail writes the complete lines of path from byte off, and the
-// offset after them in X-Next-Offset.
-func serveTail(w http.ResponseWriter, path string, off int64) {
-	data, err := readFrom(path, off)
+// pageCache renders the page for one request at a time and hands the
+// same render to the requests that come while it is fresh: for
+// pageReuse, or pageReuseRatio times as long as it took to make (a long
+// run's page takes seconds), whichever is longer. A render is a snapshot
+// of the run's files with the offsets it read them to, so the page's
+// polls take up where it ends.
+type pageCache struct {
+	render func() ([]byte, error)
+
+	mu    sync.Mutex // held while rendering: requests meanwhile wait for its result
+	page  []byte
+	until time.Time // when page goes stale
+}
+
+// get returns the page, rendering it if the last render is stale.
+func (c *pageCache) get(now func() time.Time) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := now()
+	if c.page != nil && start.Before(c.until) {
+		return c.page, nil
+	}
+	page, err := c.render()
+	if err != nil {
+		return nil, err
+	}
+	end := now()
+	c.page, c.until = page, end.Add(max(pageReuse, pageReuseRatio*end.Sub(start)))
+	return page, nil
+}
+
+// serveTail writes the complete lines of path from byte off, at most
+// limit bytes of them, and the offset after them in X-Next-Offset (where
+// the next poll begins).
+func serveTail(w http.ResponseWriter, path string, off, limit int64) {
+	data, err := readFrom(path, off, limit)
 	switch {
 	case errors.Is(err, errShrunk):
 		http.Error(w, err.Error(), http.StatusConflict)
@@ -136,20 +221,26 @@ func serveTail(w http.ResponseWriter, path string, off int64) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	data = data[:bytes.LastIndexByte(data, '\n')+1]
+	end := bytes.LastIndexByte(data, '\n') + 1
+	if end == 0 && int64(len(data)) == limit {
+		http.Error(w, fmt.Sprintf("%s: a line at byte %d is longer than %d bytes", filepath.Base(path), off, limit), http.StatusInternalServerError)
+		return
+	}
+	data = data[:end]
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Next-Offset", strconv.FormatInt(off+int64(len(data)), 10))
 	w.Write(data)
 }
 
-// serveSamples writes the sample tables of dir's steps after `after`
-// (appendSamples' JSON).
-func serveSamples(w http.ResponseWriter, dir string, after int) {
+// serveSamples writes the sample tables of dir's first steps after
+// `after`, at most limit of them (appendSamples' JSON); the page asks for
+// those after the last it got at its next poll.
+func serveSamples(w http.ResponseWriter, dir string, after, limit int) {
 	steps, err := sampleSteps(dir, after)
 	if err == nil {
 		var samples []pageSamples
-		if samples, err = readSamples(dir, steps); err == nil {
+		if samples, err = readSamples(dir, steps[:min(len(steps), limit)]); err == nil {
 			var b bytes.Buffer
 			appendSamples(&b, samples)
 			w.Header().Set("Content-Type", "application/json")

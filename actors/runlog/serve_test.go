@@ -9,7 +9,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // get fetches url and returns the status, the X-Next-Offset header and the
@@ -164,6 +167,112 @@ func BenchmarkServeTail(b *testing.B) {
 			if w.Code != http.StatusOK {
 				b.Fatalf("%s: %d", p, w.Code)
 			}
+		}
+	}
+}
+
+// TestServePollsBounded: a poll from offset 0 of a long run's log answers
+// at most the limit's worth of whole lines, and following X-Next-Offset
+// reads the whole file in pieces; the sample tables come a limited number
+// of steps at a time, the next ones after the last step received; a line
+// longer than the limit is an error, not a poll that never moves on.
+func TestServePollsBounded(t *testing.T) {
+	d := syntheticRun(t, t.TempDir(), 60) // samples at steps 10, 20, ..., 60
+	defer d.Close()
+	lim := pageLimits{tailBytes: 12000, sampleSteps: 2, reads: 1}
+	h := httptest.NewServer(newPageHandler([]string{d.Path()}, lim, func() ([]byte, error) { return nil, nil }))
+	defer h.Close()
+	want, err := os.ReadFile(d.MetricsPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 10*12000 {
+		t.Fatalf("metrics.jsonl of %d bytes: too short to poll in pieces", len(want))
+	}
+	var got strings.Builder
+	for off, polls := "0", 0; got.Len() < len(want); polls++ {
+		code, next, body := get(t, h.URL+"/run/0/metrics?offset="+off)
+		if code != http.StatusOK || len(body) > 12000 || !strings.HasSuffix(body, "\n") || polls > len(want) {
+			t.Fatalf("poll at %s: %d, %d bytes (limit 12000), ends in a newline %t", off, code, len(body), strings.HasSuffix(body, "\n"))
+		}
+		got.WriteString(body)
+		off = next
+	}
+	if got.String() != string(want) {
+		t.Errorf("the polls read %d bytes unlike the file's %d", got.Len(), len(want))
+	}
+	var steps []int
+	for after := -1; ; {
+		code, _, body := get(t, h.URL+"/run/0/samples?after="+strconv.Itoa(after))
+		var tables []struct{ Step int }
+		if err := json.Unmarshal([]byte(body), &tables); code != http.StatusOK || err != nil || len(tables) > 2 {
+			t.Fatalf("samples after %d: %d, %d tables (limit 2), %v", after, code, len(tables), err)
+		}
+		if len(tables) == 0 {
+			break
+		}
+		for _, x := range tables {
+			steps = append(steps, x.Step)
+		}
+		after = steps[len(steps)-1]
+	}
+	if fmt.Sprint(steps) != "[10 20 30 40 50 60]" {
+		t.Errorf("sample steps polled %v, want [10 20 30 40 50 60]", steps)
+	}
+	lim.tailBytes = 100 // shorter than a line
+	h2 := httptest.NewServer(newPageHandler([]string{d.Path()}, lim, func() ([]byte, error) { return nil, nil }))
+	defer h2.Close()
+	second := strconv.Itoa(strings.IndexByte(string(want), '\n') + 1) // the first line is short, the second 4 KB
+	if code, _, body := get(t, h2.URL+"/run/0/metrics?offset="+second); code != http.StatusInternalServerError || !strings.Contains(body, "longer than 100 bytes") {
+		t.Errorf("a line over the limit: %d %q", code, body)
+	}
+}
+
+// TestPageRenderedOnce: requests for the page while it renders share that
+// render, and it is reused while fresh: pageReuse, or pageReuseRatio times
+// as long as it took.
+func TestPageRenderedOnce(t *testing.T) {
+	var renders atomic.Int32
+	release := make(chan struct{})
+	h := httptest.NewServer(newPageHandler(nil, pageLimits{reads: 1}, func() ([]byte, error) {
+		renders.Add(1)
+		<-release
+		return []byte("page"), nil
+	}))
+	defer h.Close()
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, _, body := get(t, h.URL+"/"); code != http.StatusOK || body != "page" {
+				t.Errorf("GET /: %d %q", code, body)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let the requests queue behind the first render
+	close(release)
+	wg.Wait()
+	if n := renders.Load(); n != 1 {
+		t.Errorf("16 requests rendered the page %d times, want 1", n)
+	}
+
+	var n int
+	clock := time.Unix(0, 0)
+	c := &pageCache{render: func() ([]byte, error) { n++; clock = clock.Add(time.Second); return []byte{byte(n)}, nil }}
+	now := func() time.Time { return clock }
+	for _, tc := range []struct {
+		advance time.Duration
+		renders int
+	}{
+		{0, 1},                            // the first request renders (1 s): fresh for 4 s
+		{3 * time.Second, 1},              // reused
+		{1 * time.Second, 2},              // stale: rendered again
+		{pageReuseRatio * time.Second, 3}, // stale again
+	} {
+		clock = clock.Add(tc.advance)
+		if _, err := c.get(now); err != nil || n != tc.renders {
+			t.Errorf("after %v more: %d renders, want %d (%v)", tc.advance, n, tc.renders, err)
 		}
 	}
 }

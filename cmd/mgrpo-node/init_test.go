@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/gpu"
+	"github.com/mgrpo/mgrpo/gpu/safetensors"
 )
 
 func TestInitWritesCheckpoint(t *testing.T) {
@@ -130,5 +133,68 @@ func TestInitOutAFile(t *testing.T) {
 	code := run([]string{"init", "--preset", "tiny", "--out", file, "--force"}, &stdout, &stderr)
 	if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), file+" is a file") {
 		t.Errorf("init --out FILE: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestShardedCheckpoint: a checkpoint in Hugging Face's sharded layout
+// (model.safetensors.index.json and its shards, no model.safetensors)
+// trains from --model.checkpoint and evaluates with eval --checkpoint as
+// the one file it was cut from does; a run whose index names a shard that
+// is not there stops with one line naming it (exit 2) and writes nothing.
+func TestShardedCheckpoint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "model")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"init", "--preset", "tiny", "--out", dir}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("init: exit %d, stderr %q", code, stderr.String())
+	}
+	shard(t, dir, 2)
+	out := t.TempDir()
+	if code := runEnv(quickRun(out, "r", "1", "--model.checkpoint", dir), nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("train from a sharded checkpoint: exit %d, stderr %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"eval", "--checkpoint", dir, "--n", "4"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("eval of a sharded checkpoint: exit %d, stderr %q", code, stderr.String())
+	}
+	if err := os.Remove(filepath.Join(dir, "model-00002-of-00002.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	code := runEnv(quickRun(out, "s", "1", "--model.checkpoint", dir), nil, &stdout, &stderr)
+	if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "model-00002-of-00002.safetensors") {
+		t.Errorf("a missing shard: exit %d, stderr %q; want %d and one line naming the shard", code, stderr.String(), exitUsage)
+	}
+	if _, err := os.Stat(filepath.Join(out, "s")); err == nil {
+		t.Errorf("a refused run left %s", filepath.Join(out, "s"))
+	}
+}
+
+// shard rewrites dir's model.safetensors as n shards and an index, as
+// Hugging Face saves a large model.
+func shard(t *testing.T, dir string, n int) {
+	t.Helper()
+	path := filepath.Join(dir, gpu.WeightsFileName)
+	f, err := safetensors.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := make([][]safetensors.Tensor, n)
+	weightMap := map[string]string{}
+	for i, name := range f.Tensors() {
+		v, shape, _ := f.Float32(name)
+		shards[i%n] = append(shards[i%n], safetensors.Tensor{Name: name, Shape: shape, F32: v})
+		weightMap[name] = fmt.Sprintf("model-%05d-of-%05d.safetensors", i%n+1, n)
+	}
+	for i, ts := range shards {
+		if err := safetensors.Write(filepath.Join(dir, fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, n)), ts, f.Metadata()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	index, _ := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": 0}, "weight_map": weightMap})
+	if err := os.WriteFile(filepath.Join(dir, gpu.IndexFileName), index, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
 	}
 }
