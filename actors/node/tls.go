@@ -69,9 +69,9 @@ func LoadTLS(caFile, certFile, keyFile string) (*TLSConfigs, error) {
 // (unknown CA, expired) and the error handshakeRefusal reads. Session
 // tickets are off: a session resumed rests on the verification of its
 // first handshake, whose CA may have left the file since (nodes do not
-// resume anyway). A
-// clone of the result that changes its fields must be made anew with
-// serverConfig instead: the hook hands out copies of the original.
+// resume anyway). A clone of the result that changes its fields must be
+// made anew with serverConfig instead: the hook hands out copies of the
+// original.
 func (t *TLSConfigs) serverConfig(proto string) *tls.Config {
 	base := &tls.Config{
 		MinVersion: tls.VersionTLS13, NextProtos: []string{proto},
