@@ -151,11 +151,11 @@ func (r *runner) writeSamples(step int, out *Outcome) error {
 // keeps it for the step's checkpoint.
 func (r *runner) evaluateStep(ctx context.Context, res stepResult, m map[string]float64) {
 	_, span := r.env.tel.tracer.Start(res.ctx, spanEvaluate)
-	acc, err := r.evaluate(ctx, r.trainer.Policy())
+	ev, err := r.evaluation(ctx, r.trainer.Policy())
 	endSpan(span, err)
 	if err == nil {
-		m[runlog.KeyEvalGreedyAccuracy] = acc
-		r.evalStep, r.evalAccuracy = res.n+1, acc
+		m[runlog.KeyEvalGreedyAccuracy] = ev.GreedyAccuracy
+		r.evalStep, r.evalAccuracy, r.evalN = res.n+1, ev.GreedyAccuracy, ev.N
 	}
 }
 

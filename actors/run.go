@@ -216,8 +216,9 @@ type runner struct {
 	skipped   int       // consecutive skipped steps (train.max_skipped_steps)
 	skips     skipTally // every skipped step of this process, for the final line
 
-	evalStep     int64   // the last step evaluated (-1: none) and its greedy accuracy,
-	evalAccuracy float64 // recorded in that step's checkpoint
+	evalStep     int64   // the last step evaluated (-1: none), its greedy accuracy,
+	evalAccuracy float64 // recorded in that step's checkpoint, and the problems
+	evalN        int     // it was measured on
 
 	warmAccuracy float64 // greedy accuracy of the policy RL started from (NaN: not measured)
 	slow         slowSteps
@@ -565,7 +566,7 @@ func (r *runner) done(ctx context.Context, last int64) error {
 // NotMeasured).
 func (r *runner) finalEval(ctx context.Context, last int64) (runlog.FinalEval, error) {
 	final := runlog.FinalEval{Step: int(last)}
-	res, err := r.evaluation(ctx, r.trainer.Policy())
+	res, err := r.lastEvaluation(ctx, last)
 	if err == nil && !(res.GreedyAccuracy >= 0 && res.GreedyAccuracy <= 1) {
 		err = fmt.Errorf("greedy accuracy %v", res.GreedyAccuracy)
 	}
@@ -650,6 +651,17 @@ func (r *runner) recordStart(ctx context.Context) error {
 func (r *runner) evaluate(ctx context.Context, m *gpu.Model) (float64, error) {
 	res, err := r.evaluation(ctx, m)
 	return res.GreedyAccuracy, err
+}
+
+// lastEvaluation is the evaluation of the policy after step last: the
+// one that step made (train.eval_every divides it; greedy decoding of
+// the same policy on the same problems gives the same result), else a
+// new one.
+func (r *runner) lastEvaluation(ctx context.Context, last int64) (evaluate.Result, error) {
+	if r.evalStep == last && r.evalN > 0 {
+		return evaluate.Result{N: r.evalN, GreedyAccuracy: r.evalAccuracy}, nil
+	}
+	return r.evaluation(ctx, r.trainer.Policy())
 }
 
 // evaluation is evaluate's whole result (its N: how many distinct
