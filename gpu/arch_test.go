@@ -193,7 +193,7 @@ func TestArchValidate(t *testing.T) {
 	}{
 		{"qwen2", func(c *Config) { c.Arch = ArchQwen2 }, ""},
 		{"explicit llama", func(c *Config) { c.Arch = ArchLlama }, ""},
-		{"unknown", func(c *Config) { c.Arch = "mistral" }, `arch = "mistral": want "llama", "qwen2" or "qwen3"`},
+		{"unknown", func(c *Config) { c.Arch = "gemma" }, `arch = "gemma": want "llama", "qwen2", "qwen3" or "mistral"`},
 		{"head width", func(c *Config) { c.Arch, c.HeadWidth = ArchQwen3, 12 }, ""},
 		{"head width, hidden not a multiple", func(c *Config) { c.Hidden, c.HeadWidth = 33, 8 }, ""},
 		{"negative head width", func(c *Config) { c.HeadWidth = -2 }, "head_width = -2"},

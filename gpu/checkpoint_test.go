@@ -26,7 +26,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	tied := tiny
 	tied.TieEmbeddings = true
 	gqa := Config{Vocab: 98, Hidden: 16, Layers: 1, Heads: 4, KVHeads: 2, MLP: 24, Context: 16, RopeTheta: 500, NormEps: 1e-5}
-	for _, cfg := range []Config{tiny, tied, gqa, contractArch(ArchQwen2), contractArch(ArchQwen3), contractArch("llama3-rope")} {
+	for _, cfg := range []Config{tiny, tied, gqa, contractArch(ArchQwen2), contractArch(ArchQwen3), contractArch(ArchMistral), contractArch("llama3-rope")} {
 		m := steppedModel(t, cfg)
 		dir := t.TempDir()
 		if err := SaveCheckpoint(dir, m, tokenizer.NewChar()); err != nil {
@@ -184,4 +184,36 @@ func slicesDeleteFunc(ts []safetensors.Tensor, del func(safetensors.Tensor) bool
 		}
 	}
 	return out
+}
+
+// TestMistralIsLlama: a Mistral model (a sliding window that spans its
+// context) computes what the Llama model of the same shape and weights
+// does, bit for bit, and is written back as model_type mistral.
+func TestMistralIsLlama(t *testing.T) {
+	mistral := contractArch(ArchMistral)
+	llama := mistral
+	llama.Arch = ""
+	_, w := oracleWeights(mistral, 4)
+	a, err := NewModelFromWeights(mistral, w, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewModelFromWeights(llama, w, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := []Sequence{{Prompt: []int{1, 20, 14}, Completion: []int{21, 2}}, {Prompt: []int{1, 5}, Completion: []int{30, 31, 32, 2}}}
+	sa, errA := a.Score(seqs, 1)
+	sb, errB := b.Score(seqs, 1)
+	if errA != nil || errB != nil || !reflect.DeepEqual(sa, sb) {
+		t.Errorf("Mistral scores %v (%v), Llama's %v (%v): want the same", sa, errA, sb, errB)
+	}
+	dir := t.TempDir()
+	if err := SaveCheckpoint(dir, a, tokenizer.NewChar()); err != nil {
+		t.Fatal(err)
+	}
+	h, err := hfconfig.Read(dir)
+	if err != nil || h.ModelType != hfconfig.ModelMistral || h.Architectures[0] != "MistralForCausalLM" {
+		t.Errorf("written as %q %v (%v), want mistral", h.ModelType, h.Architectures, err)
+	}
 }

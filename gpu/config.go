@@ -17,6 +17,10 @@ const (
 	ArchLlama = hfconfig.ModelLlama // DESIGN §4; also the empty Arch
 	ArchQwen2 = hfconfig.ModelQwen2 // biases on q, k and v (QKVBias)
 	ArchQwen3 = hfconfig.ModelQwen3 // RMSNorm over each query and key head (QKNorm)
+	// ArchMistral is Llama's maths (its sliding window read only where it
+	// spans the context: hfconfig.ModelMistral), saved as model_type
+	// mistral.
+	ArchMistral = hfconfig.ModelMistral
 )
 
 // Config gives the dimensions of the Llama decoder (DESIGN §4), or of a
@@ -43,7 +47,8 @@ type Config struct {
 	NormEps float64 `json:"norm_eps"`
 	// TieEmbeddings makes lm_head share the token-embedding matrix.
 	TieEmbeddings bool `json:"tie_embeddings"`
-	// Arch is the decoder family: "" or ArchLlama, ArchQwen2 or ArchQwen3.
+	// Arch is the decoder family: "" or ArchLlama, ArchQwen2, ArchQwen3 or
+	// ArchMistral.
 	Arch string `json:"arch,omitempty"`
 	// HeadWidth is the per-head width E when it is not Hidden/Heads (as
 	// Qwen3's head_dim may be); 0 means Hidden/Heads. HeadDim returns E.
@@ -166,8 +171,8 @@ func (c Config) Validate() error {
 		return bad("%v", err)
 	}
 	switch {
-	case c.Arch != "" && c.Arch != ArchLlama && c.Arch != ArchQwen2 && c.Arch != ArchQwen3:
-		return bad("arch = %q: want %q, %q or %q", c.Arch, ArchLlama, ArchQwen2, ArchQwen3)
+	case c.Arch != "" && c.Arch != ArchLlama && c.Arch != ArchQwen2 && c.Arch != ArchQwen3 && c.Arch != ArchMistral:
+		return bad("arch = %q: want %q, %q, %q or %q", c.Arch, ArchLlama, ArchQwen2, ArchQwen3, ArchMistral)
 	case c.HeadWidth < 0:
 		return bad("head_width = %d: must be ≥ 0 (0: hidden/heads)", c.HeadWidth)
 	case c.HeadWidth == 0 && c.Hidden%c.Heads != 0:

@@ -121,12 +121,15 @@ func contractConfigs() []Config {
 }
 
 // contractArch is a small grouped-query model of another family: "qwen2",
-// "qwen3" (head width 32 of hidden 64, 4 heads) or "llama3-rope".
+// "qwen3" (head width 32 of hidden 64, 4 heads), "mistral" (untied) or
+// "llama3-rope".
 func contractArch(arch string) Config {
 	c := Config{Vocab: 98, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, MLP: 128, Context: 64, RopeTheta: 1e6, NormEps: 1e-6, TieEmbeddings: true}
 	switch arch {
 	case ArchQwen2:
 		c.Arch = arch
+	case ArchMistral:
+		c.Arch, c.TieEmbeddings = arch, false
 	case ArchQwen3:
 		c.Arch, c.HeadWidth = arch, 32
 	default:

@@ -105,7 +105,7 @@ func TestInitTokenizerRefusals(t *testing.T) {
 	}{
 		{[]string{"--tokenizer", tokDir, "--vocab", fmt.Sprint(n - 1)}, "--vocab"},
 		{[]string{"--tokenizer", filepath.Join(tokDir, "missing")}, "--tokenizer"},
-		{[]string{"--arch", "mistral"}, "--arch"},
+		{[]string{"--arch", "gemma"}, "--arch"},
 		{[]string{"--hidden", "30", "--heads", "4"}, "shape"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -86,7 +86,7 @@ func parseInitArgs(args []string, stdout, stderr io.Writer) (a initArgs, code in
 	fs.StringVar(&a.out, "out", "", "checkpoint directory to write (required)")
 	fs.StringVar(&a.tokenizer, "tokenizer", "", "directory of a Hugging Face tokenizer.json (and tokenizer_config.json: special tokens, chat template), copied into --out (\"\" = the built-in character tokenizer)")
 	fs.StringVar(&a.preset, "preset", "small", "shape to start from: tiny, small, base (qwen2-/qwen3- before one: that family), smollm2-135m or qwen2.5-0.5b (the shape flags change it)")
-	fs.StringVar(&a.arch, "arch", "", "decoder family: llama, qwen2 (q/k/v biases) or qwen3 (q/k norms) (\"\" = the preset's: llama, or its qwen2-/qwen3- prefix)")
+	fs.StringVar(&a.arch, "arch", "", "decoder family: llama, qwen2 (q/k/v biases), qwen3 (q/k norms) or mistral (llama's maths, saved as mistral) (\"\" = the preset's: llama, or its qwen2-/qwen3- prefix)")
 	fs.IntVar(&a.shape.hidden, "hidden", 0, "hidden size (0 = the preset's)")
 	fs.IntVar(&a.shape.layers, "layers", 0, "decoder layers (0 = the preset's)")
 	fs.IntVar(&a.shape.heads, "heads", 0, "attention heads (0 = the preset's)")
@@ -147,10 +147,10 @@ func initArch(arch string) (string, error) {
 	switch arch {
 	case gpu.ArchLlama:
 		return "", nil
-	case gpu.ArchQwen2, gpu.ArchQwen3:
+	case gpu.ArchQwen2, gpu.ArchQwen3, gpu.ArchMistral:
 		return arch, nil
 	}
-	return "", fmt.Errorf("--arch %q: want %s, %s or %s", arch, gpu.ArchLlama, gpu.ArchQwen2, gpu.ArchQwen3)
+	return "", fmt.Errorf("--arch %q: want %s, %s, %s or %s", arch, gpu.ArchLlama, gpu.ArchQwen2, gpu.ArchQwen3, gpu.ArchMistral)
 }
 
 // apply sets the non-zero shape flags on c; kv_heads follows heads when

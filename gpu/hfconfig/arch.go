@@ -18,17 +18,27 @@ const (
 	// an RMSNorm over each query and key head (q_norm, k_norm) after the
 	// projection and before RoPE.
 	ModelQwen3 = "qwen3"
+	// ModelMistral is MistralForCausalLM (Mistral 7B, Ministral, Nemo):
+	// the Llama decoder, with a sliding window of attention
+	// (sliding_window) that is read only where it covers the whole
+	// context (null, or at least max_position_embeddings): there it is
+	// full attention.
+	ModelMistral = "mistral"
 )
 
-// Defaults of Qwen2Config and Qwen3Config that differ from LlamaConfig's.
+// Defaults of Qwen2Config, Qwen3Config and MistralConfig that differ from
+// LlamaConfig's.
 const (
-	qwenKVHeads  = 32  // num_key_value_heads when the key is absent
-	qwen3HeadDim = 128 // Qwen3Config's head_dim
+	qwenKVHeads    = 32   // num_key_value_heads when the key is absent
+	qwen3HeadDim   = 128  // Qwen3Config's head_dim
+	mistralKVHeads = 8    // MistralConfig's num_key_value_heads when the key is absent
+	mistralWindow  = 4096 // MistralConfig's sliding_window when the key is absent
 )
 
 // CausalLM returns the transformers class of a model type
-// ("LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"), or "" for
-// a model type this package does not read.
+// ("LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+// "MistralForCausalLM"), or "" for a model type this package does not
+// read.
 func CausalLM(modelType string) string {
 	switch modelType {
 	case ModelLlama:
@@ -37,27 +47,56 @@ func CausalLM(modelType string) string {
 		return "Qwen2ForCausalLM"
 	case ModelQwen3:
 		return "Qwen3ForCausalLM"
+	case ModelMistral:
+		return "MistralForCausalLM"
 	}
 	return ""
 }
 
 // SetModelType sets ModelType and Architectures to those of modelType
-// (ModelLlama, ModelQwen2 or ModelQwen3; Validate refuses any other).
+// (ModelLlama, ModelQwen2, ModelQwen3 or ModelMistral; Validate refuses
+// any other).
 func (c *LlamaConfig) SetModelType(modelType string) {
 	c.ModelType, c.Architectures = modelType, []string{CausalLM(modelType)}
 }
 
 // biasKeys returns the values MarshalJSON writes for attention_bias,
-// mlp_bias and use_sliding_window (nil: the key is left out): each model
-// type gets the keys its transformers config has.
-func (c LlamaConfig) biasKeys() (attention, mlp, sliding any) {
+// mlp_bias, use_sliding_window and sliding_window (nil: the key is left
+// out): each model type gets the keys its transformers config has.
+func (c LlamaConfig) biasKeys() (attention, mlp, useSliding, sliding any) {
 	switch c.ModelType {
 	case ModelQwen2: // q/k/v biases are fixed; no bias keys
-		return nil, nil, false
+		return nil, nil, false, nil
 	case ModelQwen3:
-		return c.AttentionBias, nil, false
+		return c.AttentionBias, nil, false, nil
+	case ModelMistral: // no bias keys; full attention (checkWindow)
+		return nil, nil, nil, json.RawMessage("null")
 	}
-	return c.AttentionBias, c.MLPBias, nil
+	return c.AttentionBias, c.MLPBias, nil, nil
+}
+
+// checkWindow reads a Mistral config's sliding_window (MistralConfig's
+// 4096 when the key is absent): null, or a window at least
+// max_position_embeddings, is full attention and passes; a shorter one is
+// refused, with what to change.
+func (c LlamaConfig) checkWindow(keys map[string]json.RawMessage) error {
+	if c.ModelType != ModelMistral {
+		return nil
+	}
+	window := mistralWindow
+	if raw, ok := keys["sliding_window"]; ok {
+		if string(raw) == "null" {
+			return nil
+		}
+		if err := json.Unmarshal(raw, &window); err != nil || window <= 0 {
+			return fmt.Errorf("%w: sliding_window = %s: want a positive integer or null", ErrInvalid, compact(raw))
+		}
+	}
+	if window >= c.MaxPositionEmbeddings {
+		return nil
+	}
+	return fmt.Errorf("%w: sliding_window = %d < max_position_embeddings %d: sliding windows are not supported; set max_position_embeddings to %d (full attention there)",
+		ErrInvalid, window, c.MaxPositionEmbeddings, window)
 }
 
 // checkKeys refuses, naming the first, the config.json keys that would

@@ -41,6 +41,13 @@ const (
     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
   "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
   "transformers_version": "4.45.0.dev0", "use_cache": true, "vocab_size": 128256}`
+	mistral03 = `{
+  "architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+  "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+  "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
+  "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.42.0.dev0", "use_cache": true, "vocab_size": 32768}`
 )
 
 // parse decodes and validates a config.json document.
@@ -64,6 +71,7 @@ func TestReadHubConfigs(t *testing.T) {
 		{"Qwen2.5-0.5B", qwen25, ModelQwen2, 896, 14, 2, 64, 1e6, 1e-6, true, nil},
 		{"Qwen3-0.6B", qwen3, ModelQwen3, 1024, 16, 8, 128, 1e6, 1e-6, true, nil},
 		{"Llama-3.2-1B", llama32, ModelLlama, 2048, 32, 8, 64, 500000, 1e-5, true, llama3},
+		{"Mistral-7B-v0.3", mistral03, ModelMistral, 4096, 32, 8, 128, 1e6, 1e-5, false, nil},
 	} {
 		c, err := parse(tc.doc)
 		if err != nil {
@@ -107,6 +115,13 @@ func TestRefusals(t *testing.T) {
 		{"partial rope", `"partial_rotary_factor": 0.5`, "partial_rotary_factor = 0.5"},
 		{"whole rope", `"partial_rotary_factor": 1.0`, ""},
 		{"moe model type", `"model_type": "qwen2_moe"`, "model_type = qwen2_moe"},
+		{"mistral without a window", `"model_type": "mistral", "sliding_window": null`, ""},
+		{"mistral window over the context", `"model_type": "mistral", "sliding_window": 32`, ""},
+		{"mistral window", `"model_type": "mistral", "sliding_window": 16`,
+			"sliding_window = 16 < max_position_embeddings 32: sliding windows are not supported; set max_position_embeddings to 16 (full attention there)"},
+		{"mistral default window", `"model_type": "mistral", "max_position_embeddings": 32768`, "sliding_window = 4096 < max_position_embeddings 32768"},
+		{"mistral window not a number", `"model_type": "mistral", "sliding_window": "wide"`, `sliding_window = "wide": want a positive integer or null`},
+		{"qwen window off", `"sliding_window": 16`, ""},
 		{"mlp bias", `"mlp_bias": true`, "mlp_bias = true"},
 		{"llama o bias", `"model_type": "llama", "attention_bias": true`, "attention_bias = true"},
 		{"qwen3 o bias", `"model_type": "qwen3", "attention_bias": true`, "attention_bias = true"},
@@ -157,6 +172,7 @@ func TestQwenDefaults(t *testing.T) {
 		{ModelQwen3, ``, 32, 128},
 		{ModelQwen3, `, "num_key_value_heads": 2, "head_dim": 24`, 2, 24},
 		{ModelLlama, ``, 4, 16},
+		{ModelMistral, `, "sliding_window": null`, 8, 16},
 	} {
 		var c LlamaConfig
 		doc := `{"model_type": "` + tc.modelType + `", "hidden_size": 64, "num_attention_heads": 4` + tc.extra + `}`
@@ -169,7 +185,7 @@ func TestQwenDefaults(t *testing.T) {
 	}
 }
 
-// TestWriteReadArchRoundTrip: a Qwen2, a Qwen3 and a scaled-RoPE Llama
+// TestWriteReadArchRoundTrip: a Qwen2, a Qwen3, a scaled-RoPE Llama and a Mistral
 // config are written with their model type's keys and read back equal.
 func TestWriteReadArchRoundTrip(t *testing.T) {
 	qwen2 := New(151936, 896, 4864, 24, 14, 32768, true)
@@ -181,6 +197,9 @@ func TestWriteReadArchRoundTrip(t *testing.T) {
 	l32 := New(128256, 2048, 8192, 16, 32, 131072, true)
 	l32.NumKeyValueHeads, l32.RopeTheta = 8, 500000
 	l32.RopeScaling = &RopeScaling{RopeType: RopeLlama3, Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}
+	mistral := New(32768, 4096, 14336, 32, 32, 32768, false)
+	mistral.SetModelType(ModelMistral)
+	mistral.NumKeyValueHeads, mistral.RopeTheta = 8, 1e6
 	for _, tc := range []struct {
 		want    LlamaConfig
 		arch    string
@@ -190,6 +209,7 @@ func TestWriteReadArchRoundTrip(t *testing.T) {
 		{qwen2, "Qwen2ForCausalLM", map[string]any{"use_sliding_window": false, "attention_bias": nil, "mlp_bias": nil, "rope_scaling": nil}, `"rope_scaling": null`},
 		{q3, "Qwen3ForCausalLM", map[string]any{"use_sliding_window": false, "attention_bias": false, "mlp_bias": nil, "head_dim": 128.0}, `"head_dim": 128`},
 		{l32, "LlamaForCausalLM", map[string]any{"use_sliding_window": nil, "attention_bias": false, "mlp_bias": false}, `"factor": 32.0`},
+		{mistral, "MistralForCausalLM", map[string]any{"use_sliding_window": nil, "attention_bias": nil, "mlp_bias": nil}, `"sliding_window": null`},
 	} {
 		dir := t.TempDir()
 		if err := Write(dir, tc.want); err != nil {

@@ -34,13 +34,14 @@ const (
 )
 
 // LlamaConfig is the transformers config of a Llama-family decoder
-// (LlamaConfig, Qwen2Config or Qwen3Config), with the JSON keys of
+// (LlamaConfig, Qwen2Config, Qwen3Config or MistralConfig), with the JSON keys of
 // config.json.
 type LlamaConfig struct {
-	// Architectures is ["LlamaForCausalLM"] (or the Qwen classes, CausalLM).
+	// Architectures is ["LlamaForCausalLM"] (or the Qwen and Mistral
+	// classes, CausalLM).
 	Architectures []string `json:"architectures"`
-	// ModelType is "llama", "qwen2" or "qwen3" (ModelLlama, ModelQwen2,
-	// ModelQwen3).
+	// ModelType is "llama", "qwen2", "qwen3" or "mistral" (ModelLlama,
+	// ModelQwen2, ModelQwen3, ModelMistral).
 	ModelType string `json:"model_type"`
 	// VocabSize is the number of token ids (rows of embed_tokens).
 	VocabSize int `json:"vocab_size"`
@@ -145,6 +146,9 @@ func (c *LlamaConfig) UnmarshalJSON(b []byte) error {
 	if err := checkKeys(keys); err != nil {
 		return err
 	}
+	if err := c.checkWindow(keys); err != nil {
+		return err
+	}
 	var err error
 	if c.RopeScaling, err = parseRopeScaling("rope_scaling", ids.RopeScaling); err != nil {
 		return err
@@ -205,6 +209,7 @@ func (c LlamaConfig) MarshalJSON() ([]byte, error) {
 		AttentionBias    any `json:"attention_bias,omitempty"`
 		MLPBias          any `json:"mlp_bias,omitempty"`
 		UseSlidingWindow any `json:"use_sliding_window,omitempty"`
+		SlidingWindow    any `json:"sliding_window,omitempty"`
 		RopeScaling      any `json:"rope_scaling"`
 		BOS              any `json:"bos_token_id"`
 		EOS              any `json:"eos_token_id"`
@@ -217,7 +222,7 @@ func (c LlamaConfig) MarshalJSON() ([]byte, error) {
 	if c.RopeScaling != nil {
 		o.RopeScaling = c.RopeScaling
 	}
-	o.AttentionBias, o.MLPBias, o.UseSlidingWindow = c.biasKeys()
+	o.AttentionBias, o.MLPBias, o.UseSlidingWindow, o.SlidingWindow = c.biasKeys()
 	return json.Marshal(o)
 }
 
@@ -246,11 +251,14 @@ func decodeID(key string, raw json.RawMessage) (int, []int, error) {
 
 // fillDefaults applies the transformers defaults for keys absent (zero).
 // Qwen2Config and Qwen3Config default num_key_value_heads to 32 when the
-// key is absent (to num_attention_heads when it is null), and Qwen3Config
-// head_dim to 128.
+// key is absent (to num_attention_heads when it is null), MistralConfig to
+// 8, and Qwen3Config head_dim to 128.
 func (c *LlamaConfig) fillDefaults(keys map[string]json.RawMessage) {
 	if _, ok := keys["num_key_value_heads"]; !ok && (c.ModelType == ModelQwen2 || c.ModelType == ModelQwen3) {
 		c.NumKeyValueHeads = qwenKVHeads
+	}
+	if _, ok := keys["num_key_value_heads"]; !ok && c.ModelType == ModelMistral {
+		c.NumKeyValueHeads = mistralKVHeads
 	}
 	if c.NumKeyValueHeads == 0 {
 		c.NumKeyValueHeads = c.NumAttentionHeads
@@ -297,7 +305,7 @@ func (c LlamaConfig) Validate() error {
 	}
 	switch {
 	case CausalLM(c.ModelType) == "":
-		return bad("model_type", c.ModelType, `want "llama", "qwen2" or "qwen3"`)
+		return bad("model_type", c.ModelType, `want "llama", "qwen2", "qwen3" or "mistral"`)
 	case c.HiddenSize%c.NumAttentionHeads != 0 && c.HeadDim == c.HiddenSize/c.NumAttentionHeads:
 		return bad("hidden_size", c.HiddenSize, fmt.Sprintf("not divisible by num_attention_heads %d", c.NumAttentionHeads))
 	case c.NumAttentionHeads%c.NumKeyValueHeads != 0:

@@ -108,7 +108,7 @@ func TestValidate(t *testing.T) {
 		{"o bias", func(c *LlamaConfig) { c.AttentionBias = true }, "attention_bias = true: a bias on o_proj"},
 		{"rope scaling", func(c *LlamaConfig) { c.RopeScaling = &RopeScaling{RopeType: "llama3"} }, "rope_scaling.factor = 0: must be at least 1"},
 		{"eos range", func(c *LlamaConfig) { c.EOSTokenID = 98 }, "eos_token_id = 98"},
-		{"model type", func(c *LlamaConfig) { c.ModelType = "mistral" }, `model_type = mistral: want "llama", "qwen2" or "qwen3"`},
+		{"model type", func(c *LlamaConfig) { c.ModelType = "gemma" }, `model_type = gemma: want "llama", "qwen2", "qwen3" or "mistral"`},
 		{"qwen2", func(c *LlamaConfig) { c.SetModelType(ModelQwen2) }, ""},
 		{"qwen2 ignores attention_bias", func(c *LlamaConfig) { c.SetModelType(ModelQwen2); c.AttentionBias = true }, ""},
 		{"qwen3 o bias", func(c *LlamaConfig) { c.SetModelType(ModelQwen3); c.AttentionBias = true }, "attention_bias = true"},
