@@ -149,7 +149,7 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 	endWait(t, "")
 	m := p.members[(t.i+t.try)%len(p.members)]
 	for _, o := range p.members {
-		if (o.late == 0 && m.late > 0) || (o.late > 0) == (m.late > 0) && o.busy < m.busy {
+		if (o.late == 0 && m.late > 0) || ((o.late > 0) == (m.late > 0) && o.busy < m.busy) {
 			m = o
 		}
 	}
