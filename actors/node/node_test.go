@@ -463,6 +463,16 @@ func TestExpiring(t *testing.T) {
 			t.Errorf("%s: %q, want %q…", tc.name, got, tc.want)
 		}
 	}
+	// node-1's certificate beside another cluster's CA file (a rotation
+	// that dropped the old CA before renewing it).
+	other, err := LoadTLS(filepath.Join(certsIn(t), "ca.pem"), filepath.Join(dir, "node-1.pem"), filepath.Join(dir, "node-1.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `cluster.tls.cert "mgrpo node-1" is signed by none of the CAs in cluster.tls.ca: peers with the same CA file refuse this node`
+	if got := other.Expiring(now, 48*time.Hour); !strings.HasPrefix(got, want) {
+		t.Errorf("another CA's: %q, want %q…", got, want)
+	}
 }
 
 // TestRenewedCertificate: a node's certificate renewed in its files while

@@ -97,8 +97,11 @@ func (t *TLSConfigs) roots() *x509.CertPool {
 }
 
 // Expiring is a warning, for the operator of this node, when its own
-// certificate is not valid at now (its peers refuse it) or stops being
-// valid within the next period; "" otherwise.
+// certificate is not valid at now (its peers refuse it), is signed by
+// none of the CAs of its own cluster.tls.ca (peers given the same file
+// refuse it: a rotation that dropped the old CA before this node's
+// certificate was renewed), or stops being valid within the next period;
+// "" otherwise.
 func (t *TLSConfigs) Expiring(now time.Time, within time.Duration) string {
 	c := own(t)
 	switch {
@@ -107,6 +110,9 @@ func (t *TLSConfigs) Expiring(now time.Time, within time.Duration) string {
 	case now.Before(c.NotBefore), now.After(c.NotAfter):
 		_, problem := certProblem(c, nil, now)
 		return fmt.Sprintf("cluster.tls.cert %s is %s: every peer refuses this node", subject(c), problem)
+	case t.roots() != nil && verifyChain([][]byte{c.Raw}, t.roots(), now) != nil:
+		return fmt.Sprintf("cluster.tls.cert %s is signed by none of the CAs in cluster.tls.ca: peers with the same CA file refuse this node; renew it with the CA that signs now (mgrpo-node certs --renew)",
+			subject(c))
 	case c.NotAfter.Sub(now) < within:
 		return fmt.Sprintf("cluster.tls.cert %s expires in %s (%s): peers refuse new connections of this node from then on; renew it in place (mgrpo-node certs --renew): the node reads it again, no restart",
 			subject(c), c.NotAfter.Sub(now).Round(time.Minute), stamp(c.NotAfter))
