@@ -214,7 +214,7 @@ func checkNames(src weightFiles, l layout, cfg Config, first *safetensors.File) 
 		one = first.Tensors()
 	}
 	names := src.names(one)
-	if err := checkExtraTensors(names, src, cfg); err != nil {
+	if err := checkExtraTensors(names, l, src, cfg); err != nil {
 		return err
 	}
 	for _, s := range l.specs {
@@ -271,8 +271,7 @@ func ReadCheckpointConfig(dir string) (Config, error) {
 // inverse-frequency buffers of older Hugging Face checkpoints are ignored,
 // as is the lm_head of a tied model (LoadModel checks that it equals the
 // embeddings).
-func checkExtraTensors(names []string, src weightFiles, cfg Config) error {
-	l := newLayout(cfg)
+func checkExtraTensors(names []string, l layout, src weightFiles, cfg Config) error {
 	for _, name := range names {
 		if _, ok := l.index[name]; ok || strings.HasSuffix(name, "rotary_emb.inv_freq") {
 			continue

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,12 +88,12 @@ func readIndex(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > maxIndexBytes {
-		return nil, fmt.Errorf("%w: %s is %d bytes, not an index (at most %d)", ErrCheckpoint, IndexFileName, fi.Size(), maxIndexBytes)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
+	b, err := io.ReadAll(io.LimitReader(f, maxIndexBytes+1))
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", IndexFileName, err)
+	case len(b) > maxIndexBytes:
+		return nil, fmt.Errorf("%w: %s is over %d bytes: not an index", ErrCheckpoint, IndexFileName, maxIndexBytes)
 	}
 	return b, nil
 }
