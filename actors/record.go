@@ -35,9 +35,11 @@ const (
 // cadence says which outputs a step writes: its metrics line every log
 // steps (output.log_every; and every skipped, evaluated, alerted or last
 // step), its sample table every samples steps (output.sample_every), an
-// evaluation every eval steps (train.eval_every) and a checkpoint every
-// checkpoint steps before the last (train.checkpoint_every; the run
-// checkpoints its last step itself). 0 turns an output off.
+// evaluation every eval steps and at the last step (train.eval_every: the
+// final accuracy is then in the metrics like every other, and the final
+// evaluation is that step's) and a checkpoint every checkpoint steps
+// before the last (train.checkpoint_every; the run checkpoints its last
+// step itself). 0 turns an output off.
 type cadence struct {
 	log, samples, eval, checkpoint int
 	steps                          int // train.steps: the last step
@@ -51,8 +53,9 @@ type due struct{ metrics, samples, eval, checkpoint bool }
 
 // at is what step (1-based) writes by the clock alone.
 func (c cadence) at(step int) due {
-	return due{metrics: every(c.log, step) || step == c.steps, samples: every(c.samples, step), eval: every(c.eval, step),
-		checkpoint: every(c.checkpoint, step) && step < c.steps}
+	last := step == c.steps
+	return due{metrics: every(c.log, step) || last, samples: every(c.samples, step), eval: every(c.eval, step) || (last && c.eval > 0),
+		checkpoint: every(c.checkpoint, step) && !last}
 }
 
 // record writes what step n leaves behind, in this order: its metrics

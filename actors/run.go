@@ -654,9 +654,10 @@ func (r *runner) evaluate(ctx context.Context, m *gpu.Model) (float64, error) {
 }
 
 // lastEvaluation is the evaluation of the policy after step last: the
-// one that step made (train.eval_every divides it; greedy decoding of
-// the same policy on the same problems gives the same result), else a
-// new one.
+// one that step made (with train.eval_every on, the last step evaluates;
+// greedy decoding of the same policy on the same problems gives the same
+// result), else a new one (evaluations off, a run resumed at its last
+// step, or that step's evaluation failed).
 func (r *runner) lastEvaluation(ctx context.Context, last int64) (evaluate.Result, error) {
 	if r.evalStep == last && r.evalN > 0 {
 		return evaluate.Result{N: r.evalN, GreedyAccuracy: r.evalAccuracy}, nil

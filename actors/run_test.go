@@ -826,7 +826,7 @@ func TestResumeRunsAnUnendedFinalEvaluation(t *testing.T) {
 // stopped and how to run the evaluation, and ends ErrInterrupted (it said
 // "done" and ended nil, with no evaluation measured).
 func TestInterruptDuringFinalEvaluation(t *testing.T) {
-	cfg := runConfig(t, func(c *config.Config) { c.Train.EvalEvery = 3 }) // step 4 does not evaluate: the final evaluation is its own
+	cfg := runConfig(t, func(c *config.Config) { c.Train.EvalEvery = 0 }) // evaluations off: the final evaluation is its own
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -865,30 +865,35 @@ func TestModelLabel(t *testing.T) {
 	}
 }
 
-// TestFinalEvaluationOfAnEvaluatedStep: when the last step evaluated the
-// policy (train.eval_every divides it), the final evaluation is that one,
-// not a second pass over the same problems with the same policy: an
-// interrupt after the last step's line still ends "done", and the final
-// accuracy is the step's.
+// TestFinalEvaluationOfAnEvaluatedStep: the last step evaluates the
+// policy, whether train.eval_every divides it or not, and the final
+// evaluation is that one, not a second pass over the same problems with
+// the same policy: an interrupt after the last step's line still ends
+// "done", and the final accuracy is in the last step's metrics line.
 func TestFinalEvaluationOfAnEvaluatedStep(t *testing.T) {
-	cfg := runConfig(t, nil) // 4 steps, evaluated every 2
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out bytes.Buffer
-	err := Run(ctx, cfg, io.MultiWriter(&out, cancelOn{marker: "step 4/4", cancel: cancel}))
-	if err != nil || !strings.Contains(out.String(), "done: 4 steps") {
-		t.Fatalf("run: %v, output\n%s\nwant done (no second evaluation to interrupt)", err, out.String())
-	}
-	run := filepath.Join(cfg.Output.Dir, "run")
-	final, err := runlog.ReadFinalEval(run)
-	if err != nil || final.GreedyAccuracy == nil || final.Problems != 8 {
-		t.Fatalf("final evaluation %+v, %v", final, err)
-	}
-	recs, err := runlog.ReadMetrics(filepath.Join(run, runlog.MetricsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if last := recs[len(recs)-1]; last.Step != 4 || last.Values[runlog.KeyEvalGreedyAccuracy] != *final.GreedyAccuracy {
-		t.Errorf("final accuracy %v, step %d evaluated %v: want the step's", *final.GreedyAccuracy, last.Step, last.Values[runlog.KeyEvalGreedyAccuracy])
+	for _, every := range []int{2, 3} { // 4 steps: evaluated at 2 and 4, or 3 and 4
+		t.Run(fmt.Sprintf("eval_every=%d", every), func(t *testing.T) {
+			cfg := runConfig(t, func(c *config.Config) { c.Train.EvalEvery = every })
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var out bytes.Buffer
+			err := Run(ctx, cfg, io.MultiWriter(&out, cancelOn{marker: "step 4/4", cancel: cancel}))
+			if err != nil || !strings.Contains(out.String(), "done: 4 steps") {
+				t.Fatalf("run: %v, output\n%s\nwant done (no second evaluation to interrupt)", err, out.String())
+			}
+			run := filepath.Join(cfg.Output.Dir, "run")
+			final, err := runlog.ReadFinalEval(run)
+			if err != nil || final.GreedyAccuracy == nil || final.Problems != 8 {
+				t.Fatalf("final evaluation %+v, %v", final, err)
+			}
+			recs, err := runlog.ReadMetrics(filepath.Join(run, runlog.MetricsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := recs[len(recs)-1]
+			if acc, ok := last.Values[runlog.KeyEvalGreedyAccuracy]; last.Step != 4 || !ok || acc != *final.GreedyAccuracy {
+				t.Errorf("final accuracy %v; step %d's line has %v (%v): want the step's", *final.GreedyAccuracy, last.Step, acc, ok)
+			}
+		})
 	}
 }

@@ -404,7 +404,7 @@ type Train struct {
 	// CheckpointEvery saves a checkpoint every N steps; 0 only at the end.
 	CheckpointEvery int `koanf:"checkpoint_every" help:"steps between checkpoints (0 = at the end)"`
 	// EvalEvery measures greedy accuracy every N steps; 0 never.
-	EvalEvery int `koanf:"eval_every" help:"steps between greedy evaluations (0 = off)"`
+	EvalEvery int `koanf:"eval_every" help:"steps between greedy evaluations, the last step evaluated too (0 = off)"`
 	// EvalPrompts is the size of the held-out evaluation set.
 	EvalPrompts int `koanf:"eval_prompts" help:"held-out prompts per evaluation"`
 	// Guard is what the run does when its metrics say it cannot learn
