@@ -23,10 +23,15 @@ type keyPair struct {
 }
 
 // fileStamp is what tells that a file changed: its size and modification
-// time.
+// time, and where the system tells them (fileid_linux.go) its inode and
+// change time, which a file put in its place by a rename (kubectl's
+// secret volumes, rsync, an editor's save) or copied with its old
+// modification time (cp -p) changes although a renewed certificate often
+// has the size of the old one.
 type fileStamp struct {
 	size int64
 	mod  time.Time
+	id   fileID
 }
 
 // stampOf is name's stamp (zero when it cannot be read).
@@ -35,7 +40,7 @@ func stampOf(name string) fileStamp {
 	if err != nil {
 		return fileStamp{}
 	}
-	return fileStamp{size: fi.Size(), mod: fi.ModTime()}
+	return fileStamp{size: fi.Size(), mod: fi.ModTime(), id: identity(fi)}
 }
 
 // loadKeyPair reads the pair from certFile and keyFile.
