@@ -94,12 +94,13 @@ proto-check: protoc-installed $(TOOLS)/protoc-gen-go ## check the committed *.pb
 	PATH="$(TOOLS):$$PATH" protoc --go_out="$$tmp" --go_opt=paths=source_relative $(PROTOS) && \
 	for p in $(PROTOS); do diff -u "$${p%.proto}.pb.go" "$$tmp/$${p%.proto}.pb.go" || { echo "$${p%.proto}.pb.go is stale: run make proto"; exit 1; }; done
 
-lint: ## gofmt check and go vet (also the openblas build and the purego build: the Go twins of gpu/internal/vec's assembly)
+lint: ## gofmt check and go vet (also the openblas build, the purego build: the Go twins of gpu/internal/vec's assembly, and macOS on arm64)
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.tools/*' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	CGO_LDFLAGS="-L$(OPENBLAS_DIR) -lopenblas" $(GO) vet -tags openblas ./gpu/...
 	$(GO) vet -tags purego ./gpu/...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 
 # CUDA without a GPU: Debian's CUDA 11.8 headers, link stubs and NVRTC, cached outside the clone
 # (.ci/cuda-cache; ../shared/tools/cuda-build uses the same cache).

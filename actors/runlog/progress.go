@@ -205,7 +205,7 @@ func IsTerminal(w io.Writer) bool {
 	}
 	// A terminal answers the termios ioctl; /dev/null, also a character
 	// device, does not.
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
 	return err == nil
 }
 

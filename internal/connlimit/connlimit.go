@@ -36,7 +36,7 @@ type Limits struct {
 func (l Limits) Scaled(share int) Limits {
 	var r syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err == nil && r.Cur > 0 && share > 0 {
-		l.Total = int(min(uint64(l.Total), max(r.Cur/uint64(share), 1)))
+		l.Total = int(min(uint64(l.Total), max(uint64(r.Cur)/uint64(share), 1))) // Cur is int64 on some BSDs
 	}
 	l.PerHost = min(l.PerHost, l.Total)
 	return l
