@@ -43,7 +43,14 @@ func replaceDir(dir string, keep func(name string) bool, fill func(tmp string) e
 	if err := os.MkdirAll(parent, DirMode); err != nil {
 		return err
 	}
-	removeLeftovers(parent, target)
+	if removeLeftovers(parent, target) {
+		if target, old, err = existingDir(dir); err != nil {
+			return err
+		}
+		if holdsWorkingDir(target) {
+			return ErrWorkingDir
+		}
+	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(target)+".tmp*")
 	if err != nil {
 		return err
@@ -92,12 +99,19 @@ func holdsWorkingDir(target string) bool {
 }
 
 // removeLeftovers removes the directories an earlier ReplaceDir of target
-// left beside it when it was killed (.NAME.tmp…).
-func removeLeftovers(parent, target string) {
+// left beside it when it was killed (.NAME.tmp…), after putting back the
+// old directory that a kill between renameAside's renames left aside with
+// target missing; it reports whether it put one back.
+func removeLeftovers(parent, target string) (restored bool) {
 	left, _ := filepath.Glob(filepath.Join(parent, "."+escapeGlob(filepath.Base(target))+".tmp*"))
 	for _, l := range left {
+		if strings.HasSuffix(l, ".old") && !exists(target) && os.Rename(l, target) == nil {
+			restored = true
+			continue
+		}
 		os.RemoveAll(l)
 	}
+	return restored
 }
 
 // escapeGlob quotes the characters filepath.Match treats specially.

@@ -164,6 +164,26 @@ func TestReplaceDirRemovesLeftovers(t *testing.T) {
 	}
 }
 
+// TestReplaceDirRestoresAside: an old directory that a kill left renamed
+// aside (.NAME.tmp….old, where the system has no atomic exchange) with
+// NAME missing is put back by the next ReplaceDir, which a failed fill
+// then leaves as it was (it was removed as a leftover).
+func TestReplaceDirRestoresAside(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "out")
+	writeFiles(t, parent, map[string]string{".out.tmp7.old/model": "old", ".out.tmp7/model": "half"})
+	fail := errors.New("disk full")
+	if err := ReplaceDir(dir, nil, func(string) error { return fail }); !errors.Is(err, fail) {
+		t.Fatalf("ReplaceDir = %v, want the fill's error", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "model")); err != nil || string(got) != "old" {
+		t.Errorf("out/model = %q, %v; want the old directory back", got, err)
+	}
+	if n := names(t, parent); !slices.Equal(n, []string{"out"}) {
+		t.Errorf("beside it: %q, want out alone", n)
+	}
+}
+
 // TestReplaceDirRefusesTheWorkingDirectory: the working directory, or
 // one holding it, is not replaced (the shell would sit in the removed
 // old one); a new directory under it is fine.
