@@ -249,12 +249,15 @@ func ReportTelemetryErrors(out io.Writer) {
 // them.
 func newMetrics(ctx context.Context, cfg *config.Config, node string, roles []string, out io.Writer) (*meter.Provider, error) {
 	p, err := meter.New(ctx, meter.Options{ServiceName: cfg.Trace.ServiceName, InstanceID: node, Version: Build(), Roles: roles,
-		Host: cfg.Cluster.Host, PrometheusPort: cfg.Output.PrometheusPort, OTLPEndpoint: cfg.Output.OTLPMetricsEndpoint, Protocol: cfg.Trace.Protocol})
+		Host: cfg.Cluster.Host, PrometheusPort: cfg.Output.PrometheusPort, Pprof: cfg.Output.Pprof, OTLPEndpoint: cfg.Output.OTLPMetricsEndpoint, Protocol: cfg.Trace.Protocol})
 	if err != nil {
 		return nil, err
 	}
 	if url := p.PrometheusURL(); url != "" {
 		fmt.Fprintf(out, "metrics for Prometheus at %s\n", url)
+	}
+	if url := p.ProfilesURL(); url != "" {
+		fmt.Fprintf(out, "Go profiles at %s (go tool pprof %sprofile)\n", url, url)
 	}
 	return p, nil
 }

@@ -590,6 +590,11 @@ type Output struct {
 	// Prometheus at http://<cluster.host>:<port>/metrics; 0 is off. Each
 	// node of one machine needs its own.
 	PrometheusPort int `koanf:"prometheus_port" help:"serve this node's metrics at http://<cluster.host>:<port>/metrics (0 = off; one port per node)"`
+	// Pprof also serves Go's runtime profiles (net/http/pprof: CPU, heap,
+	// goroutines, execution trace) on the Prometheus port, under
+	// /debug/pprof/. Off by default: a CPU profile or trace costs the
+	// node time while it runs, and the port is plain HTTP.
+	Pprof bool `koanf:"pprof" help:"also serve Go's profiles at http://<cluster.host>:<output.prometheus_port>/debug/pprof/ (go tool pprof)"`
 	// OTLPMetricsEndpoint is host:port of an OTLP collector that receives
 	// this node's metrics over trace.protocol; "" sends none.
 	OTLPMetricsEndpoint string `koanf:"otlp_metrics_endpoint" help:"OTLP collector host:port for this node's metrics, over trace.protocol (\"\" = none)"`

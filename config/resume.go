@@ -32,7 +32,7 @@ func resumeMayChange(key string) bool {
 	case "train.steps", "train.micro_batch", "train.checkpoint_every", "train.eval_every", "train.eval_prompts", "train.resume",
 		"train.max_skipped_steps", "optim.max_update_ratio", "output.keep_checkpoints",
 		"output.log_every", "output.sample_every", "output.sample_rows", "model.device", "model.dtype", "model.checkpoint",
-		"output.tensorboard", "output.prometheus_port", "output.otlp_metrics_endpoint", "output.serve", "metrics.top_k_kl":
+		"output.tensorboard", "output.prometheus_port", "output.pprof", "output.otlp_metrics_endpoint", "output.serve", "metrics.top_k_kl":
 		return true
 	}
 	return strings.HasPrefix(key, "cluster.") || strings.HasPrefix(key, "trace.")
@@ -47,7 +47,7 @@ func resumeMayChange(key string) bool {
 // train.micro_batch, train.checkpoint_every, train.eval_every,
 // train.eval_prompts, train.max_skipped_steps, optim.max_update_ratio, output.log_every,
 // output.sample_every, output.sample_rows, output.keep_checkpoints,
-// output.tensorboard, output.prometheus_port, output.otlp_metrics_endpoint,
+// output.tensorboard, output.prometheus_port, output.pprof, output.otlp_metrics_endpoint,
 // output.serve, metrics.top_k_kl, model.device, model.dtype, cluster.* and trace.* (and train.resume and
 // model.checkpoint, which a resume sets itself).
 func CheckResume(saved, effective *Config) error {

@@ -412,6 +412,7 @@ func validateOutput(v *validator, c *Config) {
 	v.need(o.PrometheusPort >= 0 && o.PrometheusPort <= 65535, "output.prometheus_port", o.PrometheusPort, "must be a port, or 0 for none")
 	v.conflict(o.PrometheusPort == 0 || (o.PrometheusPort != c.Cluster.Port && o.PrometheusPort != c.Cluster.RemotePort), "output.prometheus_port", o.PrometheusPort,
 		"must differ from cluster.port and cluster.remote_port")
+	v.conflict(!o.Pprof || o.PrometheusPort != 0, "output.pprof", o.Pprof, "serves on output.prometheus_port: set that port too")
 	v.need(o.OTLPMetricsEndpoint == "" || validHostPort(o.OTLPMetricsEndpoint), "output.otlp_metrics_endpoint", o.OTLPMetricsEndpoint, "must be host:port or empty")
 	v.need(o.Serve == "" || validServeAddr(o.Serve), "output.serve", o.Serve, "must be HOST:PORT, :PORT (127.0.0.1) or empty")
 }

@@ -212,6 +212,7 @@ func TestValidate(t *testing.T) {
 		{"prometheus port", func(c *Config) { c.Output.PrometheusPort = 70000 }, "output.prometheus_port", ErrRange},
 		{"prometheus port on the membership port", func(c *Config) { c.Output.PrometheusPort, c.Cluster.Port = 7000, 7000 }, "output.prometheus_port", ErrConflict},
 		{"prometheus port on the remote port", func(c *Config) { c.Output.PrometheusPort, c.Cluster.RemotePort = 7000, 7000 }, "output.prometheus_port", ErrConflict},
+		{"profiles without a port", func(c *Config) { c.Output.Pprof = true }, "output.pprof", ErrConflict},
 		{"otlp metrics endpoint", func(c *Config) { c.Output.OTLPMetricsEndpoint = "collector" }, "output.otlp_metrics_endpoint", ErrRange},
 		{"serve without a port", func(c *Config) { c.Output.Serve = "8080" }, "output.serve", ErrRange},
 		{"serve port range", func(c *Config) { c.Output.Serve = ":70000" }, "output.serve", ErrRange},

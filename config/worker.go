@@ -8,14 +8,14 @@ import (
 // WorkerKey reports whether a worker node (roles without the learner) uses
 // its own value of key: its cluster section, where its models run
 // (model.device, model.dtype), its own metrics and trace file
-// (output.prometheus_port, output.otlp_metrics_endpoint,
+// (output.prometheus_port, output.pprof, output.otlp_metrics_endpoint,
 // trace.service_name, trace.protocol, trace.file). A worker takes every
 // other key from the configuration of the learner whose run it joins.
 func WorkerKey(key string) bool {
 	if strings.HasPrefix(key, "cluster.") {
 		return true
 	}
-	return slices.Contains([]string{"model.device", "model.dtype", "output.prometheus_port",
+	return slices.Contains([]string{"model.device", "model.dtype", "output.prometheus_port", "output.pprof",
 		"output.otlp_metrics_endpoint", "trace.service_name", "trace.protocol", "trace.file"}, key)
 }
 

@@ -29,7 +29,7 @@ func TestSetKeys(t *testing.T) {
 func TestWorkerKey(t *testing.T) {
 	for key, want := range map[string]bool{
 		"cluster.seeds": true, "cluster.tls.ca": true, "model.device": true, "model.dtype": true, "trace.file": true,
-		"output.prometheus_port": true, "generation.temperature": false, "train.steps": false, "model.preset": false,
+		"output.prometheus_port": true, "output.pprof": true, "generation.temperature": false, "train.steps": false, "model.preset": false,
 		"output.dir": false, "trace.otlp_endpoint": false,
 	} {
 		if got := WorkerKey(key); got != want {

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -55,6 +56,20 @@ import (
 
 // scopeName is the instrumentation scope of mgrpo's own instruments.
 const scopeName = "github.com/mgrpo/mgrpo"
+
+// profilesPath is where Go's profiles are served (output.pprof).
+const profilesPath = "/debug/pprof/"
+
+// serveProfiles adds net/http/pprof's handlers to mux under profilesPath
+// (the package registers them on http.DefaultServeMux, which no server
+// here serves).
+func serveProfiles(mux *http.ServeMux) {
+	mux.HandleFunc(profilesPath, pprof.Index)
+	mux.HandleFunc(profilesPath+"cmdline", pprof.Cmdline)
+	mux.HandleFunc(profilesPath+"profile", pprof.Profile)
+	mux.HandleFunc(profilesPath+"symbol", pprof.Symbol)
+	mux.HandleFunc(profilesPath+"trace", pprof.Trace)
+}
 
 // metricsPath is the path of the Prometheus endpoint.
 const metricsPath = "/metrics"
@@ -75,6 +90,9 @@ type Options struct {
 	// (cluster.host, output.prometheus_port); port 0 serves none.
 	Host           string
 	PrometheusPort int
+	// Pprof also serves Go's profiles on the Prometheus port, under
+	// /debug/pprof/ (output.pprof).
+	Pprof bool
 	// OTLPEndpoint is host:port of an OTLP collector ("" for none) and
 	// Protocol grpc or http. Metrics are pushed every 60 s (the SDK's
 	// default; OTEL_METRIC_EXPORT_INTERVAL, in milliseconds, changes it)
@@ -84,10 +102,11 @@ type Options struct {
 
 // Provider is a node's meter provider and its endpoints.
 type Provider struct {
-	sdk    *sdkmetric.MeterProvider // nil when off
-	server *http.Server             // the Prometheus endpoint (nil: none)
-	addr   string
-	inst   *Instruments
+	sdk      *sdkmetric.MeterProvider // nil when off
+	server   *http.Server             // the Prometheus endpoint (nil: none)
+	addr     string
+	profiles bool // Go's profiles are served beside the metrics
+	inst     *Instruments
 }
 
 // New returns the node's provider: exporting over OTLP and/or serving
@@ -104,7 +123,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	p := &Provider{}
 	opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
 	if o.PrometheusPort != 0 {
-		reader, err := p.serve(o.Host, o.PrometheusPort)
+		reader, err := p.serve(o.Host, o.PrometheusPort, o.Pprof)
 		if err != nil {
 			return nil, err
 		}
@@ -130,8 +149,9 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 
 // serve starts the Prometheus endpoint on host:port with a registry of
 // its own (the OTel exporter's, the Go runtime's and the process's
-// collectors) and returns the exporter's reader.
-func (p *Provider) serve(host string, port int) (sdkmetric.Reader, error) {
+// collectors), and with profiles Go's profiles beside it, and returns the
+// exporter's reader.
+func (p *Provider) serve(host string, port int, profiles bool) (sdkmetric.Reader, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -149,6 +169,10 @@ func (p *Provider) serve(host string, port int) (sdkmetric.Reader, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if profiles {
+		serveProfiles(mux)
+		p.profiles = true
+	}
 	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	p.addr = lis.Addr().String()
 	go p.server.Serve(connlimit.New(connlimit.Limits{PerHost: maxScrapeConnsPerHost, Total: maxScrapeConns}.Scaled(8)).Listener(lis, nil)) // ends with ErrServerClosed on Shutdown
@@ -179,6 +203,15 @@ func (p *Provider) PrometheusURL() string {
 		return ""
 	}
 	return "http://" + p.addr + metricsPath
+}
+
+// ProfilesURL is the URL of Go's profiles (the index of
+// net/http/pprof), "" when they are not served.
+func (p *Provider) ProfilesURL() string {
+	if !p.profiles {
+		return ""
+	}
+	return "http://" + p.addr + profilesPath
 }
 
 // Instruments are the node's instruments, nil when metrics are off.

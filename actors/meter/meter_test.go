@@ -188,6 +188,41 @@ func TestPrometheus(t *testing.T) {
 	}
 }
 
+// TestProfiles: with output.pprof Go's profiles are served beside the
+// metrics (the index, a heap profile, a short CPU profile); without it
+// the path is not found.
+func TestProfiles(t *testing.T) {
+	ctx := context.Background()
+	for _, on := range []bool{true, false} {
+		p, err := New(ctx, Options{ServiceName: "mgrpo", Host: "127.0.0.1", PrometheusPort: freePort(t), Pprof: on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := strings.TrimSuffix(p.PrometheusURL(), metricsPath) + profilesPath
+		if got, want := p.ProfilesURL(), map[bool]string{true: base, false: ""}[on]; got != want {
+			t.Errorf("pprof %t: ProfilesURL %q, want %q", on, got, want)
+		}
+		if !on {
+			res, err := http.Get(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusNotFound {
+				t.Errorf("pprof off: GET %s: %s, want 404", base, res.Status)
+			}
+			p.Shutdown(ctx)
+			continue
+		}
+		for path, want := range map[string]string{"": "goroutine", "heap?debug=1": "heap profile", "profile?seconds=1": ""} {
+			if body := scrape(t, base+path); !strings.Contains(body, want) || body == "" {
+				t.Errorf("GET %s%s: %d bytes, want %q in them", base, path, len(body), want)
+			}
+		}
+		p.Shutdown(ctx)
+	}
+}
+
 // TestPortTaken: a port in use is one error naming the key.
 func TestPortTaken(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
