@@ -19,10 +19,11 @@ import (
 // The hedge goes through as few of those nodes as it can (none, where an
 // idle member and a relay route allow), and never along the same nodes
 // stage by stage: a frozen reward+reference node is hedged around as a
-// frozen generator node is, even through the same generator node. Which node does a part never changes its result (each prompt
-// carries its own seed), so a hedged run stays bit-identical. A part is
-// hedged once, only to a member with nothing to do, and only where some
-// chain avoids a node of its try at some stage: one process never hedges.
+// frozen generator node is, even through the same generator node. Which
+// node does a part never changes its result (each prompt carries its own
+// seed), so a hedged run stays bit-identical. A part is hedged once, only
+// to a member with nothing to do, and only where some chain avoids a node
+// of its try at some stage: one process never hedges.
 const (
 	// hedgeFactor: a try is hedged once it has run this many times the
 	// fastest node's average answer.
@@ -113,36 +114,6 @@ func (p *pool) hedgeOn(c actor.Context, t *task, w way) {
 	p.send(c, h, w.m, w.via)
 }
 
-// way is a chain of members a try of a part goes through: a member of
-// the pool, then, for a relayed part, one member a later stage.
-type way struct {
-	m   *member
-	via []*member
-}
-
-// wayOf is the way try t went.
-func wayOf(t *task) way { return way{t.on, t.via} }
-
-// nodes lists the nodes w goes through, each once.
-func (w way) nodes() []string {
-	ns := []string{w.m.node}
-	for _, v := range w.via {
-		if !slices.Contains(ns, v.node) {
-			ns = append(ns, v.node)
-		}
-	}
-	return ns
-}
-
-// String names w's nodes, in order.
-func (w way) String() string {
-	s := nodeName(w.m)
-	for _, v := range w.via {
-		s += "→" + nodeName(v)
-	}
-	return s
-}
-
 // canHedge reports whether some way, busy or not, avoids a node of try t
 // (way.avoids).
 func (p *pool) canHedge(t *task) bool {
@@ -174,20 +145,6 @@ func (p *pool) hedgeWay(t *task, takes func(*member) bool) (way, bool) {
 	return best, best.m != nil
 }
 
-// avoids reports whether w leaves out, at some stage, the node try t went
-// through there: a hedge along exactly t's nodes would wait as t does.
-func (w way) avoids(t *task) bool {
-	if w.m.node != t.on.node {
-		return true
-	}
-	for i, v := range t.via {
-		if i >= len(w.via) || w.via[i].node != v.node {
-			return true
-		}
-	}
-	return false
-}
-
 // ways lists every way a try of t could go from a member that takes
 // accepts: through each route there is from it, or unrelayed where there
 // is none.
@@ -206,6 +163,50 @@ func (p *pool) ways(t *task, takes func(*member) bool) []way {
 		}
 	}
 	return ws
+}
+
+// way is a chain of members a try of a part goes through: a member of
+// the pool, then, for a relayed part, one member a later stage.
+type way struct {
+	m   *member
+	via []*member
+}
+
+// wayOf is the way try t went.
+func wayOf(t *task) way { return way{t.on, t.via} }
+
+// nodes lists the nodes w goes through, each once.
+func (w way) nodes() []string {
+	ns := []string{w.m.node}
+	for _, v := range w.via {
+		if !slices.Contains(ns, v.node) {
+			ns = append(ns, v.node)
+		}
+	}
+	return ns
+}
+
+// avoids reports whether w leaves out, at some stage, the node try t went
+// through there: a hedge along exactly t's nodes would wait as t does.
+func (w way) avoids(t *task) bool {
+	if w.m.node != t.on.node {
+		return true
+	}
+	for i, v := range t.via {
+		if i >= len(w.via) || w.via[i].node != v.node {
+			return true
+		}
+	}
+	return false
+}
+
+// String names w's nodes, in order.
+func (w way) String() string {
+	s := nodeName(w.m)
+	for _, v := range w.via {
+		s += "→" + nodeName(v)
+	}
+	return s
 }
 
 // shared counts the nodes of slow that nodes holds.

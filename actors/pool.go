@@ -178,7 +178,7 @@ func (p *pool) send(c actor.Context, t *task, m *member, via []*member) {
 			t.span.SetAttributes(attrRelay.String(t.via[0].pid.GetId()))
 		}
 		if t.sibling != nil {
-			t.span.AddEvent("hedge of the try on " + nodeName(t.sibling.on))
+			t.span.AddEvent(fmt.Sprint("hedge of the try on ", wayOf(t.sibling)))
 		}
 		if h := t.part.(messages.Header); oteltrace.SpanContextFromContext(ctx).IsValid() {
 			msg = messages.WithMeta(h, trace.WithSpan(ctx, h.GetMeta()))
