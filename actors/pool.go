@@ -149,11 +149,18 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 	endWait(t, "")
 	m := p.members[(t.i+t.try)%len(p.members)]
 	for _, o := range p.members {
-		if (o.late == 0 && m.late > 0) || ((o.late > 0) == (m.late > 0) && o.busy < m.busy) {
+		if lighter(o, m) {
 			m = o
 		}
 	}
 	p.send(c, t, m, route(m, t.then))
+}
+
+// lighter reports whether a part is better sent to o than to m: o holds
+// no try superseded by its hedge (a slow or frozen node: member.late)
+// where m does, or both do or neither does and o is less busy.
+func lighter(o, m *member) bool {
+	return (o.late == 0 && m.late > 0) || ((o.late > 0) == (m.late > 0) && o.busy < m.busy)
 }
 
 // send sends try t to member m, relayed through via (one member a stage
@@ -223,11 +230,13 @@ func (p *pool) beside(m *member) *member {
 
 // route picks the members a part that m takes is relayed through, one
 // for each stage of then, or returns nil when it cannot be relayed: of
-// the routes there are, the first whose first member is the least busy.
+// the routes there are, the first whose first member is the lightest (a
+// reward evaluator still holding a part whose hedge answered first only
+// when every one does; else the least busy).
 func route(m *member, then []*pool) []*member {
 	var best []*member
 	for _, via := range routes(m, then) {
-		if best == nil || via[0].busy < best[0].busy {
+		if best == nil || lighter(via[0], best[0]) {
 			best = via
 		}
 	}

@@ -747,10 +747,12 @@ func TestPoolHedges(t *testing.T) {
 // the hung node: another reward+reference node, through an idle generator
 // of the same node when there is only one generator node, and its answer
 // counts; the hung try's members on nodes the hedge did not go through
-// are marked late and stay busy until it answers. With one reward node, no
-// chain avoids a node of the hung try's: nothing is hedged and the part
-// waits for its answer. Parts not hedged take route's usual way (the least
-// busy reward evaluator: b for the first part).
+// are marked late and stay busy until it answers, and parts sent while it
+// holds its part are relayed to the other reward node (not hedged: three,
+// so that the hung one would be the least busy for the third). With one
+// reward node, no chain avoids a node of the hung try's: nothing is
+// hedged and the part waits for its answer. Parts not hedged take route's
+// usual way (the least busy reward evaluator: b for the first part).
 func TestPoolHedgesChains(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -766,12 +768,15 @@ func TestPoolHedgesChains(t *testing.T) {
 			[]string{"g a", "g a"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, hedged := runHedgedChain(t, tc.warm, tc.then, tc.hedged == "")
+			got, hedged, more := runHedgedChain(t, tc.warm, tc.then, tc.hedged == "")
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("parts went through %q, want %q", got, tc.want)
 			}
 			if hedged != tc.hedged {
 				t.Errorf("state after the answer: %q, want %q", hedged, tc.hedged)
+			}
+			if want := []string{"g b", "g b", "g b"}; tc.hedged != "" && !slices.Equal(more, want) {
+				t.Errorf("parts sent while the hung member holds one went through %q, want %q", more, want)
 			}
 		})
 	}
@@ -780,10 +785,11 @@ func TestPoolHedgesChains(t *testing.T) {
 // runHedgedChain starts a hedging relayParent, runs warm, has it answer a
 // first chained part, runs then, and sends two chained parts; unless the
 // pool is to hedge, it waits for a hedge that should not come and releases
-// the held members. It returns each part's generator and reward node, and
-// the state after the answer ("" when it waited), and requires every
-// member free once the held ones answer.
-func runHedgedChain(t *testing.T, warm, then []string, wait bool) (nodes []string, hedged string) {
+// the held members. It returns each part's generator and reward node, the
+// state after the answer and the nodes of three parts sent then, before
+// the held members answer (none when it waited), and requires every member
+// free once the held ones answer.
+func runHedgedChain(t *testing.T, warm, then []string, wait bool) (nodes []string, hedged string, more []string) {
 	t.Helper()
 	sys := NewSystem(nil, nil)
 	defer sys.Shutdown()
@@ -804,25 +810,32 @@ func runHedgedChain(t *testing.T, warm, then []string, wait bool) (nodes []strin
 	for _, cmd := range then {
 		ask(cmd)
 	}
-	result := sys.Root.RequestFuture(parent, chainParts(numbered(2, func(m *messages.StepMeta) any { return &messages.PromptBatch{Meta: m} })), 5*time.Second)
-	if wait {
-		time.Sleep(10 * hedgeMin) // a hedge would have been sent by now
-		ask("release")
+	chain := func(n int) []string {
+		t.Helper()
+		result := sys.Root.RequestFuture(parent, chainParts(numbered(n, func(m *messages.StepMeta) any { return &messages.PromptBatch{Meta: m} })), 5*time.Second)
+		if wait {
+			time.Sleep(10 * hedgeMin) // a hedge would have been sent by now
+			ask("release")
+		}
+		res, err := result.Result()
+		if err != nil {
+			t.Fatalf("no answer (no hedge?): %v", err)
+		}
+		r := res.(*scatterResult)
+		if r.err != nil {
+			t.Fatalf("parts failed: %v", r.err)
+		}
+		var nodes []string
+		for _, x := range r.replies {
+			rs := x.(*messages.RefScored)
+			nodes = append(nodes, rs.GetScored().GetRollouts().GetMeta().GetBatchId()+" "+rs.GetScored().GetRewardNames()[0])
+		}
+		return nodes
 	}
-	res, err := result.Result()
-	if err != nil {
-		t.Fatalf("no answer (no hedge?): %v", err)
-	}
-	r := res.(*scatterResult)
-	if r.err != nil {
-		t.Fatalf("parts failed: %v", r.err)
-	}
-	for _, x := range r.replies {
-		rs := x.(*messages.RefScored)
-		nodes = append(nodes, rs.GetScored().GetRollouts().GetMeta().GetBatchId()+" "+rs.GetScored().GetRewardNames()[0])
-	}
+	nodes = chain(2)
 	if !wait {
 		hedged = ask("state").(string)
+		more = chain(3)
 		ask("release")
 	}
 	want := "hedged 1, busy 0, late []"
@@ -836,20 +849,22 @@ func runHedgedChain(t *testing.T, warm, then []string, wait bool) (nodes []strin
 	if st != want {
 		t.Errorf("once the held members answered: %q, want %q", st, want)
 	}
-	return nodes, hedged
+	return nodes, hedged, more
 }
 
-// members makes a pool's members from a spec: one "node" or "node:busy"
-// a member, "." for this process.
+// members makes a pool's members from a spec: one "node", "node:busy"
+// or "node:busy:late" a member, "." for this process.
 func members(spec string) []*member {
 	var ms []*member
 	for _, f := range strings.Fields(spec) {
-		node, busy, _ := strings.Cut(f, ":")
-		if node == "." {
-			node = ""
+		fs := strings.Split(f, ":")
+		m := &member{node: strings.TrimPrefix(fs[0], ".")}
+		if len(fs) > 1 {
+			fmt.Sscan(fs[1], &m.busy)
 		}
-		m := &member{node: node}
-		fmt.Sscan(busy, &m.busy)
+		if len(fs) > 2 {
+			fmt.Sscan(fs[2], &m.late)
+		}
 		ms = append(ms, m)
 	}
 	return ms
@@ -899,8 +914,9 @@ func TestPoolHedgeWay(t *testing.T) {
 
 // TestRoute: a part that a generator takes is relayed to the least busy
 // reward evaluator with a reference scorer beside it (the first such when
-// several are as busy), a reward evaluator's Scored to the reference
-// scorer beside it; nil when there is none, or no next pool.
+// several are as busy; one holding a try its hedge superseded only when
+// every one does), a reward evaluator's Scored to the reference scorer
+// beside it; nil when there is none, or no next pool.
 func TestRoute(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -911,6 +927,8 @@ func TestRoute(t *testing.T) {
 		{"the least busy reward evaluator", "g", []string{"a:2 b:1 c:1", "a b c"}, "b:1 b:0"},
 		{"one without a reference beside is skipped", "g", []string{"a:2 b:0", "a"}, "a:2 a:0"},
 		{"as busy: the first", "g", []string{"a b", "b a"}, "a:0 a:0"},
+		{"one holding a superseded try: the other", "g", []string{"a:1:1 b:3", "a b"}, "b:3 b:0"},
+		{"every one holding one: the least busy", "g", []string{"a:2:1 b:1:1", "a b"}, "b:1 b:0"},
 		{"none with a reference beside", "g", []string{"a", "b"}, ""},
 		{"Scored to the reference beside", "a", []string{"b a:1 a:0"}, "a:0"},
 		{"no reference beside", "a", []string{"b"}, ""},
