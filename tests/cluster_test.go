@@ -469,17 +469,25 @@ func TestLongClusterHedgesFrozenRelayNode(t *testing.T) {
 
 // freezeMidRun waits for a few steps of run (the pools then know how fast
 // their nodes answer) and freezes node (SIGSTOP) for 3 s, less than the
-// keepalive that would drop it.
+// keepalive that would drop it; the run must go on without it meanwhile
+// (ten steps or more: tiny's take milliseconds).
 func freezeMidRun(t *testing.T, run string, node *proc) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if raw, _ := os.ReadFile(filepath.Join(run, "metrics.jsonl")); strings.Count(string(raw), "\n") > 5 || time.Now().After(deadline) {
-			break
-		}
+	lines := func() int {
+		raw, _ := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+		return strings.Count(string(raw), "\n")
+	}
+	for deadline := time.Now().Add(time.Minute); lines() <= 5 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
 	}
 	node.signal(t, syscall.SIGSTOP)
+	before := lines()
 	time.Sleep(3 * time.Second)
+	during := lines() - before
 	node.signal(t, syscall.SIGCONT)
+	if during < 10 {
+		t.Errorf("the run wrote %d metrics lines while the node was frozen, want 10 or more: it waited for the node", during)
+	}
 }
 
 // checkHedged requires the learner to end its run (exit 0) without
