@@ -36,8 +36,8 @@ const (
 )
 
 // watch has the pool look for parts due for a hedge (check) when the
-// first running part may be due, unless a look is already scheduled: one
-// timer a pool, not one a part.
+// first running part that some way could hedge (canHedge) may be due,
+// unless a look is already scheduled: one timer a pool, not one a part.
 func (p *pool) watch(c actor.Context) {
 	if !p.hedge || p.stateful || p.looking {
 		return
