@@ -105,9 +105,11 @@
 //     sends its parts in flight, and those relayed to its actors, to the
 //     rest of the pool at once (pool.go: each part has one live try; a
 //     late answer to an older try is ignored, so a step uses each part
-//     exactly once); before that, a part that runs long on one node is
-//     sent as well to a member of another node with nothing to do, and
-//     the first answer counts (hedge.go, cluster.hedge);
+//     exactly once); before that, a part that runs long is sent as well
+//     to a member with nothing to do, along a chain of nodes that avoids
+//     the slow try's (its member's node, and for a relayed part those of
+//     the reward evaluator and reference scorer it went through), and the
+//     first answer counts (hedge.go, cluster.hedge);
 //   - weights offered before any later work (one sender, so one ordered
 //     stream per receiver): a WeightsOffer names a version the learner
 //     node's blob server (node.BlobServer, the weight port) serves as

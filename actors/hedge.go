@@ -8,15 +8,22 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// Hedging (cluster.hedge): a part still running on one node well after
-// the fastest node answers its parts (a node that is slower, paused by
-// its garbage collector or frozen, before the keepalive gives up on it)
-// is sent as well to an idle member on another node, and the first answer
-// counts; the other try is dropped and its answer, if any, ignored. Which
+// Hedging (cluster.hedge): a part still running well after the fastest
+// node answers its parts (a node that is slower, paused by its garbage
+// collector or frozen, before the keepalive gives up on it) is sent as
+// well to an idle member, and the first answer counts; the other try is
+// dropped and its answer, if any, ignored. A try goes through a chain of
+// nodes: its member's, and for a relayed part (a generator's prompts
+// relayed to a reward evaluator and the reference scorer beside it) those
+// of the members it is relayed through; any of them may be the slow one.
+// The hedge goes through as few of those nodes as it can (none, where an
+// idle member and a relay route allow), and never along the same nodes
+// stage by stage: a frozen reward+reference node is hedged around as a
+// frozen generator node is, even through the same generator node. Which
 // node does a part never changes its result (each prompt carries its own
 // seed), so a hedged run stays bit-identical. A part is hedged once, only
-// to a member with nothing to do, and only where the pool's members span
-// two nodes or more: one process never hedges.
+// to a member with nothing to do, and only where some chain avoids a node
+// of its try at some stage: one process never hedges.
 const (
 	// hedgeFactor: a try is hedged once it has run this many times the
 	// fastest node's average answer.
@@ -29,15 +36,15 @@ const (
 )
 
 // watch has the pool look for parts due for a hedge (check) when the
-// first running part may be due, unless a look is already scheduled: one
-// timer a pool, not one a part.
+// first running part that some way could hedge (canHedge) may be due,
+// unless a look is already scheduled: one timer a pool, not one a part.
 func (p *pool) watch(c actor.Context) {
-	if !p.hedge || p.stateful || p.looking || !p.spansNodes() {
+	if !p.hedge || p.stateful || p.looking {
 		return
 	}
 	var next time.Duration
 	for t := range p.running {
-		if t.hedged || t.g.over {
+		if t.hedged || t.g.over || !p.canHedge(t) {
 			continue
 		}
 		if wait, _ := p.due(t); next == 0 || wait < next {
@@ -78,8 +85,8 @@ func (p *pool) due(t *task) (time.Duration, bool) {
 	return max(hedgeMin, ran/4), true
 }
 
-// check hedges each running part that is due, oldest first, while a
-// member of another node has nothing to do.
+// check hedges each running part that is due, oldest first, while an
+// idle member offers a chain that avoids a node of its try.
 func (p *pool) check(c actor.Context) {
 	var due []*task
 	for t := range p.running {
@@ -89,48 +96,139 @@ func (p *pool) check(c actor.Context) {
 	}
 	slices.SortFunc(due, func(a, b *task) int { return a.sent.Compare(b.sent) })
 	for _, t := range due {
-		if m := p.idleElsewhere(t); m != nil {
-			p.hedgeOn(c, t, m)
+		if w, ok := p.hedgeWay(t, idle); ok {
+			p.hedgeOn(c, t, w)
 		}
 	}
 }
 
-// hedgeOn sends t's part to m as well.
-func (p *pool) hedgeOn(c actor.Context, t *task, m *member) {
+// hedgeOn sends t's part along w as well.
+func (p *pool) hedgeOn(c actor.Context, t *task, w way) {
 	defer p.measure()
 	h := &task{g: t.g, i: t.i, part: t.part, try: t.try, then: t.then, hedged: true, sibling: t}
 	t.hedged, t.sibling = true, h
 	p.hedged++
 	if t.span != nil {
-		t.span.AddEvent(fmt.Sprintf("hedged on %s after %v", nodeName(m), time.Since(t.sent).Round(time.Millisecond)))
+		t.span.AddEvent(fmt.Sprintf("hedged on %s after %v", w, time.Since(t.sent).Round(time.Millisecond)))
 	}
-	p.send(c, h, m)
+	p.send(c, h, w.m, w.via)
 }
 
-// idleElsewhere returns a member with nothing to do on another node than
-// t's, the one whose node answers fastest; nil when there is none.
-func (p *pool) idleElsewhere(t *task) *member {
-	var best *member
-	for _, m := range p.members {
-		if m.busy > 0 || m.node == t.on.node {
+// canHedge reports whether some way, busy or not, avoids a node of try t
+// (way.avoids).
+func (p *pool) canHedge(t *task) bool {
+	_, ok := p.hedgeWay(t, func(*member) bool { return true })
+	return ok
+}
+
+// idle reports whether m has nothing to do.
+func idle(m *member) bool { return m.busy == 0 }
+
+// hedgeWay picks the way to hedge try t along, from a member that takes
+// accepts, among those that avoid a node of t's (avoids): the way through
+// fewest of t's nodes, then the one whose member's node answers fastest,
+// then the one through the least busy relay; false when there is none
+// (one process, or no member free elsewhere).
+func (p *pool) hedgeWay(t *task, takes func(*member) bool) (way, bool) {
+	slow := wayOf(t).nodes()
+	var best way
+	fewest := 0
+	for _, w := range p.ways(t, takes) {
+		if !w.avoids(t) {
 			continue
 		}
-		if best == nil || p.took[m.node] < p.took[best.node] {
-			best = m
+		n := shared(w.nodes(), slow)
+		if best.m == nil || n < fewest || (n == fewest && p.faster(w, best)) {
+			best, fewest = w, n
 		}
 	}
-	return best
+	return best, best.m != nil
 }
 
-// spansNodes reports whether the pool's members are on two nodes or more
-// (this process counting as one).
-func (p *pool) spansNodes() bool {
+// ways lists every way a try of t could go from a member that takes
+// accepts: through each route there is from it, or unrelayed where there
+// is none.
+func (p *pool) ways(t *task, takes func(*member) bool) []way {
+	var ws []way
 	for _, m := range p.members {
-		if m.node != p.members[0].node {
+		if !takes(m) {
+			continue
+		}
+		vias := routes(m, t.then)
+		if len(vias) == 0 {
+			vias = [][]*member{nil}
+		}
+		for _, via := range vias {
+			ws = append(ws, way{m, via})
+		}
+	}
+	return ws
+}
+
+// way is a chain of members a try of a part goes through: a member of
+// the pool, then, for a relayed part, one member a later stage.
+type way struct {
+	m   *member
+	via []*member
+}
+
+// wayOf is the way try t went.
+func wayOf(t *task) way { return way{t.on, t.via} }
+
+// nodes lists the nodes w goes through, each once.
+func (w way) nodes() []string {
+	ns := []string{w.m.node}
+	for _, v := range w.via {
+		if !slices.Contains(ns, v.node) {
+			ns = append(ns, v.node)
+		}
+	}
+	return ns
+}
+
+// avoids reports whether w leaves out, at some stage, the node try t went
+// through there: a hedge along exactly t's nodes would wait as t does.
+func (w way) avoids(t *task) bool {
+	if w.m.node != t.on.node {
+		return true
+	}
+	for i, v := range t.via {
+		if i >= len(w.via) || w.via[i].node != v.node {
 			return true
 		}
 	}
 	return false
+}
+
+// String names w's nodes, in order.
+func (w way) String() string {
+	s := nodeName(w.m)
+	for _, v := range w.via {
+		s += "→" + nodeName(v)
+	}
+	return s
+}
+
+// shared counts the nodes of slow that nodes holds.
+func shared(nodes, slow []string) int {
+	n := 0
+	for _, s := range slow {
+		if slices.Contains(nodes, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// faster reports whether way a is to be preferred to b, both through as
+// many slow nodes: its member's node answers faster, or as fast and its
+// first relay is less busy.
+func (p *pool) faster(a, b way) bool {
+	ta, tb := p.took[a.m.node], p.took[b.m.node]
+	if ta != tb {
+		return ta < tb
+	}
+	return a.via != nil && b.via != nil && a.via[0].busy < b.via[0].busy
 }
 
 // timeAnswer adds the time t took to the average of its member's node.
@@ -165,30 +263,42 @@ func (p *pool) settleHedge(t *task, err error) bool {
 		endTask(t, "dropped: the part's other try runs on", err)
 		return true
 	}
-	p.supersede(sib)
+	p.supersede(sib, t)
 	endTask(sib, "dropped: the part's other try answered first", nil)
 	return false
 }
 
-// supersede drops try t, whose hedge answered first: it no longer counts,
-// but its members stay busy with it, and its member is not sent parts
-// while others are free, until it answers or is lost (lateAnswer).
-func (p *pool) supersede(t *task) {
+// supersede drops try t, whose sibling (won) answered first: t no longer
+// counts, but its members stay busy with it until it answers or is lost
+// (lateAnswer), and those on nodes won did not go through (the slow one
+// is among them) are marked late: they are not sent parts while others
+// are free.
+func (p *pool) supersede(t, won *task) {
 	delete(p.running, t)
-	if p.late == nil {
-		p.late = map[*task]bool{}
+	fast := wayOf(won).nodes()
+	var slow []*member
+	for _, m := range append([]*member{t.on}, t.via...) {
+		if !slices.Contains(fast, m.node) {
+			m.late++
+			slow = append(slow, m)
+		}
 	}
-	p.late[t] = true
-	t.on.late++
+	if p.late == nil {
+		p.late = map[*task][]*member{}
+	}
+	p.late[t] = slow
 }
 
 // lateAnswer frees the members of a superseded try t once it answers,
 // times out or is lost (a no-op for any other try).
 func (p *pool) lateAnswer(t *task) {
-	if !p.late[t] {
+	slow, ok := p.late[t]
+	if !ok {
 		return
 	}
 	delete(p.late, t)
-	t.on.late--
+	for _, m := range slow {
+		m.late--
+	}
 	p.unbusy(t)
 }

@@ -23,7 +23,7 @@ type member struct {
 	node  string       // worker node id; "" for a local child
 	props *actor.Props // how a local member was made, to replace it
 	busy  int          // parts in flight on it
-	late  int          // of those, tries superseded by a hedge that answered first (hedge.go)
+	late  int          // of those, tries superseded by a hedge that answered first without going through its node (hedge.go)
 }
 
 // pool is the set of stage actors that one stage's parts are spread over.
@@ -42,9 +42,9 @@ type pool struct {
 	// need holds every part back until the pool has this many members,
 	// once (0 or 1: until it has one); add clears it when reached.
 	need     int
-	running  map[*task]bool // parts sent and not yet answered
-	late     map[*task]bool // tries superseded by their hedge, not yet answered: their members stay busy
-	reissued int            // parts sent again because their actor was lost
+	running  map[*task]bool      // parts sent and not yet answered
+	late     map[*task][]*member // tries superseded by their hedge, not yet answered (their members stay busy), with the members marked late
+	reissued int                 // parts sent again because their actor was lost
 	tracer   oteltrace.Tracer
 	meter    *meter.Instruments // records the queue depth after every change (nil: off)
 
@@ -149,17 +149,24 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 	endWait(t, "")
 	m := p.members[(t.i+t.try)%len(p.members)]
 	for _, o := range p.members {
-		if (o.late == 0 && m.late > 0) || ((o.late > 0) == (m.late > 0) && o.busy < m.busy) {
+		if lighter(o, m) {
 			m = o
 		}
 	}
-	p.send(c, t, m)
+	p.send(c, t, m, route(m, t.then))
 }
 
-// send sends try t to member m (relayed through the members that route
-// picks for t's later stages), and has its answer come to answered.
-func (p *pool) send(c actor.Context, t *task, m *member) {
-	t.on, t.via = m, route(m, t.then)
+// lighter reports whether a part is better sent to o than to m: o holds
+// no try superseded by its hedge (a slow or frozen node: member.late)
+// where m does, or both do or neither does and o is less busy.
+func lighter(o, m *member) bool {
+	return (o.late == 0 && m.late > 0) || ((o.late > 0) == (m.late > 0) && o.busy < m.busy)
+}
+
+// send sends try t to member m, relayed through via (one member a stage
+// of t.then; nil: not relayed), and has its answer come to answered.
+func (p *pool) send(c actor.Context, t *task, m *member, via []*member) {
+	t.on, t.via = m, via
 	for _, v := range append([]*member{m}, t.via...) {
 		v.busy++
 	}
@@ -178,7 +185,7 @@ func (p *pool) send(c actor.Context, t *task, m *member) {
 			t.span.SetAttributes(attrRelay.String(t.via[0].pid.GetId()))
 		}
 		if t.sibling != nil {
-			t.span.AddEvent("hedge of the try on " + nodeName(t.sibling.on))
+			t.span.AddEvent(fmt.Sprint("hedge of the try on ", wayOf(t.sibling)))
 		}
 		if h := t.part.(messages.Header); oteltrace.SpanContextFromContext(ctx).IsValid() {
 			msg = messages.WithMeta(h, trace.WithSpan(ctx, h.GetMeta()))
@@ -222,32 +229,44 @@ func (p *pool) beside(m *member) *member {
 }
 
 // route picks the members a part that m takes is relayed through, one
-// for each stage of then, or returns nil when it cannot be relayed: a
-// reward evaluator's Scored goes to a reference scorer beside it (then:
-// the reference pool); a generator's Rollouts go to the least busy reward
-// evaluator with a reference scorer beside it, on any node (then: the
-// reward and reference pools).
+// for each stage of then, or returns nil when it cannot be relayed: of
+// the routes there are, the first whose first member is the lightest (a
+// reward evaluator still holding a part whose hedge answered first only
+// when every one does; else the least busy).
 func route(m *member, then []*pool) []*member {
+	var best []*member
+	for _, via := range routes(m, then) {
+		if best == nil || lighter(via[0], best[0]) {
+			best = via
+		}
+	}
+	return best
+}
+
+// routes lists every way a part that m takes can be relayed through then,
+// one member a stage: a reward evaluator's Scored goes to a reference
+// scorer beside it (then: the reference pool); a generator's Rollouts go
+// to any reward evaluator with a reference scorer beside it, on any node,
+// and on to that scorer (then: the reward and reference pools). None when
+// the part cannot be relayed.
+func routes(m *member, then []*pool) [][]*member {
 	if slices.Contains(then, nil) {
 		return nil
 	}
+	var out [][]*member
 	switch len(then) {
 	case 1:
 		if next := then[0].beside(m); next != nil {
-			return []*member{next}
+			out = append(out, []*member{next})
 		}
 	case 2:
-		var best, ref *member
 		for _, r := range then[0].members {
-			if b := then[1].beside(r); b != nil && (best == nil || r.busy < best.busy) {
-				best, ref = r, b
+			if ref := then[1].beside(r); ref != nil {
+				out = append(out, []*member{r, ref})
 			}
 		}
-		if best != nil {
-			return []*member{best, ref}
-		}
 	}
-	return nil
+	return out
 }
 
 // relay wraps part in the message that has its member hand the answer on

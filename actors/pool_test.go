@@ -363,9 +363,11 @@ func (r *relayReferee) Receive(c actor.Context) {
 // NODE ("... held": one that answers only after "release"); "lose rew
 // NODE" and "lose ref NODE" take that stage's first member on NODE out (a
 // stopped actor), "drop NODE" every member of NODE (a lost node);
-// "gen NODE" adds a generator (relayGenerator); []any is scattered over
-// the reward pool, each answer going on to the reference pool, and a
-// chainParts over the generators, relayed through both.
+// "gen NODE" adds a generator (relayGenerator); "hedge" turns hedging on
+// in every pool, and "state" answers with what the pools hold
+// (relayParent.state); []any is scattered over the reward pool, each
+// answer going on to the reference pool, and a chainParts over the
+// generators, relayed through both.
 type relayParent struct {
 	gen, rew, ref *pool
 	release       chan struct{}
@@ -379,6 +381,10 @@ func (p *relayParent) Receive(c actor.Context) {
 		p.ref = &pool{name: "ref", stage: messages.Stage_REFERENCE, timeout: time.Minute, retries: 1}
 		p.gen = &pool{name: "gen", stage: messages.Stage_GENERATE, timeout: time.Minute, retries: 1}
 	case string:
+		if m == "state" {
+			c.Respond(p.state())
+			return
+		}
 		p.command(c, strings.Fields(m))
 		c.Respond(true)
 	case []any:
@@ -424,12 +430,30 @@ func (p *relayParent) command(c actor.Context, cmd []string) {
 				q.reissue(c, pid)
 			}
 		}
+	case "hedge":
+		p.gen.hedge, p.rew.hedge, p.ref.hedge = true, true, true
 	case "release":
 		if !p.released {
 			close(p.release)
 			p.released = true
 		}
 	}
+}
+
+// state names the parts the generator pool hedged, how many parts its
+// three pools' members are busy with, and the members marked late (pool
+// and node): "hedged 1, busy 3, late [gen:k rew:a ref:a]".
+func (p *relayParent) state() string {
+	busy, late := 0, []string{}
+	for _, q := range []*pool{p.gen, p.rew, p.ref} {
+		for _, m := range q.members {
+			busy += m.busy
+			if m.late > 0 {
+				late = append(late, q.name+":"+m.node)
+			}
+		}
+	}
+	return fmt.Sprintf("hedged %d, busy %d, late %v", p.gen.hedged, busy, late)
 }
 
 // relayGenerator is a generator of node: it answers PromptBatch with
@@ -715,5 +739,213 @@ func TestPoolHedges(t *testing.T) {
 			t.Errorf("%s: hedged %d, running %d, busy %d; want %d, 0, 0", tc.name, st[0], st[1], st[2], hedged)
 		}
 		sys.Shutdown()
+	}
+}
+
+// TestPoolHedgesChains: a chained part whose reward evaluator hangs is
+// hedged, once the pool knows its nodes' times, on a chain that avoids
+// the hung node: another reward+reference node, through an idle generator
+// of the same node when there is only one generator node, and its answer
+// counts; the hung try's members on nodes the hedge did not go through
+// are marked late and stay busy until it answers, and parts sent while it
+// holds its part are relayed to the other reward node (not hedged: three,
+// so that the hung one would be the least busy for the third). With one
+// reward node, no chain avoids a node of the hung try's: nothing is
+// hedged and the part waits for its answer. Parts not hedged take route's
+// usual way (the least busy reward evaluator: b for the first part).
+func TestPoolHedgesChains(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		warm, then []string // commands before and after a first part that times the generator node
+		want       []string // each part's generator and reward node
+		hedged     string   // the state once the parts are answered, before the hung member answers
+	}{
+		{"one generator node", []string{"gen g", "gen g", "rew b", "ref b"}, []string{"rew a held", "ref a"},
+			[]string{"g b", "g b"}, "hedged 1, busy 3, late [rew:a ref:a]"},
+		{"another generator node", []string{"gen g", "gen k", "rew b", "ref b"}, []string{"rew a held", "ref a"},
+			[]string{"g b", "g b"}, "hedged 1, busy 3, late [gen:k rew:a ref:a]"},
+		{"one reward node", []string{"gen g", "gen g", "rew w", "ref w"}, []string{"drop w", "rew a held", "ref a"},
+			[]string{"g a", "g a"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, hedged, more := runHedgedChain(t, tc.warm, tc.then, tc.hedged == "")
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("parts went through %q, want %q", got, tc.want)
+			}
+			if hedged != tc.hedged {
+				t.Errorf("state after the answer: %q, want %q", hedged, tc.hedged)
+			}
+			if want := []string{"g b", "g b", "g b"}; tc.hedged != "" && !slices.Equal(more, want) {
+				t.Errorf("parts sent while the hung member holds one went through %q, want %q", more, want)
+			}
+		})
+	}
+}
+
+// runHedgedChain starts a hedging relayParent, runs warm, has it answer a
+// first chained part, runs then, and sends two chained parts; unless the
+// pool is to hedge, it waits for a hedge that should not come and releases
+// the held members. It returns each part's generator and reward node, the
+// state after the answer and the nodes of three parts sent then, before
+// the held members answer (none when it waited), and requires every member
+// free once the held ones answer.
+func runHedgedChain(t *testing.T, warm, then []string, wait bool) (nodes []string, hedged string, more []string) {
+	t.Helper()
+	sys := NewSystem(nil, nil)
+	defer sys.Shutdown()
+	parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &relayParent{release: make(chan struct{})} }))
+	defer sys.Root.Send(parent, "release")
+	ask := func(msg any) any {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(parent, msg, 10*time.Second).Result()
+		if err != nil {
+			t.Fatalf("%v: %v", msg, err)
+		}
+		return res
+	}
+	for _, cmd := range append([]string{"hedge"}, warm...) {
+		ask(cmd)
+	}
+	ask(chainParts(numbered(1, func(m *messages.StepMeta) any { return &messages.PromptBatch{Meta: m} })))
+	for _, cmd := range then {
+		ask(cmd)
+	}
+	chain := func(n int) []string {
+		t.Helper()
+		result := sys.Root.RequestFuture(parent, chainParts(numbered(n, func(m *messages.StepMeta) any { return &messages.PromptBatch{Meta: m} })), 5*time.Second)
+		if wait {
+			time.Sleep(10 * hedgeMin) // a hedge would have been sent by now
+			ask("release")
+		}
+		res, err := result.Result()
+		if err != nil {
+			t.Fatalf("no answer (no hedge?): %v", err)
+		}
+		r := res.(*scatterResult)
+		if r.err != nil {
+			t.Fatalf("parts failed: %v", r.err)
+		}
+		var nodes []string
+		for _, x := range r.replies {
+			rs := x.(*messages.RefScored)
+			nodes = append(nodes, rs.GetScored().GetRollouts().GetMeta().GetBatchId()+" "+rs.GetScored().GetRewardNames()[0])
+		}
+		return nodes
+	}
+	nodes = chain(2)
+	if !wait {
+		hedged = ask("state").(string)
+		more = chain(3)
+		ask("release")
+	}
+	want := "hedged 1, busy 0, late []"
+	if wait {
+		want = "hedged 0, busy 0, late []"
+	}
+	st := ask("state").(string)
+	for deadline := time.Now().Add(10 * time.Second); st != want && time.Now().Before(deadline); st = ask("state").(string) {
+		time.Sleep(time.Millisecond)
+	}
+	if st != want {
+		t.Errorf("once the held members answered: %q, want %q", st, want)
+	}
+	return nodes, hedged, more
+}
+
+// members makes a pool's members from a spec: one "node", "node:busy"
+// or "node:busy:late" a member, "." for this process.
+func members(spec string) []*member {
+	var ms []*member
+	for _, f := range strings.Fields(spec) {
+		fs := strings.Split(f, ":")
+		m := &member{node: strings.TrimPrefix(fs[0], ".")}
+		if len(fs) > 1 {
+			fmt.Sscan(fs[1], &m.busy)
+		}
+		if len(fs) > 2 {
+			fmt.Sscan(fs[2], &m.late)
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// TestPoolHedgeWay: the way a hedge of a slow try goes (the try on the
+// first generator, relayed through the first reward evaluator and the
+// reference scorer beside it) goes through as few of the try's nodes as
+// an idle member allows, never along the same nodes stage by stage;
+// whether some way, busy or not, avoids one decides whether the pool
+// looks at all.
+func TestPoolHedgeWay(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		gen, rew, ref string // members (members); rew "": the part is not relayed
+		want          string // the hedge's nodes; "": none
+		any           bool   // some way avoids a node of the try, busy or not
+	}{
+		{"reward node slow, one generator node", "g:1 g", "a:1 b", "a:1 b", "g→b→b", true},
+		{"a generator of another node idle too", "g:1 g k", "a:1 b", "a:1 b", "k→b→b", true},
+		{"the least busy other reward node", "g:1 g", "a:1 b:2 c", "a:1 b:2 c", "g→c→c", true},
+		{"generator node slow, one reward node", "g:1 k", "a:1", "a:1", "k→a→a", true},
+		{"only the try's nodes", "g:1 g", "a:1", "a:1", "", false},
+		{"no reference beside the other reward node", "g:1 g", "a:1 b", "a:1", "", false},
+		{"no member idle", "g:1 g:1", "a:1 b", "a:1 b", "", true},
+		{"generator and reward node one node", "g:1 g", "g:1 b", "g:1 b", "g→b→b", true},
+		{"one process", ".:1 .", ".:1", ".:1", "", false},
+		{"relayed from this process to another node", ".:1 .", ".:1 b", ".:1 b", "local→b→b", true},
+		{"not relayed: an idle member of another node", "g:1 g k", "", "", "k", true},
+		{"not relayed: one node", "g:1 g", "", "", "", false},
+	} {
+		gen := &pool{members: members(tc.gen)}
+		slow := &task{on: gen.members[0]}
+		if tc.rew != "" {
+			rew, ref := &pool{members: members(tc.rew)}, &pool{members: members(tc.ref)}
+			slow.then, slow.via = []*pool{rew, ref}, []*member{rew.members[0], ref.members[0]}
+		}
+		got := ""
+		if w, ok := gen.hedgeWay(slow, idle); ok {
+			got = w.String()
+		}
+		if got != tc.want || gen.canHedge(slow) != tc.any {
+			t.Errorf("%s: hedge on %q (any way: %v), want %q (%v)", tc.name, got, gen.canHedge(slow), tc.want, tc.any)
+		}
+	}
+}
+
+// TestRoute: a part that a generator takes is relayed to the least busy
+// reward evaluator with a reference scorer beside it (the first such when
+// several are as busy; one holding a try its hedge superseded only when
+// every one does), a reward evaluator's Scored to the reference scorer
+// beside it; nil when there is none, or no next pool.
+func TestRoute(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    string // the member's node
+		then []string
+		want string // the route's nodes and busy counts; "": none
+	}{
+		{"the least busy reward evaluator", "g", []string{"a:2 b:1 c:1", "a b c"}, "b:1 b:0"},
+		{"one without a reference beside is skipped", "g", []string{"a:2 b:0", "a"}, "a:2 a:0"},
+		{"as busy: the first", "g", []string{"a b", "b a"}, "a:0 a:0"},
+		{"one holding a superseded try: the other", "g", []string{"a:1:1 b:3", "a b"}, "b:3 b:0"},
+		{"every one holding one: the least busy", "g", []string{"a:2:1 b:1:1", "a b"}, "b:1 b:0"},
+		{"none with a reference beside", "g", []string{"a", "b"}, ""},
+		{"Scored to the reference beside", "a", []string{"b a:1 a:0"}, "a:0"},
+		{"no reference beside", "a", []string{"b"}, ""},
+	} {
+		var then []*pool
+		for _, spec := range tc.then {
+			then = append(then, &pool{members: members(spec)})
+		}
+		var got []string
+		for _, v := range route(&member{node: tc.m}, then) {
+			got = append(got, fmt.Sprintf("%s:%d", v.node, v.busy))
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s: route %q, want %q", tc.name, strings.Join(got, " "), tc.want)
+		}
+	}
+	if got := route(&member{node: "g"}, []*pool{nil}); got != nil {
+		t.Errorf("no next pool: route %v, want none", got)
 	}
 }

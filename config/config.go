@@ -482,11 +482,13 @@ type Cluster struct {
 	// minRequestTimeout, or 0 (the default) for each stage's own, sized
 	// from the work a request holds (at least 30 s).
 	RequestTimeout time.Duration `koanf:"request_timeout" help:"timeout of one request to a stage actor (>= 10ms; 0: each stage's sized from its work, at least 30s)"`
-	// Hedge sends a part still running on one node after three times the
-	// fastest node's average answer (at least 50 ms) to an idle actor of
-	// another node as well; the first answer counts, and results do not
-	// change (a part's result never depends on its node).
-	Hedge bool `koanf:"hedge" help:"send a part still running after 3x the fastest node's time to an idle actor on another node too; the first answer counts"`
+	// Hedge sends a part still running after three times the fastest
+	// node's average answer (at least 50 ms) to an idle actor as well,
+	// through other nodes (another generator node, or for a part relayed
+	// to a reward+reference node, another such node); the first answer
+	// counts, and results do not change (a part's result never depends on
+	// its node).
+	Hedge bool `koanf:"hedge" help:"send a part still running after 3x the fastest node's time to an idle actor too, through other nodes; the first answer counts"`
 	// TLS is the mutual TLS of every connection between nodes.
 	TLS TLS `koanf:"tls" help:"mutual TLS between nodes"`
 	// Insecure allows plaintext between nodes on a non-loopback host.

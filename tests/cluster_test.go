@@ -436,18 +436,69 @@ func TestLongClusterHedgesFrozenNode(t *testing.T) {
 	start(t, bin, "gen-b", "--role", "generator", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
 	start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
 	run := filepath.Join(dir, "cluster")
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) { // a few steps: the pool knows its nodes' times
-		if raw, _ := os.ReadFile(filepath.Join(run, "metrics.jsonl")); strings.Count(string(raw), "\n") > 5 || time.Now().After(deadline) {
-			break
-		}
+	freezeMidRun(t, run, genA)
+	checkHedged(t, learner, idA, run, want, steps)
+}
+
+// TestLongClusterHedgesFrozenRelayNode: one of two reward+reference nodes
+// frozen (SIGSTOP) for 3 s mid-run, while the one generator node relays
+// parts to it: those parts are hedged through the other reward+reference
+// node (by the generator node's other generator), the frozen node is not
+// dropped, the run ends bit-identical to --role all, and its metrics count
+// the hedged parts. Without hedging the part waits for the keepalive,
+// which drops the node.
+func TestLongClusterHedgesFrozenRelayNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: five processes")
 	}
-	genA.signal(t, syscall.SIGSTOP)
+	bin, dir, steps := binary(t, ""), t.TempDir(), 150
+	want := allRun(t, bin, dir, steps)
+	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	learner := start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner",
+		"--cluster.port", strings.Split(seed, ":")[1], "--cluster.min_generators", "2")...)
+	// Both reward+reference nodes join before the generator node, whose two
+	// generators the run waits for: every step can relay to either.
+	rrA := start(t, bin, "rr-a", "--role", "reward,reference", "--cluster.seeds", seed)
+	idA := rrA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
+	start(t, bin, "rr-b", "--role", "reward,reference", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
+	start(t, bin, "gen", "--role", "generator", "--cluster.seeds", seed, "--cluster.generators", "2").waitFor(t, `joined run`, time.Minute)
+	run := filepath.Join(dir, "cluster")
+	freezeMidRun(t, run, rrA)
+	checkHedged(t, learner, idA, run, want, steps)
+}
+
+// freezeMidRun waits for a few steps of run (the pools then know how fast
+// their nodes answer) and freezes node (SIGSTOP) for 3 s, less than the
+// keepalive that would drop it; the run must go on without it meanwhile
+// (ten steps or more: tiny's take milliseconds).
+func freezeMidRun(t *testing.T, run string, node *proc) {
+	t.Helper()
+	lines := func() int {
+		raw, _ := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+		return strings.Count(string(raw), "\n")
+	}
+	for deadline := time.Now().Add(time.Minute); lines() <= 5 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	node.signal(t, syscall.SIGSTOP)
+	before := lines()
 	time.Sleep(3 * time.Second)
-	genA.signal(t, syscall.SIGCONT)
+	during := lines() - before
+	node.signal(t, syscall.SIGCONT)
+	if during < 10 {
+		t.Errorf("the run wrote %d metrics lines while the node was frozen, want 10 or more: it waited for the node", during)
+	}
+}
+
+// checkHedged requires the learner to end its run (exit 0) without
+// dropping the node id, the run to match --role all's (want), and its
+// metrics to count hedged parts.
+func checkHedged(t *testing.T, learner *proc, id, run, want string, steps int) {
+	t.Helper()
 	if code := learner.exit(t, 5*time.Minute); code != 0 {
 		t.Fatalf("learner: exit %d\n%s", code, learner.text())
 	}
-	if strings.Contains(learner.text(), idA+" at ") && strings.Contains(learner.text(), " left") {
+	if regexp.MustCompile(`node ` + regexp.QuoteMeta(id) + ` at \S+ left`).MatchString(learner.text()) {
 		t.Errorf("the learner dropped the frozen node; a hedge should have spared it:\n%s", learner.text())
 	}
 	sameRun(t, run, want, steps)
