@@ -44,7 +44,7 @@ func (p *pool) watch(c actor.Context) {
 	}
 	var next time.Duration
 	for t := range p.running {
-		if t.hedged || t.g.over || !p.canHedge(t) {
+		if t.hedged || t.g.over || !p.spansNodes(t.then) || !p.canHedge(t) {
 			continue
 		}
 		if wait, _ := p.due(t); next == 0 || wait < next {
@@ -112,6 +112,24 @@ func (p *pool) hedgeOn(c actor.Context, t *task, w way) {
 		t.span.AddEvent(fmt.Sprintf("hedged on %s after %v", w, time.Since(t.sent).Round(time.Millisecond)))
 	}
 	p.send(c, h, w.m, w.via)
+}
+
+// spansNodes reports whether the members of p and of the later stages
+// then are on two nodes or more (this process counting as one): where
+// they are not (--role all), no way can avoid a node, and watch need not
+// list them.
+func (p *pool) spansNodes(then []*pool) bool {
+	var first *member
+	for _, q := range append([]*pool{p}, then...) {
+		for _, m := range q.members {
+			if first == nil {
+				first = m
+			} else if m.node != first.node {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // canHedge reports whether some way, busy or not, avoids a node of try t
