@@ -121,6 +121,9 @@ func (p *pool) hedgeOn(c actor.Context, t *task, w way) {
 func (p *pool) spansNodes(then []*pool) bool {
 	var first *member
 	for _, q := range append([]*pool{p}, then...) {
+		if q == nil { // a stage with no pool: nothing is relayed (routes)
+			continue
+		}
 		for _, m := range q.members {
 			if first == nil {
 				first = m
