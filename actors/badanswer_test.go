@@ -353,7 +353,9 @@ func TestPoolDropsMalformedHedge(t *testing.T) {
 	ask("gen a bad")
 	answeredBy(t, ask([]any{vetPrompts()}).(*scatterResult)) // on h, the first of the pool: it learns how fast h answers
 	result := request([]any{vetPromptsOf(heldStep)})         // on h, held
-	time.Sleep(10 * hedgeMin)                                // hedged on a by now
+	for deadline := time.Now().Add(10 * time.Second); ask("state").(vetState).counts["a"] == 0 && time.Now().Before(deadline); {
+		time.Sleep(hedgeMin) // until hedged on a, which answers malformed
+	}
 	ask("release")
 	res, err := result.Result()
 	if err != nil {
