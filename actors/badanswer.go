@@ -67,12 +67,12 @@ func (a *coordinator) vetAnswers() {
 type badAnswer struct {
 	on   *member // the member that made the bad data
 	what string  // what the answer was: "a malformed Rollouts", "a string where ... was due"
-	err  error
+	err  error   // what is malformed; nil for an answer of the wrong type
 }
 
-// String is b for a user: "a malformed Rollouts (rollout 5 has 12 tokens
-// and 11 log-probs)".
-func (b *badAnswer) String() string {
+// Error is b for a user: "a malformed Rollouts (rollout 5 has 12 tokens
+// and 11 log-probs)". A bad answer is the error of its try.
+func (b *badAnswer) Error() string {
 	if b.err == nil {
 		return b.what
 	}
@@ -228,21 +228,21 @@ func (p *pool) vetAnswer(c actor.Context, t *task, res any, err error) bool {
 // SHAPE_MISMATCH skip. A worker node is blamed for it.
 func (p *pool) badAnswer(c actor.Context, t *task, b *badAnswer) {
 	p.vet.total++
-	if p.settleHedge(t, b.err) { // the try is dropped: its sibling counts
+	if p.settleHedge(t, b) { // the try is dropped: its sibling counts
 		p.vet.blame(c, t, b, "the part's other try runs on")
 		return
 	}
 	g := t.g
 	switch {
 	case g.over:
-		endTask(t, "", b.err)
+		endTask(t, "", b)
 		p.vet.blame(c, t, b, "its step was over")
 	case t.try < p.retries && b.on.node != "":
-		endTask(t, "malformed answer: redone on another member", b.err)
+		endTask(t, "malformed answer: redone on another member", b)
 		p.vet.blame(c, t, b, "the part is redone elsewhere")
 		p.redo(c, t, b.on.node)
 	default:
-		endTask(t, "", b.err)
+		endTask(t, "", b)
 		p.vet.blame(c, t, b, "the step is skipped")
 		g.over = true
 		g.done(nil, &SkipError{Stage: p.stage, Reason: messages.SkipReason_SHAPE_MISMATCH,

@@ -133,19 +133,20 @@ func TestCheckAnswerBlames(t *testing.T) {
 			t.Errorf("%s: %v, want it to pass", tc.name, b)
 		case tc.on != nil && b == nil:
 			t.Errorf("%s: passed, want %q", tc.name, tc.what)
-		case tc.on != nil && (b.on != tc.on || !strings.Contains(b.String(), tc.what)):
+		case tc.on != nil && (b.on != tc.on || !strings.Contains(b.Error(), tc.what)):
 			t.Errorf("%s: %v on node %s, want %q on node %s", tc.name, b, b.on.node, tc.what, tc.on.node)
 		}
 	}
 }
 
 // vetGenerator is a generator of node: it answers a PromptBatch with
-// rollouts tagged with its node, malformed (a log-prob short) when bad;
-// a held one answers a part of heldStep only once release is closed.
+// rollouts tagged with its node, malformed (a log-prob short) when bad,
+// with a string when wrong; a held one answers a part of heldStep only
+// once release is closed.
 type vetGenerator struct {
-	node    string
-	bad     bool
-	release chan struct{}
+	node       string
+	bad, wrong bool
+	release    chan struct{}
 }
 
 func (g *vetGenerator) Receive(c actor.Context) {
@@ -157,13 +158,17 @@ func (g *vetGenerator) Receive(c actor.Context) {
 		if g.bad {
 			ro.Rollouts[1].Logp = ro.Rollouts[1].Logp[:2]
 		}
+		if g.wrong {
+			c.Respond("rollouts")
+			return
+		}
 		c.Respond(ro)
 	}
 }
 
 // vetParent holds a generator pool with its answers checked, and the
 // coordinator's record of worker nodes, which drops nodes as it does.
-// "gen NODE good|bad|held" adds a generator of NODE ("local": this
+// "gen NODE good|bad|wrong|held" adds a generator of NODE ("local": this
 // process's; held: good, a part of heldStep once "release" comes);
 // "state" answers a
 // vetState; []any of prompt batches is scattered.
@@ -216,7 +221,7 @@ func (p *vetParent) command(c actor.Context, cmd []string) {
 		c.Respond(st)
 		return
 	}
-	node, g := cmd[1], &vetGenerator{node: cmd[1], bad: cmd[2] == "bad"}
+	node, g := cmd[1], &vetGenerator{node: cmd[1], bad: cmd[2] == "bad", wrong: cmd[2] == "wrong"}
 	if cmd[2] == "held" {
 		g.release = p.release
 	}
@@ -344,30 +349,38 @@ func TestPoolRedoesOnAnotherNode(t *testing.T) {
 }
 
 // TestPoolDropsMalformedHedge: a part hedged on another node whose answer
-// there is malformed goes on with its first try: the hedge is dropped,
-// the first try's answer counts, and the hedge's node is counted.
+// there is malformed (or of the wrong type) goes on with its first try:
+// the hedge is dropped, the first try's answer counts, and the hedge's
+// node is counted.
 func TestPoolDropsMalformedHedge(t *testing.T) {
-	notice := &syncBuffer{}
-	ask, request := startVet(t, notice, true)
-	ask("gen h held")
-	ask("gen a bad")
-	answeredBy(t, ask([]any{vetPrompts()}).(*scatterResult)) // on h, the first of the pool: it learns how fast h answers
-	result := request([]any{vetPromptsOf(heldStep)})         // on h, held
-	for deadline := time.Now().Add(10 * time.Second); ask("state").(vetState).counts["a"] == 0 && time.Now().Before(deadline); {
-		time.Sleep(hedgeMin) // until hedged on a, which answers malformed
-	}
-	ask("release")
-	res, err := result.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := answeredBy(t, res.(*scatterResult)); got[0] != "h" {
-		t.Fatalf("answered by %v, want h (the malformed hedge dropped)", got)
-	}
-	if st := ask("state").(vetState); st.counts["a"] != 1 || len(st.members) != 2 {
-		t.Errorf("%+v: want node a counted once, no member dropped", st)
-	}
-	if !strings.Contains(notice.String(), "node a at 10.0.0.2:4101 answered part 0 of step 99 with a malformed Rollouts (rollout 1 has 3 tokens and 2 log-probs); the part's other try runs on") {
-		t.Errorf("lines %q, want one about node a's hedge", notice.String())
+	for _, tc := range []struct{ kind, what string }{
+		{"bad", "a malformed Rollouts (rollout 1 has 3 tokens and 2 log-probs)"},
+		{"wrong", "a string where a Rollouts was due"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			notice := &syncBuffer{}
+			ask, request := startVet(t, notice, true)
+			ask("gen h held")
+			ask("gen a " + tc.kind)
+			answeredBy(t, ask([]any{vetPrompts()}).(*scatterResult)) // on h, the first of the pool: it learns how fast h answers
+			result := request([]any{vetPromptsOf(heldStep)})         // on h, held
+			for deadline := time.Now().Add(10 * time.Second); ask("state").(vetState).counts["a"] == 0 && time.Now().Before(deadline); {
+				time.Sleep(hedgeMin) // until hedged on a, which answers malformed
+			}
+			ask("release")
+			res, err := result.Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := answeredBy(t, res.(*scatterResult)); got[0] != "h" {
+				t.Fatalf("answered by %v, want h (the malformed hedge dropped)", got)
+			}
+			if st := ask("state").(vetState); st.counts["a"] != 1 || len(st.members) != 2 {
+				t.Errorf("%+v: want node a counted once, no member dropped", st)
+			}
+			if want := "node a at 10.0.0.2:4101 answered part 0 of step 99 with " + tc.what + "; the part's other try runs on\n"; notice.String() != want {
+				t.Errorf("lines %q, want %q", notice.String(), want)
+			}
+		})
 	}
 }
