@@ -148,7 +148,7 @@ func (s *actorStages) checkpoint(ctx context.Context, dir string) error {
 func (s *actorStages) stats(ctx context.Context) ClusterStats {
 	res, err := s.ask(ctx, &statsRequest{})
 	if st, ok := res.(*coordinatorStats); ok && err == nil {
-		return ClusterStats{Reissued: st.reissued, Hedged: st.hedged, Sync: st.lastSync}
+		return ClusterStats{Reissued: st.reissued, Hedged: st.hedged, BadAnswers: st.bad, Sync: st.lastSync}
 	}
 	return ClusterStats{}
 }

@@ -28,7 +28,8 @@ type coordinator struct {
 	supervisor *supervisor
 	members    *membership
 	weights    *publisher
-	stopping   bool // the run is ending: stopped children stay stopped
+	answers    *answerCheck // malformed answers of the pools' members (badanswer.go)
+	stopping   bool         // the run is ending: stopped children stay stopped
 }
 
 // stageRequest asks the coordinator to spread parts over one stage's pool
@@ -56,6 +57,7 @@ type statsRequest struct{}
 type coordinatorStats struct {
 	reissued int         // parts sent again because their actor was lost
 	hedged   int         // parts sent to a second node because they ran long on the first
+	bad      int         // malformed answers (badanswer.go)
 	lastSync SyncMeasure // the newest weight publication every remote generator acknowledged
 }
 
@@ -64,6 +66,7 @@ func (a *coordinator) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.pools = a.supervisor.spawn(c)
+		a.vetAnswers()
 		a.members.start(c)
 	case *actor.Stopping:
 		a.stopping = true
@@ -81,7 +84,7 @@ func (a *coordinator) Receive(c actor.Context) {
 		c.Respond(&stageReply{}) // at once: see publisher.publish
 		a.weights.publish(c, m, a.pools[messages.Stage_GENERATE].members)
 	case *statsRequest:
-		st := &coordinatorStats{lastSync: a.weights.lastSync}
+		st := &coordinatorStats{lastSync: a.weights.lastSync, bad: a.answers.total}
 		for _, s := range []messages.Stage{messages.Stage_GENERATE, messages.Stage_REWARD, messages.Stage_REFERENCE} {
 			st.reissued += a.pools[s].reissued
 			st.hedged += a.pools[s].hedged
@@ -190,6 +193,7 @@ func (a *coordinator) register(c actor.Context, m *messages.Register) {
 // Heartbeat learns that it must join again.
 func (a *coordinator) dropNode(c actor.Context, id, why string) {
 	pids := a.members.drop(id, why)
+	a.answers.forget(id) // counted afresh if it joins again
 	for _, pid := range pids {
 		c.Unwatch(pid)
 		a.weights.left(pid, "its node left")

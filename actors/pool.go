@@ -47,6 +47,7 @@ type pool struct {
 	reissued int                 // parts sent again because their actor was lost
 	tracer   oteltrace.Tracer
 	meter    *meter.Instruments // records the queue depth after every change (nil: off)
+	vet      *answerCheck       // checks every answer, shared by the coordinator's pools (badanswer.go); nil: none
 
 	// hedge sends a part that runs long on one node to an idle member of
 	// another node as well (hedge.go); took averages each node's answer
@@ -332,6 +333,9 @@ func (p *pool) answered(c actor.Context, t *task, res any, err error) {
 		return // reissued after its member left, or its hedge answered first: another try counts
 	}
 	p.release(t)
+	if p.vetAnswer(c, t, res, err) {
+		return // malformed: redone elsewhere, or its step ended (badanswer.go)
+	}
 	if err == nil {
 		p.timeAnswer(t)
 	}

@@ -162,10 +162,10 @@ func (r *runner) evaluateStep(ctx context.Context, res stepResult, m map[string]
 	}
 }
 
-// clusterMetrics adds the parts sent again because their actor was lost
-// and those hedged on a second node, and the newest weight sync to remote
-// generators, which replaces the hand-over time (a network's, not a
-// pointer's).
+// clusterMetrics adds the parts sent again because their actor was lost,
+// those hedged on a second node and the malformed answers, and the newest
+// weight sync to remote generators, which replaces the hand-over time (a
+// network's, not a pointer's).
 func (r *runner) clusterMetrics(ctx context.Context, m map[string]float64) {
 	st := r.trainer.ClusterStats(ctx)
 	if st.Reissued > 0 {
@@ -173,6 +173,9 @@ func (r *runner) clusterMetrics(ctx context.Context, m map[string]float64) {
 	}
 	if st.Hedged > 0 {
 		m[runlog.KeyHedgedParts] = float64(st.Hedged)
+	}
+	if st.BadAnswers > 0 {
+		m[runlog.KeyBadAnswers] = float64(st.BadAnswers)
 	}
 	if sync := st.Sync; sync.Bytes > 0 {
 		m[runlog.KeyWeightSyncBytes], m[runlog.TimePrefix+"weight_sync_s"] = float64(sync.Bytes), sync.Seconds

@@ -214,6 +214,9 @@ type ClusterStats struct {
 	// Hedged counts the parts sent to a second node because they ran long
 	// on the first (cluster.hedge).
 	Hedged int
+	// BadAnswers counts the malformed answers of stage actors (a worker
+	// node's, redone elsewhere, or this process's, skipped).
+	BadAnswers int
 	// Sync measures the newest weight sync every remote generator
 	// acknowledged.
 	Sync SyncMeasure

@@ -35,6 +35,10 @@ const (
 	// sent to a second node because they ran long on the first
 	// (cluster.hedge).
 	KeyHedgedParts = "cluster/hedged_parts"
+	// KeyBadAnswers counts, since the run (or resume) started, the
+	// answers of stage actors that failed their check (malformed: redone
+	// elsewhere, or the step skipped).
+	KeyBadAnswers = "cluster/bad_answers"
 )
 
 // etaAlpha is the weight of the newest step time in the exponential moving
