@@ -50,7 +50,7 @@ func referenceScore(ref Scorer, s referenceSettings, sc *messages.Scored) (*mess
 		rs.Ref[i] = &messages.TokenLogprobs{Logp: messages.Float32s(ts.LogProbs)}
 		rs.RefLogpSum[i] = sum
 	}
-	return rs, messages.CheckRefScored(rs)
+	return rs, messages.CheckRefLogps(rs) // a non-finite log-prob is this scorer's skip, never an answer the learner must refuse
 }
 
 // sequences returns prompt + completion token ids of every rollout.
