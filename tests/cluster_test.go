@@ -426,18 +426,13 @@ func TestLongClusterHedgesFrozenNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: five processes")
 	}
-	bin, dir, steps := binary(t, ""), t.TempDir(), 150
-	want := allRun(t, bin, dir, steps)
-	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	learner := start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner",
-		"--cluster.port", strings.Split(seed, ":")[1], "--cluster.min_generators", "2")...)
-	genA := start(t, bin, "gen-a", "--role", "generator", "--cluster.seeds", seed)
+	h := startHedged(t)
+	genA := start(t, h.bin, "gen-a", "--role", "generator", "--cluster.seeds", h.seed)
 	idA := genA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
-	start(t, bin, "gen-b", "--role", "generator", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
-	start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
-	run := filepath.Join(dir, "cluster")
-	freezeMidRun(t, run, genA)
-	checkHedged(t, learner, idA, run, want, steps)
+	start(t, h.bin, "gen-b", "--role", "generator", "--cluster.seeds", h.seed).waitFor(t, `joined run`, time.Minute)
+	start(t, h.bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", h.seed).waitFor(t, `joined run`, time.Minute)
+	freezeMidRun(t, h.run, genA)
+	h.check(t, idA)
 }
 
 // TestLongClusterHedgesFrozenRelayNode: one of two reward+reference nodes
@@ -445,26 +440,48 @@ func TestLongClusterHedgesFrozenNode(t *testing.T) {
 // parts to it: those parts are hedged through the other reward+reference
 // node (by the generator node's other generator), the frozen node is not
 // dropped, the run ends bit-identical to --role all, and its metrics count
-// the hedged parts. Without hedging the part waits for the keepalive,
-// which drops the node.
+// the hedged parts. Without hedging the run waits out the freeze.
 func TestLongClusterHedgesFrozenRelayNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: five processes")
 	}
-	bin, dir, steps := binary(t, ""), t.TempDir(), 150
-	want := allRun(t, bin, dir, steps)
-	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	learner := start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner",
-		"--cluster.port", strings.Split(seed, ":")[1], "--cluster.min_generators", "2")...)
+	h := startHedged(t)
 	// Both reward+reference nodes join before the generator node, whose two
 	// generators the run waits for: every step can relay to either.
-	rrA := start(t, bin, "rr-a", "--role", "reward,reference", "--cluster.seeds", seed)
+	rrA := start(t, h.bin, "rr-a", "--role", "reward,reference", "--cluster.seeds", h.seed)
 	idA := rrA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
-	start(t, bin, "rr-b", "--role", "reward,reference", "--cluster.seeds", seed).waitFor(t, `joined run`, time.Minute)
-	start(t, bin, "gen", "--role", "generator", "--cluster.seeds", seed, "--cluster.generators", "2").waitFor(t, `joined run`, time.Minute)
-	run := filepath.Join(dir, "cluster")
-	freezeMidRun(t, run, rrA)
-	checkHedged(t, learner, idA, run, want, steps)
+	start(t, h.bin, "rr-b", "--role", "reward,reference", "--cluster.seeds", h.seed).waitFor(t, `joined run`, time.Minute)
+	start(t, h.bin, "gen", "--role", "generator", "--cluster.seeds", h.seed, "--cluster.generators", "2").waitFor(t, `joined run`, time.Minute)
+	freezeMidRun(t, h.run, rrA)
+	h.check(t, idA)
+}
+
+// hedged is a cluster run of the hedging tests: its binary, the --role
+// all run it must match (want), and a learner that waits for two
+// generator actors, whose worker nodes the test starts.
+type hedged struct {
+	bin, seed, run, want string
+	steps                int
+	learner              *proc
+}
+
+// startHedged runs --role all, then starts the learner of the same run.
+func startHedged(t *testing.T) hedged {
+	t.Helper()
+	h := hedged{bin: binary(t, ""), steps: 150}
+	dir := t.TempDir()
+	h.want = allRun(t, h.bin, dir, h.steps)
+	h.seed = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	h.learner = start(t, h.bin, "learner", append(runFlags(dir, "cluster", h.steps), "--role", "learner",
+		"--cluster.port", strings.Split(h.seed, ":")[1], "--cluster.min_generators", "2")...)
+	h.run = filepath.Join(dir, "cluster")
+	return h
+}
+
+// check is checkHedged of h's run, whose frozen node is id.
+func (h hedged) check(t *testing.T, id string) {
+	t.Helper()
+	checkHedged(t, h.learner, id, h.run, h.want, h.steps)
 }
 
 // freezeMidRun waits for a few steps of run (the pools then know how fast
