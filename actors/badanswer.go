@@ -2,7 +2,6 @@ package actors
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -290,23 +289,5 @@ func (m *membership) address(id string) string {
 // (in p, and in the pools the part goes on to) wherever another member can
 // take it.
 func (p *pool) redo(c actor.Context, t *task, node string) {
-	pools := append([]*pool{p}, t.then...)
-	kept := make([][]*member, len(pools))
-	for i, q := range pools {
-		if q == nil {
-			continue
-		}
-		kept[i] = q.members
-		if others := slices.DeleteFunc(slices.Clone(q.members), func(m *member) bool { return m.node == node }); len(others) > 0 {
-			q.members = others
-		}
-	}
-	defer func() {
-		for i, q := range pools {
-			if q != nil {
-				q.members = kept[i]
-			}
-		}
-	}()
-	p.dispatch(c, &task{g: t.g, i: t.i, part: t.part, try: t.try + 1, then: t.then})
+	p.dispatch(c, &task{g: t.g, i: t.i, part: t.part, try: t.try + 1, then: t.then, avoid: node})
 }

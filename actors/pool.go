@@ -85,6 +85,10 @@ type task struct {
 	sibling *task
 	hedged  bool
 	wait    oteltrace.Span // from finding the pool empty to a member taking it; nil when it did not wait
+	// avoid is a node this try keeps off, in every stage, wherever a
+	// member of another node can take it (one that answered the part
+	// malformed: badanswer.go); "" for none.
+	avoid string
 }
 
 // scatter sends every part to a member and calls done exactly once, on
@@ -148,13 +152,32 @@ func (p *pool) dispatch(c actor.Context, t *task) {
 		return
 	}
 	endWait(t, "")
-	m := p.members[(t.i+t.try)%len(p.members)]
-	for _, o := range p.members {
+	members := avoiding(p.members, t.avoid, func(m *member) []*member { return []*member{m} })
+	m := members[(t.i+t.try)%len(members)]
+	for _, o := range members {
 		if lighter(o, m) {
 			m = o
 		}
 	}
-	p.send(c, t, m, route(m, t.then))
+	p.send(c, t, m, route(m, t.then, t.avoid))
+}
+
+// avoiding is xs without those of which some member (of those members
+// lists) is on node avoid, or all of xs when that would leave none.
+func avoiding[X any](xs []X, avoid string, members func(X) []*member) []X {
+	if avoid == "" {
+		return xs
+	}
+	var kept []X
+	for _, x := range xs {
+		if !slices.ContainsFunc(members(x), func(m *member) bool { return m.node == avoid }) {
+			kept = append(kept, x)
+		}
+	}
+	if len(kept) == 0 {
+		return xs
+	}
+	return kept
 }
 
 // lighter reports whether a part is better sent to o than to m: o holds
@@ -231,12 +254,13 @@ func (p *pool) beside(m *member) *member {
 
 // route picks the members a part that m takes is relayed through, one
 // for each stage of then, or returns nil when it cannot be relayed: of
-// the routes there are, the first whose first member is the lightest (a
-// reward evaluator still holding a part whose hedge answered first only
-// when every one does; else the least busy).
-func route(m *member, then []*pool) []*member {
+// the routes there are (those off node avoid where there are such), the
+// first whose first member is the lightest (a reward evaluator still
+// holding a part whose hedge answered first only when every one does;
+// else the least busy).
+func route(m *member, then []*pool, avoid string) []*member {
 	var best []*member
-	for _, via := range routes(m, then) {
+	for _, via := range avoiding(routes(m, then), avoid, func(via []*member) []*member { return via }) {
 		if best == nil || lighter(via[0], best[0]) {
 			best = via
 		}

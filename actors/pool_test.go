@@ -938,14 +938,14 @@ func TestRoute(t *testing.T) {
 			then = append(then, &pool{members: members(spec)})
 		}
 		var got []string
-		for _, v := range route(&member{node: tc.m}, then) {
+		for _, v := range route(&member{node: tc.m}, then, "") {
 			got = append(got, fmt.Sprintf("%s:%d", v.node, v.busy))
 		}
 		if strings.Join(got, " ") != tc.want {
 			t.Errorf("%s: route %q, want %q", tc.name, strings.Join(got, " "), tc.want)
 		}
 	}
-	if got := route(&member{node: "g"}, []*pool{nil}); got != nil {
+	if got := route(&member{node: "g"}, []*pool{nil}, ""); got != nil {
 		t.Errorf("no next pool: route %v, want none", got)
 	}
 }
