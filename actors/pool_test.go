@@ -178,14 +178,7 @@ func TestPoolWaitsAndReissues(t *testing.T) {
 	release := make(chan struct{})
 	parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &dynamicParent{release: release} }))
 	result := sys.Root.RequestFuture(parent, []any{1, 2}, time.Minute)
-	ask := func(msg string) any {
-		t.Helper()
-		res, err := sys.Root.RequestFuture(parent, msg, 10*time.Second).Result()
-		if err != nil {
-			t.Fatalf("%s: %v", msg, err)
-		}
-		return res
-	}
+	ask := asker(t, sys, parent)
 	ask("add held") // both parts go to the held member and hang there
 	ask("add fresh")
 	if n := ask("drop"); n != 2 {
@@ -212,14 +205,7 @@ func TestPoolNeedsMembersToStart(t *testing.T) {
 	sys := NewSystem(nil, nil)
 	defer sys.Shutdown()
 	parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &dynamicParent{need: 2} }))
-	ask := func(msg any) any {
-		t.Helper()
-		res, err := sys.Root.RequestFuture(parent, msg, 10*time.Second).Result()
-		if err != nil {
-			t.Fatalf("%v: %v", msg, err)
-		}
-		return res
-	}
+	ask := asker(t, sys, parent)
 	result := sys.Root.RequestFuture(parent, []any{1, 2}, time.Minute)
 	ask("add a")
 	if n := ask("waiting"); n != 2 {
@@ -521,12 +507,7 @@ func runParent(t *testing.T, parts any, setup, during []string) *scatterResult {
 	defer sys.Shutdown()
 	parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &relayParent{release: make(chan struct{})} }))
 	defer sys.Root.Send(parent, "release")
-	ask := func(cmd string) {
-		t.Helper()
-		if _, err := sys.Root.RequestFuture(parent, cmd, 10*time.Second).Result(); err != nil {
-			t.Fatalf("%s: %v", cmd, err)
-		}
-	}
+	ask := asker(t, sys, parent)
 	for _, cmd := range setup {
 		ask(cmd)
 	}
@@ -691,14 +672,7 @@ func TestPoolHedges(t *testing.T) {
 		parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 			return &dynamicParent{release: release, hedge: tc.hedge, node: tc.node}
 		}))
-		ask := func(msg any) any {
-			t.Helper()
-			res, err := sys.Root.RequestFuture(parent, msg, 10*time.Second).Result()
-			if err != nil {
-				t.Fatalf("%s: %v: %v", tc.name, msg, err)
-			}
-			return res
-		}
+		ask := asker(t, sys, parent, tc.name)
 		ask("add fresh")
 		ask("add held")
 		ask([]any{1}) // to fresh: the pool learns how fast its node answers
@@ -795,14 +769,7 @@ func runHedgedChain(t *testing.T, warm, then []string, wait bool) (nodes []strin
 	defer sys.Shutdown()
 	parent := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &relayParent{release: make(chan struct{})} }))
 	defer sys.Root.Send(parent, "release")
-	ask := func(msg any) any {
-		t.Helper()
-		res, err := sys.Root.RequestFuture(parent, msg, 10*time.Second).Result()
-		if err != nil {
-			t.Fatalf("%v: %v", msg, err)
-		}
-		return res
-	}
+	ask := asker(t, sys, parent)
 	for _, cmd := range append([]string{"hedge"}, warm...) {
 		ask(cmd)
 	}
@@ -947,5 +914,20 @@ func TestRoute(t *testing.T) {
 	}
 	if got := route(&member{node: "g"}, []*pool{nil}, ""); got != nil {
 		t.Errorf("no next pool: route %v, want none", got)
+	}
+}
+
+// asker returns a function that sends msg to parent and waits (10 s at
+// most) for its answer, failing the test (its message led by context)
+// when none comes.
+func asker(t *testing.T, sys *actor.ActorSystem, parent *actor.PID, context ...string) func(msg any) any {
+	lead := strings.Join(append(context, ""), ": ")
+	return func(msg any) any {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(parent, msg, 10*time.Second).Result()
+		if err != nil {
+			t.Fatalf("%s%v: %v", lead, msg, err)
+		}
+		return res
 	}
 }
