@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,26 +109,21 @@ func TestLongClusterMalformedNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: four processes")
 	}
-	bin, dir, steps := binary(t, ""), t.TempDir(), 6
-	want := allRun(t, bin, dir, steps)
-	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	learner := start(t, bin, "learner", append(runFlags(dir, "cluster", steps), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1],
-		"--cluster.min_generators", "2")...) // the malformed node draws parts from the first step on
-	start(t, bin, "gen", "--role", "generator", "--cluster.seeds", seed)
-	start(t, bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", seed)
-	id := joinMalformed(t, bin, seed)
-	if code := learner.exit(t, 5*time.Minute); code != 0 {
-		t.Fatalf("learner: exit %d\n%s", code, learner.text())
+	h := startClusterRun(t, 6) // two generator actors: the malformed node draws parts from the first step on
+	start(t, h.bin, "gen", "--role", "generator", "--cluster.seeds", h.seed)
+	start(t, h.bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", h.seed)
+	id := joinMalformed(t, h.bin, h.seed)
+	if code := h.learner.exit(t, 5*time.Minute); code != 0 {
+		t.Fatalf("learner: exit %d\n%s", code, h.learner.text())
 	}
-	out := learner.text()
+	out := h.learner.text()
 	redone := regexp.MustCompile(`node ` + id + ` at \S+ answered part \d+ of step \d+ with a malformed Rollouts \(rollout 0 has 3 tokens and 2 log-probs\); the part is redone elsewhere\n`)
 	left := regexp.MustCompile(`node ` + id + ` at \S+ left \(3 malformed answers, the last: a malformed Rollouts \(rollout 0 has 3 tokens and 2 log-probs\)\)\n`)
 	if n := len(redone.FindAllString(out, -1)); n != 1 || len(left.FindAllString(out, -1)) != 1 {
 		t.Errorf("%d lines about the malformed answers (want 1) and %d about the drop (want 1):\n%s", n, len(left.FindAllString(out, -1)), out)
 	}
-	got := filepath.Join(dir, "cluster")
-	sameRun(t, got, want, steps)
-	if raw, err := os.ReadFile(filepath.Join(got, "metrics.jsonl")); err != nil || !strings.Contains(string(raw), `"cluster/bad_answers":3`) {
+	sameRun(t, h.run, h.want, h.steps)
+	if raw, err := os.ReadFile(filepath.Join(h.run, "metrics.jsonl")); err != nil || !strings.Contains(string(raw), `"cluster/bad_answers":3`) {
 		t.Errorf("metrics.jsonl does not count 3 malformed answers (%v)", err)
 	}
 }

@@ -426,13 +426,13 @@ func TestLongClusterHedgesFrozenNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: five processes")
 	}
-	h := startHedged(t)
+	h := startClusterRun(t, 150)
 	genA := start(t, h.bin, "gen-a", "--role", "generator", "--cluster.seeds", h.seed)
 	idA := genA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
 	start(t, h.bin, "gen-b", "--role", "generator", "--cluster.seeds", h.seed).waitFor(t, `joined run`, time.Minute)
 	start(t, h.bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", h.seed).waitFor(t, `joined run`, time.Minute)
 	freezeMidRun(t, h.run, genA)
-	h.check(t, idA)
+	h.checkHedged(t, idA)
 }
 
 // TestLongClusterHedgesFrozenRelayNode: one of two reward+reference nodes
@@ -445,7 +445,7 @@ func TestLongClusterHedgesFrozenRelayNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: five processes")
 	}
-	h := startHedged(t)
+	h := startClusterRun(t, 150)
 	// Both reward+reference nodes join before the generator node, whose two
 	// generators the run waits for: every step can relay to either.
 	rrA := start(t, h.bin, "rr-a", "--role", "reward,reference", "--cluster.seeds", h.seed)
@@ -453,22 +453,23 @@ func TestLongClusterHedgesFrozenRelayNode(t *testing.T) {
 	start(t, h.bin, "rr-b", "--role", "reward,reference", "--cluster.seeds", h.seed).waitFor(t, `joined run`, time.Minute)
 	start(t, h.bin, "gen", "--role", "generator", "--cluster.seeds", h.seed, "--cluster.generators", "2").waitFor(t, `joined run`, time.Minute)
 	freezeMidRun(t, h.run, rrA)
-	h.check(t, idA)
+	h.checkHedged(t, idA)
 }
 
-// hedged is a cluster run of the hedging tests: its binary, the --role
-// all run it must match (want), and a learner that waits for two
-// generator actors, whose worker nodes the test starts.
-type hedged struct {
+// clusterRun is a run of steps, as --role all (want) and as a cluster
+// whose learner waits for two generator actors: its binary, the learner's
+// seed address and the run directory; the test starts the worker nodes.
+type clusterRun struct {
 	bin, seed, run, want string
 	steps                int
 	learner              *proc
 }
 
-// startHedged runs --role all, then starts the learner of the same run.
-func startHedged(t *testing.T) hedged {
+// startClusterRun runs --role all, then starts the learner of the same
+// run.
+func startClusterRun(t *testing.T, steps int) clusterRun {
 	t.Helper()
-	h := hedged{bin: binary(t, ""), steps: 150}
+	h := clusterRun{bin: binary(t, ""), steps: steps}
 	dir := t.TempDir()
 	h.want = allRun(t, h.bin, dir, h.steps)
 	h.seed = fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -478,8 +479,8 @@ func startHedged(t *testing.T) hedged {
 	return h
 }
 
-// check is checkHedged of h's run, whose frozen node is id.
-func (h hedged) check(t *testing.T, id string) {
+// checkHedged is checkHedged of h's run, whose frozen node is id.
+func (h clusterRun) checkHedged(t *testing.T, id string) {
 	t.Helper()
 	checkHedged(t, h.learner, id, h.run, h.want, h.steps)
 }
