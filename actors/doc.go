@@ -106,7 +106,7 @@
 //     rest of the pool at once (pool.go: each part has one live try; a
 //     late answer to an older try is ignored, so a step uses each part
 //     exactly once); before that, a part that runs long is sent as well
-//     to a member with nothing to do, along a chain of nodes that avoids
+//     to a member free for it, along a chain of nodes that avoids
 //     the slow try's (its member's node, and for a relayed part those of
 //     the reward evaluator and reference scorer it went through), and the
 //     first answer counts (hedge.go, cluster.hedge);

@@ -22,8 +22,9 @@ import (
 // frozen generator node is, even through the same generator node. Which
 // node does a part never changes its result (each prompt carries its own
 // seed), so a hedged run stays bit-identical. A part is hedged once, only
-// to a member with nothing to do, and only where some chain avoids a node
-// of its try at some stage: one process never hedges.
+// to a member with nothing to do (or, where every member is on one node,
+// to the one that holds it: free), and only where some chain avoids a
+// node of its try at some stage: one process never hedges.
 const (
 	// hedgeFactor: a try is hedged once it has run this many times the
 	// fastest node's average answer.
@@ -96,7 +97,7 @@ func (p *pool) check(c actor.Context) {
 	}
 	slices.SortFunc(due, func(a, b *task) int { return a.sent.Compare(b.sent) })
 	for _, t := range due {
-		if w, ok := p.hedgeWay(t, idle); ok {
+		if w, ok := p.hedgeWay(t, p.free(t)); ok {
 			p.hedgeOn(c, t, w)
 		}
 	}
@@ -142,8 +143,40 @@ func (p *pool) canHedge(t *task) bool {
 	return ok
 }
 
-// idle reports whether m has nothing to do.
-func idle(m *member) bool { return m.busy == 0 }
+// free returns whether a member may take a hedge of t: one with nothing
+// to do, or, where every member of the pool is on t's node (so no other
+// node could take it), one that holds nothing but tries due for a hedge,
+// t among them. A generator holds a part it relayed until the end of the
+// chain answers, long after it handed it on: with one generator node, a
+// part stuck on a frozen reward+reference node would otherwise never be
+// hedged (and one stuck on the frozen generator node itself has nowhere
+// else to go anyway).
+func (p *pool) free(t *task) func(*member) bool {
+	alone := !slices.ContainsFunc(p.members, func(m *member) bool { return m.node != t.on.node })
+	return func(m *member) bool {
+		return m.busy == 0 || (alone && m == t.on && p.holdsOnlyDue(m))
+	}
+}
+
+// holdsOnlyDue reports whether every try m is busy with is due for a
+// hedge, or superseded by its hedge (slow too).
+func (p *pool) holdsOnlyDue(m *member) bool {
+	slow := 0
+	for t := range p.running {
+		if t.on == m {
+			if _, ok := p.due(t); !ok {
+				return false
+			}
+			slow++
+		}
+	}
+	for t := range p.late {
+		if t.on == m {
+			slow++
+		}
+	}
+	return slow == m.busy
+}
 
 // hedgeWay picks the way to hedge try t along, from a member that takes
 // accepts, among those that avoid a node of t's (avoids): the way through

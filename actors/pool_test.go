@@ -738,6 +738,8 @@ func TestPoolHedgesChains(t *testing.T) {
 			[]string{"g b", "g b"}, "hedged 1, busy 3, late [rew:a ref:a]"},
 		{"another generator node", []string{"gen g", "gen k", "rew b", "ref b"}, []string{"rew a held", "ref a"},
 			[]string{"g b", "g b"}, "hedged 1, busy 3, late [gen:k rew:a ref:a]"},
+		{"one generator", []string{"gen g", "rew b", "ref b"}, []string{"rew a held", "ref a"},
+			[]string{"g b", "g b"}, "hedged 1, busy 3, late [rew:a ref:a]"},
 		{"one reward node", []string{"gen g", "gen g", "rew w", "ref w"}, []string{"drop w", "rew a held", "ref a"},
 			[]string{"g a", "g a"}, ""},
 	} {
@@ -870,7 +872,7 @@ func TestPoolHedgeWay(t *testing.T) {
 			slow.then, slow.via = []*pool{rew, ref}, []*member{rew.members[0], ref.members[0]}
 		}
 		got := ""
-		if w, ok := gen.hedgeWay(slow, idle); ok {
+		if w, ok := gen.hedgeWay(slow, func(m *member) bool { return m.busy == 0 }); ok {
 			got = w.String()
 		}
 		if got != tc.want || gen.canHedge(slow) != tc.any {

@@ -109,7 +109,7 @@ func TestLongClusterMalformedNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: four processes")
 	}
-	h := startClusterRun(t, 6) // two generator actors: the malformed node draws parts from the first step on
+	h := startClusterRun(t, 6, 2) // two generator actors: the malformed node draws parts from the first step on
 	start(t, h.bin, "gen", "--role", "generator", "--cluster.seeds", h.seed)
 	start(t, h.bin, "reward+reference", "--role", "reward,reference", "--cluster.seeds", h.seed)
 	id := joinMalformed(t, h.bin, h.seed)

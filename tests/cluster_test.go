@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -426,7 +427,7 @@ func TestLongClusterHedgesFrozenNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: five processes")
 	}
-	h := startClusterRun(t, 150)
+	h := startClusterRun(t, 150, 2)
 	genA := start(t, h.bin, "gen-a", "--role", "generator", "--cluster.seeds", h.seed)
 	idA := genA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
 	start(t, h.bin, "gen-b", "--role", "generator", "--cluster.seeds", h.seed).waitFor(t, `joined run`, time.Minute)
@@ -438,27 +439,29 @@ func TestLongClusterHedgesFrozenNode(t *testing.T) {
 // TestLongClusterHedgesFrozenRelayNode: one of two reward+reference nodes
 // frozen (SIGSTOP) for 3 s mid-run, while the one generator node relays
 // parts to it: those parts are hedged through the other reward+reference
-// node (by the generator node's other generator), the frozen node is not
+// node (by the generator node's one generator), the frozen node is not
 // dropped, the run ends bit-identical to --role all, and its metrics count
 // the hedged parts. Without hedging the run waits out the freeze.
 func TestLongClusterHedgesFrozenRelayNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: five processes")
 	}
-	h := startClusterRun(t, 150)
-	// Both reward+reference nodes join before the generator node, whose two
-	// generators the run waits for: every step can relay to either.
+	h := startClusterRun(t, 150, 1)
+	// Both reward+reference nodes join before the generator node, whose one
+	// generator (the default) the run waits for: every step can relay to
+	// either, and a hedge goes through the generator that holds the part.
 	rrA := start(t, h.bin, "rr-a", "--role", "reward,reference", "--cluster.seeds", h.seed)
 	idA := rrA.waitFor(t, `node (\S+): joined run`, time.Minute)[1]
 	start(t, h.bin, "rr-b", "--role", "reward,reference", "--cluster.seeds", h.seed).waitFor(t, `joined run`, time.Minute)
-	start(t, h.bin, "gen", "--role", "generator", "--cluster.seeds", h.seed, "--cluster.generators", "2").waitFor(t, `joined run`, time.Minute)
+	start(t, h.bin, "gen", "--role", "generator", "--cluster.seeds", h.seed).waitFor(t, `joined run`, time.Minute)
 	freezeMidRun(t, h.run, rrA)
 	h.checkHedged(t, idA)
 }
 
 // clusterRun is a run of steps, as --role all (want) and as a cluster
-// whose learner waits for two generator actors: its binary, the learner's
-// seed address and the run directory; the test starts the worker nodes.
+// whose learner waits for so many generator actors: its binary, the
+// learner's seed address and the run directory; the test starts the
+// worker nodes.
 type clusterRun struct {
 	bin, seed, run, want string
 	steps                int
@@ -466,15 +469,15 @@ type clusterRun struct {
 }
 
 // startClusterRun runs --role all, then starts the learner of the same
-// run.
-func startClusterRun(t *testing.T, steps int) clusterRun {
+// run, which waits for generators generator actors before its first step.
+func startClusterRun(t *testing.T, steps, generators int) clusterRun {
 	t.Helper()
 	h := clusterRun{bin: binary(t, ""), steps: steps}
 	dir := t.TempDir()
 	h.want = allRun(t, h.bin, dir, h.steps)
 	h.seed = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	h.learner = start(t, h.bin, "learner", append(runFlags(dir, "cluster", h.steps), "--role", "learner",
-		"--cluster.port", strings.Split(h.seed, ":")[1], "--cluster.min_generators", "2")...)
+		"--cluster.port", strings.Split(h.seed, ":")[1], "--cluster.min_generators", strconv.Itoa(generators))...)
 	h.run = filepath.Join(dir, "cluster")
 	return h
 }
