@@ -10,7 +10,6 @@ import (
 	"github.com/mgrpo/mgrpo/config"
 	"github.com/mgrpo/mgrpo/gpu"
 	"github.com/mgrpo/mgrpo/rewards/tasks"
-	"golang.org/x/sys/unix"
 )
 
 // preflight checks, before Run creates the run directory, what can be
@@ -126,7 +125,7 @@ func writableFile(key, path string) error {
 			return pathError(key, path, fmt.Errorf("%s is not a directory", target))
 		}
 	}
-	if err := unix.Access(target, unix.W_OK); err != nil {
+	if err := writable(target); err != nil {
 		return pathError(key, path, fmt.Errorf("%s is not %s: %w", target, want, err))
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/rewards"
-	"golang.org/x/sys/unix"
 )
 
 // Metric keys of a run besides the "train/..." ones (rewards.Key... and
@@ -200,17 +199,11 @@ func (p *Progress) Done() {
 	}
 }
 
-// IsTerminal reports whether w is an *os.File that is a character device
-// (a terminal), without any dependency beyond the standard library.
+// IsTerminal reports whether w is an *os.File open on a terminal (not
+// /dev/null, which is a character device too).
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	// A terminal answers the termios ioctl; /dev/null, also a character
-	// device, does not.
-	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
-	return err == nil
+	return ok && isTerminal(f.Fd())
 }
 
 // isFinite reports whether v is neither NaN nor ±Inf.

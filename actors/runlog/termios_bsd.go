@@ -4,5 +4,9 @@ package runlog
 
 import "golang.org/x/sys/unix"
 
-// ioctlGetTermios is the request that reads a terminal's settings.
-const ioctlGetTermios = unix.TIOCGETA
+// isTerminal reports whether fd answers the termios ioctl, as only a
+// terminal does.
+func isTerminal(fd uintptr) bool {
+	_, err := unix.IoctlGetTermios(int(fd), unix.TIOCGETA)
+	return err == nil
+}

@@ -34,9 +34,8 @@ type Limits struct {
 // descriptor limit (its soft RLIMIT_NOFILE), and PerHost at most Total:
 // several servers in one process, each a share, leave the rest to files.
 func (l Limits) Scaled(share int) Limits {
-	var r syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err == nil && r.Cur > 0 && share > 0 {
-		l.Total = int(min(uint64(l.Total), max(uint64(r.Cur)/uint64(share), 1))) // Cur is int64 on some BSDs
+	if n := fileLimit(); n > 0 && share > 0 {
+		l.Total = int(min(uint64(l.Total), max(n/uint64(share), 1)))
 	}
 	l.PerHost = min(l.PerHost, l.Total)
 	return l
