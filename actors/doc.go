@@ -128,12 +128,12 @@
 //
 // A worker waits for a learner that is not there yet (its warm start) or
 // any more (killed, or its run over), under TLS too; only a transport
-// that can never fit ends it (node.CheckPeer: ErrTLS, one line naming the
-// certificate's fault). The learner's refusals go through
+// that can never fit ends it (node.CheckPeer, or node.ProbeSeeds at the
+// membership port: ErrTLS, one line naming the certificate's fault). The learner's refusals go through
 // ClusterOptions.Refused: one line a minute per peer and kind.
 //
-// Membership (automanaged, polled every 500 ms) is only for finding the
-// learner; no grains are used, so nothing can be activated twice
+// Membership (node's own provider: the learner's membership port, under
+// the cluster's TLS, polled every 500 ms) is only for finding the learner; no grains are used, so nothing can be activated twice
 // (go-deps §11b). Every gRPC batch is bounded by the run's largest
 // message (messageBound): gRPC drops an oversized batch silently (§11d).
 // Tests that run nodes are separate OS processes (tests/cluster_test.go):

@@ -73,6 +73,9 @@ func Serve(ctx context.Context, cfg *config.Config, out io.Writer) error {
 	}
 	for ctx.Err() == nil {
 		coord, err := w.findLearner(ctx)
+		if errors.Is(err, node.ErrTLS) {
+			return err
+		}
 		if err != nil {
 			break
 		}
@@ -102,7 +105,9 @@ type worker struct {
 
 // findLearner waits until a learner node is among the members and returns
 // its coordinator; it says once every few seconds that it is waiting, and
-// why, as far as asking the seeds tells.
+// why, as far as asking the seeds tells. A seed whose transport never fits
+// this node's (TLS on one side only, a certificate refused on either side)
+// ends the wait: an error wrapping node.ErrTLS.
 func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 	last := time.Now()
 	for {
@@ -110,7 +115,11 @@ func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 			return actor.NewPID(ls[0], CoordinatorName), nil
 		}
 		if time.Since(last) >= waitNoticeEach {
-			fmt.Fprintf(w.out, "node %s: waiting for a learner of cluster %s at %s%s\n", w.id, w.cfg.Cluster.Name, strings.Join(w.cfg.Cluster.Seeds, ", "), w.seedProblems(ctx))
+			why, err := w.seedProblems(ctx)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(w.out, "node %s: waiting for a learner of cluster %s at %s%s\n", w.id, w.cfg.Cluster.Name, strings.Join(w.cfg.Cluster.Seeds, ", "), why)
 			last = time.Now()
 		}
 		select {
@@ -123,19 +132,23 @@ func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 
 // seedProblems is why the seeds show no learner of this node's cluster,
 // " (REASON; REASON)" in the seeds' order, or "" when each answers as
-// one. The seeds are asked at once (node.ProbeSeeds): several that hang
-// delay the line by one probe's timeout, not one each.
-func (w *worker) seedProblems(ctx context.Context) string {
+// one; or the first seed's error wrapping node.ErrTLS, a transport that
+// never fits. The seeds are asked at once (Node.ProbeSeeds): several that
+// hang delay the line by one probe's timeout, not one each.
+func (w *worker) seedProblems(ctx context.Context) (string, error) {
 	var why []string
-	for _, err := range node.ProbeSeeds(ctx, w.cfg.Cluster.Seeds, w.cfg.Cluster.Name) {
+	for _, err := range w.node.ProbeSeeds(ctx, w.cfg.Cluster.Seeds, w.cfg.Cluster.Name) {
+		if errors.Is(err, node.ErrTLS) {
+			return "", err
+		}
 		if err != nil && ctx.Err() == nil {
 			why = append(why, err.Error())
 		}
 	}
 	if len(why) == 0 {
-		return ""
+		return "", nil
 	}
-	return " (" + strings.Join(why, "; ") + ")"
+	return " (" + strings.Join(why, "; ") + ")", nil
 }
 
 // serveRun joins the run of the coordinator, starts and registers this

@@ -29,19 +29,20 @@ func CheckPeer(addr string, t *TLSConfigs) error {
 	if t == nil {
 		return checkPlain(addr)
 	}
-	return checkTLS(addr, t)
+	return checkTLS(addr, t, alpn)
 }
 
-// checkTLS dials addr with this node's TLS. The peer's certificate is
+// checkTLS dials addr with this node's TLS, offering the application
+// protocol proto (ALPN: the port's, gRPC's or the membership's). The peer's certificate is
 // checked as every connection checks it, but its verdict is kept rather
 // than ending the handshake, so that the peer gets to check this node's
 // certificate too and both sides can name what is wrong (nothing is ever
 // sent on this connection). Under TLS 1.3 the peer's verdict on this node
 // arrives after the client's side of the handshake: it is the first read.
-func checkTLS(addr string, t *TLSConfigs) error {
+func checkTLS(addr string, t *TLSConfigs, proto string) error {
 	var peerProblem error
 	cfg := t.Client.Clone()
-	cfg.NextProtos = []string{alpn}
+	cfg.NextProtos = []string{proto}
 	verify := cfg.VerifyPeerCertificate
 	cfg.VerifyPeerCertificate = func(raw [][]byte, chains [][]*x509.Certificate) error {
 		if roots := t.roots(); roots == nil {

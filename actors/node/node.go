@@ -16,10 +16,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
-	"github.com/labstack/echo"
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -133,7 +131,8 @@ type TLSConfigs struct {
 type Node struct {
 	sys     *actor.ActorSystem
 	cluster *cluster.Cluster
-	seed    string // membership address (learner nodes)
+	seed    string      // membership address (learner nodes)
+	members *membership // the cluster provider
 	tls     *TLSConfigs
 	notes   *notices
 	host    string // the host every port binds (Options.Host)
@@ -207,22 +206,23 @@ func startOn(o Options, remotePort int, lis net.Listener) (n *Node, err error) {
 	if o.TLS != nil && o.TLS.cas != nil {
 		o.TLS.cas.notes.Store(n.notes) // the CA file read again is said with the node's notices
 	}
-	health := echo.New() // a client's is never started: clients serve no membership
-	hosts := slices.Clone(o.Seeds)
+	seeds := slices.Clone(o.Seeds)
+	var self func() member
 	if lis != nil {
 		n.seed = net.JoinHostPort(advHost, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port))
-		health.HideBanner, health.HidePort = true, true
-		health.Listener = connlimit.New(connLimits()).Listener(lis, n.notes.refusedConn("membership"))
-		health.Server.ReadHeaderTimeout, health.Server.IdleTimeout = handshakeTimeout, httpIdleTimeout
-		hosts = append([]string{n.seed}, hosts...)
+		seeds = append([]string{n.seed}, seeds...)
+		lis = connlimit.New(connLimits()).Listener(lis, n.notes.refusedConn("membership"))
+		self = func() member {
+			return member{ID: n.sys.ID, ClusterName: o.Name, Address: advHost, Port: advPort, AutoManagePort: o.Port, Kinds: n.cluster.GetClusterKinds()}
+		}
 	}
-	provider := automanaged.NewWithTesting(refresh, o.Port, health, hosts...)
+	n.members = newMembership(o.Name, seeds, o.TLS, lis, self, n.notes)
 	var kinds []*cluster.Kind
 	if lis != nil {
 		kinds = append(kinds, cluster.NewKind(LearnerKind, actor.PropsFromFunc(func(actor.Context) {})))
 	}
 	ropts := append(remoteOptions(o, n.notes), remote.WithAdvertisedHost(net.JoinHostPort(advHost, strconv.Itoa(advPort))))
-	cfg := cluster.Configure(o.Name, provider, disthash.New(), remote.Configure(o.Host, remotePort, ropts...),
+	cfg := cluster.Configure(o.Name, n.members, disthash.New(), remote.Configure(o.Host, remotePort, ropts...),
 		cluster.WithKinds(kinds...))
 	n.cluster = cluster.New(n.sys, cfg)
 	defer func() {
@@ -231,9 +231,6 @@ func startOn(o Options, remotePort int, lis net.Listener) (n *Node, err error) {
 		}
 	}()
 	if lis != nil {
-		health.GET("/_health", func(c echo.Context) error {
-			return c.JSON(200, automanaged.NewNode(o.Name, n.sys.ID, advHost, advPort, o.Port, n.cluster.GetClusterKinds()))
-		})
 		n.cluster.StartMember()
 	} else {
 		n.cluster.StartClient()
@@ -334,6 +331,7 @@ func (n *Node) Stop() {
 	if n.blobs != nil {
 		n.blobs.Close()
 	}
+	n.members.Shutdown(false)
 	if n.seed != "" {
 		n.cluster.Shutdown(false)
 		return
@@ -360,9 +358,7 @@ type quiet struct{ slog.Handler }
 // routine are the library's messages that describe expected states of a
 // cluster whose nodes come and go.
 var routine = []string{
-	"Bad connection to the node health status", "Failure reaching nodes",
 	"EndpointWriter failed to connect", "EndpointWriter lost connection", "EndpointWriter failed to create receive stream",
-	"Automanaged server stopping..!",
 }
 
 // Handle implements slog.Handler.

@@ -48,7 +48,7 @@ func TestProbeSeed(t *testing.T) {
 		{"a member without the learner", serve(http.StatusOK, `{"id":"x","cluster_name":"probe","kinds":[]}`), "probe", `a member of cluster "probe" without its learner`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := ProbeSeed(context.Background(), tc.seed, tc.cluster)
+			err := ProbeSeed(context.Background(), tc.seed, tc.cluster, nil)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("ProbeSeed: %v", err)
@@ -172,7 +172,7 @@ func (h *heldSeeds) check(t *testing.T, errs []error) {
 func TestProbeSeedsAtOnce(t *testing.T) {
 	h := newHeldSeeds(t, []int{http.StatusNotFound, http.StatusForbidden, http.StatusGone, http.StatusServiceUnavailable})
 	done := make(chan []error, 1)
-	go func() { done <- ProbeSeeds(context.Background(), h.addrs, "probe") }()
+	go func() { done <- ProbeSeeds(context.Background(), h.addrs, "probe", nil) }()
 	for range h.addrs {
 		select {
 		case <-h.arrived:
@@ -193,7 +193,7 @@ func TestProbeSeedsBounded(t *testing.T) {
 	const limit = 2
 	h := newHeldSeeds(t, []int{http.StatusNotFound, http.StatusForbidden, http.StatusGone, http.StatusTeapot, http.StatusBadGateway})
 	done := make(chan []error, 1)
-	go func() { done <- probeSeeds(context.Background(), h.addrs, "probe", limit) }()
+	go func() { done <- probeSeeds(context.Background(), h.addrs, "probe", nil, limit) }()
 	for range limit {
 		<-h.arrived
 	}
