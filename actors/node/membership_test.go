@@ -97,3 +97,18 @@ func serveMember(t *testing.T, tls *TLSConfigs, notes *lockedBuffer) string {
 	t.Cleanup(func() { m.Shutdown(false) })
 	return lis.Addr().String()
 }
+
+// TestMemberClientDialsDirectly: seeds are dialled directly whatever the
+// environment's proxy settings say (proto.actor's poller went through
+// HTTP_PROXY, which cannot reach a cluster's private addresses); the
+// poller keeps its connection to a seed, a probe does not.
+func TestMemberClientDialsDirectly(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+	t.Setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+	for _, keep := range []bool{true, false} {
+		tr := memberClient(nil, keep).Transport.(*http.Transport)
+		if tr.Proxy != nil || tr.DisableKeepAlives == keep {
+			t.Errorf("memberClient(keep %v): a proxy %v, keep-alives off %v", keep, tr.Proxy != nil, tr.DisableKeepAlives)
+		}
+	}
+}
