@@ -32,9 +32,10 @@ func CheckPeer(addr string, t *TLSConfigs) error {
 	return checkTLS(addr, t, alpn)
 }
 
-// checkTLS dials addr with this node's TLS, offering the application
-// protocol proto (ALPN: the port's, gRPC's or the membership's). The peer's certificate is
-// checked as every connection checks it, but its verdict is kept rather
+// checkTLS dials addr with this node's TLS, offering proto as the
+// application protocol (ALPN: alpn at an actor port, membershipALPN at a
+// membership port). The peer's certificate is checked as every
+// connection checks it, but its verdict is kept rather
 // than ending the handshake, so that the peer gets to check this node's
 // certificate too and both sides can name what is wrong (nothing is ever
 // sent on this connection). Under TLS 1.3 the peer's verdict on this node

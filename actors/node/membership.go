@@ -47,7 +47,7 @@ type member struct {
 // learner it serves the node's member document on lis; on every node it
 // polls seeds each refresh and publishes the members of its cluster that
 // answer. When no seed answers the known members stay as they are (a
-// member that left is found out by its connection), as proto.actor's
+// worker finds its learner gone by its heartbeats), as proto.actor's
 // automanaged provider did.
 type membership struct {
 	name   string
