@@ -258,8 +258,22 @@ func newMetrics(ctx context.Context, cfg *config.Config, node string, roles []st
 	}
 	if url := p.ProfilesURL(); url != "" {
 		fmt.Fprintf(out, "Go profiles at %s (go tool pprof %sprofile)\n", url, url)
+		if w := profilesWarning(cfg.Cluster.Host); w != "" {
+			fmt.Fprintln(out, w)
+		}
 	}
 	return p, nil
+}
+
+// profilesWarning is the line a node serving Go's profiles on host says
+// when host is not a loopback one: the profiles are plain HTTP, without
+// the cluster's TLS, and a goroutine dump or a CPU profile is anyone's
+// who reaches the port.
+func profilesWarning(host string) string {
+	if loopbackHost(host) {
+		return ""
+	}
+	return fmt.Sprintf("warning: output.pprof serves Go's profiles in plain HTTP, outside the cluster's TLS, to whoever reaches %s: firewall output.prometheus_port, or turn output.pprof off when done", host)
 }
 
 // newNodeID names this process in a cluster and in traces: its first
