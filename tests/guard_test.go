@@ -22,8 +22,9 @@ import (
 // TestLongGuardCatchesCollapse: the original's listwise preset (τ 0.5, β 0,
 // no τ controller) collapses towards a uniform policy from a weak 200-step
 // warm start (docs/RESULTS.md §5: in every seed, policy entropy above 2
-// nats by steps 69–83); the policy-entropy guard must stop it, with a
-// checkpoint, before its 300 steps are up. The maxent_listwise recipe from
+// nats by steps 69–83); the policy-entropy guard (or, once no completion
+// earns a reward, the no-reward guard) must stop it, with a checkpoint,
+// before its 300 steps are up, after a warning naming the τ controller. The maxent_listwise recipe from
 // the same warm-started model trains its 300 steps (twice the latest stop
 // measured) without a single guard line.
 func TestLongGuardCatchesCollapse(t *testing.T) {
@@ -54,12 +55,19 @@ func TestLongGuardCatchesCollapse(t *testing.T) {
 	if !errors.Is(err, actors.ErrNoProgress) || stop == nil {
 		t.Fatalf("the original's preset ran without a guard stopping it: %v", err)
 	}
+	// The collapse is stopped by the policy-entropy guard or, where the
+	// machine's float path left a weaker warm start, by its end state
+	// first, no reward at all: OpenBLAS picks its kernels by CPU, and on
+	// an Intel Xeon (family 6 model 207) the warm start reached 1.2%
+	// greedy accuracy and the rewards reached zero at step 108, against
+	// 3.9% and a policy-entropy stop at step 92 in the pure-Go build.
 	step, _ := strconv.Atoi(stop[1])
-	if stop[2] != guard.RulePolicyEntropy || step >= 300 {
-		t.Errorf("stopped by %s at step %d, want the policy-entropy guard before step 300", stop[2], step)
+	if (stop[2] != guard.RulePolicyEntropy && stop[2] != guard.RuleNoReward) || step >= 300 {
+		t.Errorf("stopped by %s at step %d, want the policy-entropy (or no-reward) guard before step 300", stop[2], step)
 	}
-	if !strings.Contains(out, "warning (policy_entropy)") || !strings.Contains(out, "controller.tau.enabled=true") {
-		t.Errorf("no policy-entropy warning naming the knob before the stop")
+	warned := regexp.MustCompile(`warning \((policy_entropy|uniform_weights)\) at step \d+: .*controller\.tau\.enabled=true`).FindStringIndex(out)
+	if warned == nil || warned[0] > strings.Index(out, "stopping (") {
+		t.Errorf("no warning of the collapse (policy_entropy or uniform_weights) naming controller.tau.enabled before the stop")
 	}
 	if _, err := runlog.Resolve(filepath.Join(preset, runlog.CheckpointsDir, runlog.CheckpointName(step))); err != nil {
 		t.Errorf("no checkpoint at the stop: %v", err)
