@@ -18,6 +18,10 @@ var (
 	blas64Impl blas.Float64 = gonum.Implementation{}
 )
 
+// BLASKernels is "": this build has no OpenBLAS whose kernel set another
+// program's could be given.
+func BLASKernels() string { return "" }
+
 // BLASInfo describes the BLAS in use, the kernel of the packed weight
 // products (packed.go) and the vector kernels of the element-wise work.
 func BLASInfo() string {

@@ -74,6 +74,10 @@ var (
 // Zen set about 5% slower (docs/BENCHMARKS.md).
 var blasCore = C.GoString(C.mgrpo_openblas_setup())
 
+// BLASKernels is the OpenBLAS kernel set in use ("SkylakeX"): the one a
+// comparison on this machine should give another program's OpenBLAS too.
+func BLASKernels() string { return blasCore }
+
 // BLASInfo describes the BLAS in use, with OpenBLAS's kernel set, the
 // kernel of the packed weight products (packed.go) and the vector kernels
 // of the element-wise work.

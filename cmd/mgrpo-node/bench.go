@@ -61,7 +61,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if *peer != "" {
 		threads := runtime.GOMAXPROCS(0)
 		fmt.Fprintf(stdout, "CPU: %s, %d threads each; load average %.2f at the start\n", gpu.CPUName(), threads, loadAverage())
-		fmt.Fprintf(stdout, "mgrpo: %s; peer: %s/bench.py (%s)\n\n", dev.Info(), *peer, *python)
+		fmt.Fprintf(stdout, "mgrpo: %s; peer: %s/bench.py (%s%s)\n\n", dev.Info(), *peer, *python, peerKernels(os.Getenv("OPENBLAS_CORETYPE"), gpu.BLASKernels()))
 		if err := comparePeer(stdout, presets, *rounds, pythonPeer(*python, *peer, threads, o.Reps), oursRun(o)); err != nil {
 			fmt.Fprintf(stderr, "mgrpo-node bench: %v\n", err)
 			return exitFailed

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,10 +47,15 @@ func TestBenchUsageErrors(t *testing.T) {
 }
 
 // TestBenchAgainstPeer runs the peer comparison with a stand-in for
-// bench.py that prints fixed figures in the peer's JSON-lines format.
+// bench.py that prints fixed figures in the peer's JSON-lines format, and
+// fails unless it was given mgrpo's OpenBLAS kernels (or the ones the
+// environment names).
 func TestBenchAgainstPeer(t *testing.T) {
 	dir := t.TempDir()
-	script := `import sys
+	kernels := cmp.Or(os.Getenv("OPENBLAS_CORETYPE"), gpu.BLASKernels())
+	script := `import os, sys
+if os.environ.get("OPENBLAS_CORETYPE", "") != "` + kernels + `":
+    sys.exit("OPENBLAS_CORETYPE is %r, want %r" % (os.environ.get("OPENBLAS_CORETYPE"), "` + kernels + `"))
 p = sys.argv[sys.argv.index("--presets") + 1]
 print('{"preset": "-", "measure": "sgemm_1024", "median": 100.0}')
 print('{"preset": "%s", "measure": "learner_step", "median": 0.5, "min": 0.4}' % p)
@@ -100,6 +107,25 @@ func TestBenchPeerMissing(t *testing.T) {
 		}
 		if stdout.Len() != 0 {
 			t.Errorf("%s: stdout %q, want nothing (refused before the benchmark)", tc.name, stdout.String())
+		}
+	}
+}
+
+// TestPeerEnv: the peer is given mgrpo's OpenBLAS kernel set unless the
+// environment names one; a build without OpenBLAS gives none.
+func TestPeerEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     []string
+		kernels string
+		want    []string
+	}{
+		{"given", []string{"A=1"}, "SkylakeX", []string{"A=1", "OPENBLAS_CORETYPE=SkylakeX"}},
+		{"set by the user", []string{"OPENBLAS_CORETYPE=Haswell"}, "SkylakeX", []string{"OPENBLAS_CORETYPE=Haswell"}},
+		{"no OpenBLAS", []string{"A=1"}, "", []string{"A=1"}},
+	} {
+		if got := peerEnv(tc.env, tc.kernels); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: peerEnv = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

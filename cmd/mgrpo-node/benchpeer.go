@@ -54,6 +54,7 @@ func pythonPeer(python, dir string, threads, reps int) peerRun {
 	return func(preset string) (figures, error) {
 		script := filepath.Join(dir, peerScript)
 		cmd := exec.Command(python, script, "--presets", preset, "--threads", strconv.Itoa(threads), "--reps", strconv.Itoa(reps))
+		cmd.Env = peerEnv(os.Environ(), gpu.BLASKernels())
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		f := figures{load: loadAverage()}
@@ -62,6 +63,20 @@ func pythonPeer(python, dir string, threads, reps int) peerRun {
 		}
 		return parsePeer(&stdout, preset, f)
 	}
+}
+
+// peerEnv is the peer's environment: env, with OPENBLAS_CORETYPE set to
+// kernels (the OpenBLAS kernel set mgrpo runs) unless env sets it or
+// kernels is "". Debian's torch goes through the same OpenBLAS, whose
+// DYNAMIC_ARCH build falls back to its plain-SSE3 kernels on CPUs it does
+// not know (newer Xeons: a quarter of the speed); mgrpo re-selects its
+// own, so without this the peer would be measured on kernels mgrpo does
+// not use.
+func peerEnv(env []string, kernels string) []string {
+	if kernels == "" || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "OPENBLAS_CORETYPE=") }) {
+		return env
+	}
+	return append(slices.Clip(env), "OPENBLAS_CORETYPE="+kernels)
 }
 
 // parsePeer reads bench.py's JSON lines ({"preset", "measure", "median"}).
@@ -200,4 +215,16 @@ func loadAverage() float64 {
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)
 	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+// peerKernels says which OpenBLAS kernels the peer is given: set, from
+// the environment, or kernels, mgrpo's (peerEnv); "" when neither.
+func peerKernels(set, kernels string) string {
+	switch {
+	case set != "":
+		return "; OPENBLAS_CORETYPE=" + set + " from the environment"
+	case kernels != "":
+		return "; OpenBLAS " + kernels + " kernels, as mgrpo's"
+	}
+	return ""
 }
