@@ -169,12 +169,12 @@ type answerError string
 func (e answerError) Error() string { return string(e) }
 
 // fetchMember asks the membership port at seed (host:port) for its member
-// document. Errors: the client's (the dial, TLS), errPlainAtTLS, or one
+// document, with client (memberClient's: HTTPS when it has TLS). Errors: the client's (the dial, TLS), errPlainAtTLS, or one
 // saying the answer is not a member document (answerError: an HTTP status,
 // not JSON).
 func fetchMember(ctx context.Context, client *http.Client, seed string) (*member, error) {
 	scheme := "http"
-	if tr, ok := client.Transport.(*http.Transport); ok && tr.TLSClientConfig != nil {
+	if client.Transport.(*http.Transport).TLSClientConfig != nil { // memberClient's, with TLS
 		scheme = "https"
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+seed+memberPath, nil)
