@@ -33,14 +33,14 @@ const (
 )
 
 // member is the document a learner's membership port answers with (the
-// fields of proto.actor's automanaged provider, which this replaces).
+// names of proto.actor's automanaged provider, which this replaces, less
+// its own port, which no node reads).
 type member struct {
-	ID             string   `json:"id"`
-	Address        string   `json:"address"` // host of the actor system, as advertised
-	AutoManagePort int      `json:"auto_manage_port"`
-	Port           int      `json:"port"` // port of the actor system
-	Kinds          []string `json:"kinds"`
-	ClusterName    string   `json:"cluster_name"`
+	ID          string   `json:"id"`
+	Address     string   `json:"address"` // host of the actor system, as advertised
+	Port        int      `json:"port"`    // port of the actor system
+	Kinds       []string `json:"kinds"`
+	ClusterName string   `json:"cluster_name"`
 }
 
 // membership is a node's cluster provider (cluster.ClusterProvider): on a

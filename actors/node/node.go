@@ -213,7 +213,7 @@ func startOn(o Options, remotePort int, lis net.Listener) (n *Node, err error) {
 		seeds = append([]string{n.seed}, seeds...)
 		lis = connlimit.New(connLimits()).Listener(lis, n.notes.refusedConn("membership"))
 		self = func() member {
-			return member{ID: n.sys.ID, ClusterName: o.Name, Address: advHost, Port: advPort, AutoManagePort: o.Port, Kinds: n.cluster.GetClusterKinds()}
+			return member{ID: n.sys.ID, ClusterName: o.Name, Address: advHost, Port: advPort, Kinds: n.cluster.GetClusterKinds()}
 		}
 	}
 	n.members = newMembership(o.Name, seeds, o.TLS, lis, self, n.notes)
