@@ -6,6 +6,11 @@
 // whose length is not a multiple of 8 ends with one masked load and store
 // (VMASKMOVPS), so no kernel reads or writes past its slices. Ymm registers
 // Y10-Y15 hold the constants of EXP_Y0 in the kernels that use it.
+//
+// Every instruction on a vector register is VEX-encoded (VMOVQ, VMOVSS, not
+// MOVQ, MOVSS): on Intel CPUs a legacy SSE write to an xmm register while
+// the upper halves are in use costs a state transition, which made each
+// masked tail ~20x slower on a Xeon (gpu's TestAssemblyIsVEX checks).
 
 // A float32 constant repeated over the 8 lanes of a ymm register.
 #define VEC8(name, bits) \
@@ -59,7 +64,7 @@ GLOBL lanes<>(SB), RODATA|NOPTR, $32
 // TAIL_MASK sets the lanes i < CX (1 ≤ CX ≤ 7) of Y8 to all ones and the
 // others to zero, for VMASKMOVPS; it clobbers Y4.
 #define TAIL_MASK \
-	MOVQ CX, X8; VPBROADCASTD X8, Y8; VMOVDQU lanes<>(SB), Y4; VPCMPGTD Y4, Y8, Y8
+	VMOVQ CX, X8; VPBROADCASTD X8, Y8; VMOVDQU lanes<>(SB), Y4; VPCMPGTD Y4, Y8, Y8
 
 // HSUM_Y0_X0 adds the 8 float32 lanes of Y0 into the low lane of X0.
 #define HSUM_Y0_X0 \
@@ -115,7 +120,7 @@ expshift_done:
 	VEXTRACTF128 $1, Y5, X9
 	VADDPD       X9, X5, X5
 	VHADDPD      X5, X5, X5
-	MOVSD        X5, ret+56(FP)
+	VMOVSD        X5, ret+56(FP)
 	VZEROUPPER
 	RET
 
@@ -268,7 +273,7 @@ dot_done:
 	VADDPS Y7, Y6, Y6
 	VADDPS Y6, Y0, Y0
 	HSUM_Y0_X0
-	MOVSS X0, ret+48(FP)
+	VMOVSS X0, ret+48(FP)
 	VZEROUPPER
 	RET
 
@@ -321,7 +326,7 @@ dot3_tail:
 dot3_done:
 	VADDPS Y5, Y0, Y0
 	HSUM_Y0_X0
-	MOVSS X0, ret+72(FP)
+	VMOVSS X0, ret+72(FP)
 	VZEROUPPER
 	RET
 
@@ -489,7 +494,7 @@ max_done:
 	VMAXPS       X1, X0, X0
 	VPERMILPS    $0xb1, X0, X1
 	VMAXPS       X1, X0, X0
-	MOVSS        X0, ret+24(FP)
+	VMOVSS        X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
@@ -520,7 +525,7 @@ scores_inner:
 	JNZ  scores_inner
 	HSUM_Y0_X0
 	VMULSS X7, X0, X0
-	MOVSS  X0, (DI)
+	VMOVSS  X0, (DI)
 	ADDQ   $4, DI
 	ADDQ   R9, BX
 	DECQ   CX
@@ -782,11 +787,11 @@ adamwp_done:
 	VEXTRACTF128 $1, Y10, X0
 	VADDPD       X0, X10, X10
 	VHADDPD      X10, X10, X10
-	MOVSD        X10, delta+104(FP)
+	VMOVSD        X10, delta+104(FP)
 	VEXTRACTF128 $1, Y11, X0
 	VADDPD       X0, X11, X11
 	VHADDPD      X11, X11, X11
-	MOVSD        X11, norm+112(FP)
+	VMOVSD        X11, norm+112(FP)
 	VCMPPS       $3, Y7, Y7, Y1 // unordered: a lane saw a NaN
 	VMOVMSKPS    Y1, AX
 	TESTL        AX, AX
