@@ -266,6 +266,15 @@ void try_warp(Fiber& f) {
   complete(warp, lanes, f.mask);
 }
 
+// settle_warp completes the warp operations that fibers lo..hi-1 (one
+// warp) all wait in, once the pass has run each of them: one scan per
+// operation, not one per lane arriving (which made launches quadratic in
+// the warp's width).
+void settle_warp(size_t lo, size_t hi) {
+  for (size_t i = lo; i < hi && g_error.empty(); i++)
+    if (g_fibers[i].state == kAtWarp) try_warp(g_fibers[i]);
+}
+
 // run_block runs one block's threads to the end and reports whether they
 // finished without a barrier error.
 bool run_block() {
@@ -280,10 +289,11 @@ bool run_block() {
   for (;;) {
     bool ran = false;
     for (size_t i = 0; i < n && g_error.empty(); i++) {
-      if (g_fibers[i].state != kReady) continue;
-      ran = true;
-      resume(g_fibers[i]);
-      if (g_fibers[i].state == kAtWarp) try_warp(g_fibers[i]);
+      if (g_fibers[i].state == kReady) {
+        ran = true;
+        resume(g_fibers[i]);
+      }
+      if (i % 32 == 31 || i == n - 1) settle_warp(i - i % 32, i + 1);
     }
     if (!g_error.empty()) return false;
     if (ran) continue;

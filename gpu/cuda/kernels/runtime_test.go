@@ -100,6 +100,32 @@ func TestWarpOperations(t *testing.T) {
 	}
 }
 
+// TestHalfWarps: the two halves of a warp in different warp operations at
+// once, each on its half's mask, complete independently.
+func TestHalfWarps(t *testing.T) {
+	rt := cudatest.Open(t)
+	const threads = 64
+	out := cudatest.Alloc[int32](t, rt, 2*threads)
+	cudatest.Must(t, rt.Launch("selftest_halves", cuda.D1(1), cuda.D1(threads), 0, out))
+	got := cudatest.Download[int32](t, rt, out, 2*threads)
+	for th := range threads {
+		l, w := th%32, th/32
+		var want [2]int32
+		if l < 16 {
+			want = [2]int32{int32(100*w + (l ^ 1)), 0x5555}
+		} else {
+			src := l + 2
+			if src >= 32 {
+				src = l
+			}
+			want = [2]int32{int32(100*w + src), 0x11110000}
+		}
+		if got[2*th] != want[0] || got[2*th+1] != want[1] {
+			t.Errorf("thread %d: shuffle, ballot = %d, %#x; want %d, %#x", th, got[2*th], uint32(got[2*th+1]), want[0], uint32(want[1]))
+		}
+	}
+}
+
 func TestDynamicSharedMemory(t *testing.T) {
 	rt := cudatest.Open(t)
 	const n = 96

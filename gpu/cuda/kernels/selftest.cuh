@@ -41,6 +41,25 @@ extern "C" __global__ void selftest_warp(int* out) {
 }
 EMU_REGISTER(selftest_warp)
 
+// selftest_halves runs a different warp operation in each half of a warp
+// at the same time, each on its own half's mask:
+//   lanes 0-15:  out[2t] = __shfl_xor_sync(low, v, 1),   out[2t+1] = __ballot_sync(low, l % 2 == 0)
+//   lanes 16-31: out[2t] = __shfl_down_sync(high, v, 2), out[2t+1] = __ballot_sync(high, l % 4 == 0)
+// with v as in selftest_warp. Launch: grid 1, block a multiple of 32.
+extern "C" __global__ void selftest_halves(int* out) {
+  const int t = threadIdx.x, l = t & 31, v = 100 * (t >> 5) + l;
+  const unsigned low = 0x0000ffffu, high = 0xffff0000u;
+  int* o = out + 2 * t;
+  if (l < 16) {
+    o[0] = __shfl_xor_sync(low, v, 1);
+    o[1] = (int)__ballot_sync(low, l % 2 == 0);
+  } else {
+    o[0] = __shfl_down_sync(high, v, 2);
+    o[1] = (int)__ballot_sync(high, l % 4 == 0);
+  }
+}
+EMU_REGISTER(selftest_halves)
+
 // selftest_reverse reverses x through dynamic shared memory: out[i] =
 // x[n−1−i].
 //   out, x: [n], n = blockDim.x; dynamic shared: 4n bytes
