@@ -52,13 +52,14 @@ func legacySSE(src string) []string {
 	var bad []string
 	for _, in := range insns {
 		in = strings.TrimSpace(in)
-		if _, rest, ok := strings.Cut(in, ":"); ok && !strings.ContainsAny(in[:strings.Index(in, ":")], " \t(") {
-			in = strings.TrimSpace(rest) // a label
+		if label, rest, ok := strings.Cut(in, ":"); ok && !strings.ContainsAny(label, " \t(") {
+			in = strings.TrimSpace(rest)
 		}
-		op, _, _ := strings.Cut(in, " ")
-		op, _, _ = strings.Cut(op, "\t")
-		op, _, _ = strings.Cut(op, "(")
-		if op == "" || strings.HasPrefix(op, "V") || macros[op] || !vectorReg.MatchString(in) {
+		fields := strings.Fields(in)
+		if len(fields) == 0 || !vectorReg.MatchString(in) {
+			continue
+		}
+		if op, _, _ := strings.Cut(fields[0], "("); strings.HasPrefix(op, "V") || macros[op] {
 			continue
 		}
 		bad = append(bad, in)
@@ -66,6 +67,8 @@ func legacySSE(src string) []string {
 	return bad
 }
 
+// TestLegacySSE: the scan finds legacy SSE in macros, after labels and
+// beside comments, and passes VEX, macro calls and integer instructions.
 func TestLegacySSE(t *testing.T) {
 	src := "#define M(a) VADDPS a, Y1, Y1; MOVQ CX, X8\n" +
 		"TEXT ·f(SB), NOSPLIT, $0\n" +
