@@ -278,7 +278,7 @@ func TestLongClusterTLSWorkerDuringWarmStart(t *testing.T) {
 }
 
 // TestLongClusterTLSLearnerRestart: a TLS learner killed (SIGKILL) after
-// its step-20 checkpoint and resumed about 30 s later, well past the
+// its step-20 checkpoint and resumed 30 s later, well past the
 // membership refresh and the workers' heartbeats, gets its TLS workers
 // back (they exited 2, reading "connection refused" as a certificate
 // mismatch), and the run ends bit-identical to --role all. When the run is
@@ -299,17 +299,19 @@ func TestLongClusterTLSLearnerRestart(t *testing.T) {
 	rr := start(t, bin, "reward+reference", append([]string{"--role", "reward,reference", "--cluster.seeds", seed}, tlsFlags(ca, "node-3")...)...)
 	run := filepath.Join(dir, "cluster")
 	waitFile(t, filepath.Join(run, "checkpoints", "step-20", "MANIFEST.sha256"), 2*time.Minute, learner)
+	killed := time.Now()
 	learner.signal(t, syscall.SIGKILL)
 	learner.exit(t, time.Minute)
 	if strings.Contains(learner.text(), "done:") {
 		t.Fatalf("the run ended before the learner was killed: give it more steps")
 	}
-	// The learner stays away about 30 s: each worker notices it is gone,
-	// then says every 5 s that it does not answer (5 times).
+	// The learner stays away 30 s: each worker notices it is gone (five
+	// heartbeats missed) and says that it does not answer (every 5 s).
 	for _, w := range []*proc{gen, rr} {
 		w.waitFor(t, `the learner at \S+ is gone; waiting for a learner`, time.Minute)
-		w.waitForCount(t, `does not answer yet`, strings.Count(w.text(), "does not answer yet")+5, time.Minute)
 	}
+	unanswered(t, []*proc{gen, rr}, 1)
+	time.Sleep(time.Until(killed.Add(30 * time.Second)))
 	again := start(t, bin, "learner-again", append([]string{"--resume", run}, learnerFlags[:len(learnerFlags)-2]...)...)
 	again.waitFor(t, `resumed from \S+ at step \d+`, time.Minute)
 	if code := again.exit(t, 5*time.Minute); code != 0 {
@@ -324,7 +326,21 @@ func TestLongClusterTLSLearnerRestart(t *testing.T) {
 	// The run is over: the workers wait for the next one, under TLS too.
 	for _, w := range []*proc{gen, rr} {
 		w.waitForCount(t, `is gone; waiting for a learner|dropped this node`, 2, time.Minute)
-		w.waitForCount(t, `does not answer yet`, strings.Count(w.text(), "does not answer yet")+2, time.Minute)
+	}
+	unanswered(t, []*proc{gen, rr}, 2)
+}
+
+// unanswered waits until each worker has said n more times, counted
+// from now, that the learner does not answer yet: the workers wait out
+// one absence together, not one after the other.
+func unanswered(t *testing.T, workers []*proc, n int) {
+	t.Helper()
+	from := make([]int, len(workers))
+	for i, w := range workers {
+		from[i] = strings.Count(w.text(), "does not answer yet")
+	}
+	for i, w := range workers {
+		w.waitForCount(t, `does not answer yet`, from[i]+n, time.Minute)
 	}
 }
 
