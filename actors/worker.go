@@ -152,9 +152,10 @@ func (w *worker) seedProblems(ctx context.Context) (string, error) {
 }
 
 // serveRun joins the run of the coordinator, starts and registers this
-// node's stage actors, and keeps them until the learner is gone or drops
-// the node (nil: look for a learner again) or ctx ends. A refusal is
-// ErrRefused.
+// node's stage actors, and keeps them until the learner is gone (nothing
+// listens at its address after a missed heartbeat, or learnerLost missed
+// in a row) or drops the node (nil: look for a learner again) or ctx
+// ends. A refusal is ErrRefused.
 func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 	res, err := w.ask(ctx, coord, &messages.JoinRequest{NodeId: w.id, Roles: w.cfg.Cluster.Roles(),
 		Build: Build(), Protocol: ProtocolVersion, Address: w.node.Address()})
@@ -194,8 +195,12 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 		case ctx.Err() != nil:
 			return nil
 		case err != nil || !ok:
+			if node.NothingListens(coord.GetAddress()) { // its run is over, or it was killed: no need to wait out the misses
+				w.gone(coord.GetAddress(), "nothing listens there any more")
+				return nil
+			}
 			if missed++; missed >= learnerLost {
-				fmt.Fprintf(w.out, "node %s: the learner at %s is gone; waiting for a learner\n", w.id, coord.GetAddress())
+				w.gone(coord.GetAddress(), fmt.Sprintf("%d heartbeats unanswered", learnerLost))
 				return nil
 			}
 		case !ack.GetKnown():
@@ -205,6 +210,11 @@ func (w *worker) serveRun(ctx context.Context, coord *actor.PID) error {
 			missed = 0
 		}
 	}
+}
+
+// gone says that the learner at addr is gone, and how the node can tell.
+func (w *worker) gone(addr, why string) {
+	fmt.Fprintf(w.out, "node %s: the learner at %s is gone (%s); waiting for a learner\n", w.id, addr, why)
 }
 
 // notAnswered handles a join the learner at addr did not answer: it is

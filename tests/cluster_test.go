@@ -554,7 +554,7 @@ func TestLongClusterLearnerRestart(t *testing.T) {
 		t.Fatalf("the run ended before the learner was killed: give it more steps")
 	}
 	for _, w := range []*proc{gen, rr} {
-		w.waitFor(t, `the learner at \S+ is gone; waiting for a learner`, time.Minute)
+		w.waitFor(t, `the learner at \S+ is gone \(nothing listens there any more\); waiting for a learner`, time.Minute)
 	}
 	again := start(t, bin, "learner-again", "--resume", run, "--role", "learner", "--cluster.port", port)
 	again.waitFor(t, `resumed from \S+ at step \d+`, time.Minute)

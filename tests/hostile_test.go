@@ -305,10 +305,11 @@ func TestLongClusterTLSLearnerRestart(t *testing.T) {
 	if strings.Contains(learner.text(), "done:") {
 		t.Fatalf("the run ended before the learner was killed: give it more steps")
 	}
-	// The learner stays away 30 s: each worker notices it is gone (five
-	// heartbeats missed) and says that it does not answer (every 5 s).
+	// The learner stays away 30 s: each worker notices it is gone (a
+	// heartbeat missed, and its port refuses connections) and says that
+	// it does not answer (every 5 s).
 	for _, w := range []*proc{gen, rr} {
-		w.waitFor(t, `the learner at \S+ is gone; waiting for a learner`, time.Minute)
+		w.waitFor(t, `the learner at \S+ is gone \(nothing listens there any more\); waiting for a learner`, time.Minute)
 	}
 	unanswered(t, []*proc{gen, rr}, 1)
 	time.Sleep(time.Until(killed.Add(30 * time.Second)))
@@ -325,7 +326,7 @@ func TestLongClusterTLSLearnerRestart(t *testing.T) {
 	sameRun(t, run, want, steps)
 	// The run is over: the workers wait for the next one, under TLS too.
 	for _, w := range []*proc{gen, rr} {
-		w.waitForCount(t, `is gone; waiting for a learner|dropped this node`, 2, time.Minute)
+		w.waitForCount(t, `is gone \(nothing listens there any more\); waiting for a learner|dropped this node`, 2, time.Minute)
 	}
 	unanswered(t, []*proc{gen, rr}, 2)
 }

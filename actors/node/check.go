@@ -171,6 +171,21 @@ func networkFailure(err error) bool {
 	return timedOut(err)
 }
 
+// NothingListens reports whether nothing accepts connections at addr
+// (host:port) now: the connection is refused, so no process holds that
+// port (a learner whose run is over, or that was killed). A dial that
+// times out, or a port that accepts and never answers (a frozen process),
+// is not that: the peer may be slow rather than gone. Nothing is sent on
+// the connection, so a node at addr says nothing of it.
+func NothingListens(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, checkTimeout)
+	if err != nil {
+		return errors.Is(err, syscall.ECONNREFUSED)
+	}
+	conn.Close()
+	return false
+}
+
 // Unreachable reports whether err says that no route leads to the peer,
 // or that a dial timed out: what a worker sees when the address a learner
 // advertises is not one it can reach (another network, a NAT), as opposed

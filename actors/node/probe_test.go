@@ -86,6 +86,38 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
+// TestNothingListens: a worker whose heartbeat went unanswered tells a
+// learner that is gone (its port refuses connections) from one that is
+// slow or frozen (its port accepts them), and a name that does not
+// resolve is not a refusal.
+func TestNothingListens(t *testing.T) {
+	for _, tc := range []struct {
+		name, addr string
+		want       bool
+	}{
+		{"nothing listening", closedPort(t), true},
+		{"accepts, never answers", silentPort(t), false},
+		{"a node", startedNode(t), false},
+		{"no such host", "no-such-host.invalid:6330", false},
+	} {
+		if got := NothingListens(tc.addr); got != tc.want {
+			t.Errorf("%s (%s): NothingListens = %v, want %v", tc.name, tc.addr, got, tc.want)
+		}
+	}
+}
+
+// startedNode is the actor address of a plaintext node, stopped when the
+// test ends.
+func startedNode(t *testing.T) string {
+	t.Helper()
+	n, err := Start(Options{Name: "listens", Host: "127.0.0.1", Port: freePortNumber(t), MaxMessageBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	return n.Address()
+}
+
 // silentPort is a port on 127.0.0.1 that accepts connections and never
 // answers, until the test ends.
 func silentPort(t *testing.T) string {
