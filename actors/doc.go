@@ -127,7 +127,9 @@
 //     learner sends its parts in flight to the rest).
 //
 // A worker waits for a learner that is not there yet (its warm start) or
-// any more (killed, or its run over), under TLS too; only a transport
+// any more (killed, or its run over: a missed heartbeat and a port that
+// refuses connections, node.NothingListens; or five heartbeats missed),
+// under TLS too; only a transport
 // that can never fit ends it (node.CheckPeer, or node.ProbeSeeds at the
 // membership port: ErrTLS, one line naming the certificate's fault). The learner's refusals go through
 // ClusterOptions.Refused: one line a minute per peer and kind.
