@@ -105,9 +105,10 @@ type worker struct {
 
 // findLearner waits until a learner node is among the members and returns
 // its coordinator; it says once every few seconds that it is waiting, and
-// why, as far as asking the seeds tells. A seed whose transport never fits
+// why, as far as asking the seeds tells. Seeds whose transport never fits
 // this node's (TLS on one side only, a certificate refused on either side)
-// ends the wait: an error wrapping node.ErrTLS.
+// end the wait when no seed is left that may yet answer: an error
+// wrapping node.ErrTLS.
 func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 	last := time.Now()
 	for {
@@ -130,22 +131,42 @@ func (w *worker) findLearner(ctx context.Context) (*actor.PID, error) {
 	}
 }
 
-// seedProblems is why the seeds show no learner of this node's cluster,
-// " (REASON; REASON)" in the seeds' order, or "" when each answers as
-// one; or the first seed's error wrapping node.ErrTLS, a transport that
-// never fits. The seeds are asked at once (Node.ProbeSeeds): several that
-// hang delay the line by one probe's timeout, not one each.
+// seedProblems asks the seeds at once (Node.ProbeSeeds: several that
+// hang delay the answer by one probe's timeout, not one each) and reads
+// their answers with seedVerdict; ctx's error once it ends.
 func (w *worker) seedProblems(ctx context.Context) (string, error) {
+	errs := w.node.ProbeSeeds(ctx, w.cfg.Cluster.Seeds, w.cfg.Cluster.Name)
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	return seedVerdict(errs)
+}
+
+// seedVerdict reads the answers of the seeds (nil: a learner of this
+// node's cluster answers there): why they show no learner, " (REASON;
+// REASON)" in the seeds' order, or "" when none has a problem; or, when
+// no seed's transport will ever fit this node's, the first one's error
+// wrapping node.ErrTLS. A seed that never fits beside one that may yet
+// answer (not listening yet, a learner in its warm start) is only named
+// among the reasons: the learner may come up at the other.
+func seedVerdict(errs []error) (string, error) {
 	var why []string
-	for _, err := range w.node.ProbeSeeds(ctx, w.cfg.Cluster.Seeds, w.cfg.Cluster.Name) {
-		if errors.Is(err, node.ErrTLS) {
-			return "", err
+	var never error // the first seed whose transport never fits
+	open := 0       // seeds that answer, or may yet
+	for _, err := range errs {
+		if !errors.Is(err, node.ErrTLS) {
+			open++
+		} else if never == nil {
+			never = err
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil {
 			why = append(why, err.Error())
 		}
 	}
-	if len(why) == 0 {
+	switch {
+	case never != nil && open == 0:
+		return "", never
+	case len(why) == 0:
 		return "", nil
 	}
 	return " (" + strings.Join(why, "; ") + ")", nil

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/mgrpo/mgrpo/actors/node"
 	"github.com/mgrpo/mgrpo/config"
 )
 
@@ -35,6 +37,36 @@ func TestAwaitFutureEndsWithContext(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("still waiting for the request's 10-minute timeout after its context ended")
+	}
+}
+
+// TestSeedVerdict: a worker ends for TLS reasons only when no seed's
+// transport will ever fit; a seed of another CA beside one where the
+// learner is not up yet, or answers, is named in the waiting line (the
+// worker ended at the first such seed, before its learner came up at the
+// next).
+func TestSeedVerdict(t *testing.T) {
+	otherCA := fmt.Errorf("%w: the node at 10.0.0.1:6330: its certificate is signed by another CA", node.ErrTLS)
+	expired := fmt.Errorf("%w: the node at 10.0.0.3:6330: its certificate expired", node.ErrTLS)
+	refused := errors.New("10.0.0.2:6330: dial: connect: connection refused")
+	for _, tc := range []struct {
+		name    string
+		errs    []error
+		why     string
+		wantErr error
+	}{
+		{"a learner answers", []error{nil}, "", nil},
+		{"not listening yet", []error{refused}, " (" + refused.Error() + ")", nil},
+		{"another CA", []error{otherCA}, "", otherCA},
+		{"another CA and an expired certificate", []error{otherCA, expired}, "", otherCA},
+		{"another CA, then one not listening yet", []error{otherCA, refused}, " (" + otherCA.Error() + "; " + refused.Error() + ")", nil},
+		{"not listening yet, then another CA", []error{refused, otherCA}, " (" + refused.Error() + "; " + otherCA.Error() + ")", nil},
+		{"another CA, then a learner", []error{otherCA, nil}, " (" + otherCA.Error() + ")", nil},
+	} {
+		why, err := seedVerdict(tc.errs)
+		if why != tc.why || err != tc.wantErr {
+			t.Errorf("%s: seedVerdict = %q, %v; want %q, %v", tc.name, why, err, tc.why, tc.wantErr)
+		}
 	}
 }
 

@@ -248,18 +248,25 @@ func TestLongClusterHostileCalls(t *testing.T) {
 // TestLongClusterTLSWorkerDuringWarmStart: TLS worker nodes started while
 // the learner is in its warm start (its node up, its run not yet) wait
 // for it and join (they exited 2: "refused this node's certificate … EOF").
+// One of them starts before the learner, its first seed a learner of
+// another CA: it names that seed while it waits, and joins the learner at
+// its second seed (it exited 2 at the first).
 func TestLongClusterTLSWorkerDuringWarmStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: three processes")
 	}
 	bin, dir := binary(t, ""), t.TempDir()
-	ca := certs(t, bin, dir, "certs", 3)
-	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	ca, other := certs(t, bin, dir, "certs", 3), certs(t, bin, dir, "other", 1)
+	seed, foreignSeed := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	foreign := start(t, bin, "foreign", append(append(runFlags(dir, "foreign", 4), "--role", "learner", "--cluster.port", strings.Split(foreignSeed, ":")[1],
+		"--train.warm_start_steps", "0"), tlsFlags(other, "node-1")...)...) // waits for workers of its own CA
+	foreign.waitFor(t, `learner node: worker nodes join with`, time.Minute)
+	gen := start(t, bin, "gen", append([]string{"--role", "generator", "--cluster.seeds", foreignSeed + "," + seed}, tlsFlags(ca, "node-2")...)...)
+	gen.waitFor(t, `waiting for a learner of cluster \S+ at .*`+regexp.QuoteMeta(foreignSeed)+`: its certificate .* is signed by another CA`, time.Minute)
 	flags := append(runFlags(dir, "warm", 4), "--role", "learner", "--cluster.port", strings.Split(seed, ":")[1], "--train.warm_start_steps", "3000",
 		"--optim.warm_start_lr", "1e-6") // too slow to reach the warm start's target: all 3000 steps, some 20 s
 	learner := start(t, bin, "learner", append(flags, tlsFlags(ca, "node-1")...)...)
 	learner.waitFor(t, `learner node: worker nodes join with`, time.Minute)
-	gen := start(t, bin, "gen", append([]string{"--role", "generator", "--cluster.seeds", seed}, tlsFlags(ca, "node-2")...)...)
 	rr := start(t, bin, "reward+reference", append([]string{"--role", "reward,reference", "--cluster.seeds", seed}, tlsFlags(ca, "node-3")...)...)
 	for _, w := range []*proc{gen, rr} {
 		w.waitFor(t, `the learner at \S+ does not answer yet`, time.Minute)
