@@ -171,6 +171,11 @@ func networkFailure(err error) bool {
 	return timedOut(err)
 }
 
+// refusalWait bounds NothingListens' dial: a refusal comes back within a
+// round trip, so a host that drops the dial (a firewall, a machine that is
+// down) costs a worker this much a missed heartbeat, not checkTimeout.
+const refusalWait = 500 * time.Millisecond
+
 // NothingListens reports whether nothing accepts connections at addr
 // (host:port) now: the connection is refused, so no process holds that
 // port (a learner whose run is over, or that was killed). A dial that
@@ -178,7 +183,7 @@ func networkFailure(err error) bool {
 // is not that: the peer may be slow rather than gone. Nothing is sent on
 // the connection, so a node at addr says nothing of it.
 func NothingListens(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, checkTimeout)
+	conn, err := net.DialTimeout("tcp", addr, refusalWait)
 	if err != nil {
 		return errors.Is(err, syscall.ECONNREFUSED)
 	}
