@@ -1,7 +1,9 @@
 package gpu
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -238,4 +240,21 @@ func BenchmarkProducts(b *testing.B) {
 		}
 		b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
+}
+
+// BenchmarkTranspose times the sampler's transposition of the largest
+// matrix of the smollm2-135m preset, its head ([49152, 576]), on one
+// worker and on every core: what each new policy version costs a sampler
+// without packed weights before its first token.
+func BenchmarkTranspose(b *testing.B) {
+	const rows, cols = 49152, 576
+	w := make([]float32, rows*cols)
+	for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			b.SetBytes(int64(4 * len(w)))
+			for b.Loop() {
+				transpose(w, rows, cols, workers)
+			}
+		})
+	}
 }

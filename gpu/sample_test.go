@@ -297,3 +297,30 @@ func TestDrawTokenFrequencies(t *testing.T) {
 		}
 	}
 }
+
+// TestTranspose checks the tiled transpose against the definition on
+// shapes that are and are not multiples of the tile, split over one and
+// several workers.
+func TestTranspose(t *testing.T) {
+	for _, tc := range []struct{ rows, cols, workers int }{
+		{1, 1, 1}, {3, 5, 2}, {transposeTile, transposeTile, 3}, {transposeTile + 1, 2*transposeTile + 3, 3},
+		{200, 7, 4}, {7, 200, 4}, {2*transposeTile - 1, 1, 8}, {1, 3 * transposeTile, 2},
+	} {
+		w := make([]float32, tc.rows*tc.cols)
+		for i := range w {
+			w[i] = float32(i)
+		}
+		got := transpose(w, tc.rows, tc.cols, tc.workers)
+		if len(got) != len(w) {
+			t.Fatalf("%dx%d: %d values, want %d", tc.rows, tc.cols, len(got), len(w))
+		}
+		for r := range tc.rows {
+			for c := range tc.cols {
+				if got[c*tc.rows+r] != w[r*tc.cols+c] {
+					t.Fatalf("%dx%d over %d workers: [%d,%d] of the transpose is %g, want %g",
+						tc.rows, tc.cols, tc.workers, c, r, got[c*tc.rows+r], w[r*tc.cols+c])
+				}
+			}
+		}
+	}
+}
