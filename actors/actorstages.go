@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -151,6 +152,18 @@ func (s *actorStages) stats(ctx context.Context) ClusterStats {
 		return ClusterStats{Reissued: st.reissued, Hedged: st.hedged, BadAnswers: st.bad, Sync: st.lastSync}
 	}
 	return ClusterStats{}
+}
+
+// parts asks the coordinator what its stage requests hold, waiting at most
+// a second (zero if it is busier than that).
+func (s *actorStages) parts(ctx context.Context) partsInFlight {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	res, err := s.ask(ctx, &partsRequest{})
+	if p, ok := res.(partsInFlight); ok && err == nil {
+		return p
+	}
+	return partsInFlight{}
 }
 
 // replies type-checks a stage's replies.

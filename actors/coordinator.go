@@ -90,6 +90,8 @@ func (a *coordinator) Receive(c actor.Context) {
 			st.hedged += a.pools[s].hedged
 		}
 		c.Respond(st)
+	case *partsRequest:
+		c.Respond(a.partsInFlight())
 	case *messages.JoinRequest:
 		if reply := a.members.join(m, c.Sender(), a.weights.hasReference()); reply != nil {
 			c.Respond(reply)

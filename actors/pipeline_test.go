@@ -106,6 +106,8 @@ func (f *freezingStages) publish(ctx context.Context, m *gpu.Model) error {
 
 func (f *freezingStages) stats(ctx context.Context) ClusterStats { return f.inner.stats(ctx) }
 
+func (f *freezingStages) parts(ctx context.Context) partsInFlight { return f.inner.parts(ctx) }
+
 func (f *freezingStages) checkpoint(ctx context.Context, dir string) error {
 	return f.inner.checkpoint(ctx, dir)
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mgrpo/mgrpo/actors/evaluate"
 	"github.com/mgrpo/mgrpo/actors/guard"
@@ -165,9 +166,10 @@ func runIn(ctx context.Context, cfg *config.Config, s *settings, env runEnv, dir
 			fmt.Fprintf(out, "warning: cluster.insecure: nodes talk in plaintext on %s; anyone who can reach it can join the run\n", cl.Host)
 		}
 	}
-	r := &runner{settings: s, env: env, dir: dir, out: out, progress: runlog.NewProgress(out, 10), learner: ln,
+	progress := runlog.NewProgress(out, 10)
+	r := &runner{settings: s, env: env, dir: dir, out: out, progress: progress, learner: ln,
 		warmAccuracy: math.NaN(), startName: "start", resumed: resume != "", evalStep: -1,
-		slow: slowSteps{fixed: s.record.slowFixed, auto: s.record.slowAuto}}
+		slow: slowSteps{fixed: s.record.slowFixed, auto: s.record.slowAuto}, busyEvery: busyEvery(progress)}
 	models, control, err := r.loadModels(ctx, resume)
 	if err != nil {
 		return err
@@ -222,7 +224,8 @@ type runner struct {
 
 	warmAccuracy float64 // greedy accuracy of the policy RL started from (NaN: not measured)
 	slow         slowSteps
-	startName    string // what that policy is: "warm start" or "start"
+	busyEvery    time.Duration // how often the progress output says what a long step is doing (busy.go)
+	startName    string        // what that policy is: "warm start" or "start"
 
 	guard      *guard.Watch // the collapse and no-signal rules (nil: train.guard off)
 	warmMissed *guard.Alert // the warm start ended far below its target
@@ -490,7 +493,9 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 		fmt.Fprintf(r.out, "step %d is the run's last; its final evaluation did not end: running it\n", steps)
 	}
 	st := r.settings.step
+	stopWatch := r.watchSteps(ctx, steps, r.busyEvery) // what a step that takes long is doing
 	last, err := drive(ctx, p.Trainer, r.firstStep, steps, batchesAhead(st.staleness, st.syncEvery), r.record)
+	stopWatch()
 	var stop *stopError
 	if errors.As(err, &stop) {
 		return r.stopped(ctx, stop)

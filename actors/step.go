@@ -43,15 +43,19 @@ func Step(ctx context.Context, t *Trainer, n int64, p pace) (*Outcome, error) {
 		return nil, err
 	}
 	ctx, root := t.startStep(ctx, n)                   // one trace per step
+	t.doing(n, making)                                 // what the progress output says of a step that takes long (busy.go)
 	batch, err := t.produce(ctx, n)                    // PolicyWeights → PromptBatch → Rollouts → Scored → RefScored
 	if terr := p.turn(ctx, n, learning); terr != nil { // the steps before this one are over
+		t.done(n)
 		endSpan(root, terr)
 		return nil, terr
 	}
 	var out *Outcome
 	if err == nil { // a step half learned would be lost: learning is not cut short
+		t.doing(n, learning)
 		out, err = t.consume(context.WithoutCancel(ctx), n, batch, p.goesOn(n)) // PreparedBatch → StepReport → PolicyWeights → ControllerUpdate
 	}
+	t.done(n)
 	t.advance(n) // learned or skipped, step n is over
 	defer endSpan(root, err)
 	return out, p.over(ctx, n, out, err) // recorded in the step's trace

@@ -40,6 +40,8 @@ type stages interface {
 	// stats counts the parts sent again because their actor was lost and
 	// measures the newest weight sync to remote generators.
 	stats(ctx context.Context) ClusterStats
+	// parts counts the parts of the stage requests in flight (busy.go).
+	parts(ctx context.Context) partsInFlight
 }
 
 // Trainer drives a run's steps through its stages. Between steps it holds
@@ -59,6 +61,7 @@ type Trainer struct {
 	mu      sync.Mutex
 	weights map[int64]*gpu.Model // read-only snapshots by step: the policy after that many steps
 	synced  int64                // the step whose weights the generators hold
+	active  map[int64]activity   // what the steps not yet over are doing (busy.go)
 }
 
 // Models are a run's models after the warm start: the learner (owning the
@@ -89,7 +92,7 @@ func NewTrainer(s *settings, runID string, m Models, cs rewards.ControllerState)
 
 func newTrainer(s stepSettings, runID string, tr oteltrace.Tracer, st stages, m Models, cs rewards.ControllerState) *Trainer {
 	t := &Trainer{settings: s, runID: runID, tracer: tr, stages: st, control: controllerMessage(nil, cs),
-		policy: m.Learner.Snapshot(), weights: map[int64]*gpu.Model{}, synced: m.Step}
+		policy: m.Learner.Snapshot(), weights: map[int64]*gpu.Model{}, synced: m.Step, active: map[int64]activity{}}
 	for step, w := range m.Behaviour {
 		t.weights[step] = w
 	}
@@ -308,6 +311,8 @@ func (s *localStages) publish(_ context.Context, policy *gpu.Model) error {
 }
 
 func (s *localStages) stats(context.Context) ClusterStats { return ClusterStats{} }
+
+func (s *localStages) parts(context.Context) partsInFlight { return partsInFlight{} }
 
 func (s *localStages) checkpoint(_ context.Context, dir string) error {
 	return saveLearner(s.learner, s.learning.tokenizer, dir)

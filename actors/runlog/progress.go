@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mgrpo/mgrpo/rewards"
@@ -139,9 +139,10 @@ func FormatETA(d time.Duration) string {
 // Progress prints the progress line of a run. On a terminal it rewrites one
 // line in place with '\r'; otherwise it prints a full line every few steps
 // and at the last step. The ETA is the remaining steps times an
-// exponential moving average of the step times. It is not safe for
-// concurrent use.
+// exponential moving average of the step times. It is safe for concurrent
+// use: the steps' records and a watch of the step in flight (Busy) share it.
 type Progress struct {
+	mu      sync.Mutex
 	w       io.Writer
 	tty     bool
 	every   int
@@ -158,6 +159,8 @@ func NewProgress(w io.Writer, every int) *Progress {
 // Update records that step s.Step took stepTime, fills in s.ETA when the
 // total is known, and prints the line if due. It returns the line.
 func (p *Progress) Update(s ProgressStats, stepTime time.Duration) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	dt := stepTime.Seconds()
 	if p.emaSec == 0 {
 		p.emaSec = dt
@@ -171,19 +174,44 @@ func (p *Progress) Update(s ProgressStats, stepTime time.Duration) string {
 	line := FormatProgress(s)
 	switch {
 	case p.tty:
-		pad := strings.Repeat(" ", max(p.lastLen-len(line), 0))
-		fmt.Fprintf(p.w, "\r%s%s", line, pad)
-		p.lastLen = len(line)
+		p.rewrite(line)
 	case s.Step%p.every == 0 || (s.Total > 0 && s.Step >= s.Total):
 		fmt.Fprintln(p.w, line)
 	}
 	return line
 }
 
+// rewrite draws line over the terminal's progress line, padded to cover
+// the one before.
+func (p *Progress) rewrite(line string) {
+	pad := strings.Repeat(" ", max(p.lastLen-len(line), 0))
+	fmt.Fprintf(p.w, "\r%s%s", line, pad)
+	p.lastLen = len(line)
+}
+
+// Terminal reports whether the output is a terminal (its line rewritten in
+// place).
+func (p *Progress) Terminal() bool { return p.tty }
+
+// Busy shows what a step that is taking long is doing: on a terminal in
+// place of the progress line, which the step's Update draws again;
+// otherwise on a line of its own (the caller says how often).
+func (p *Progress) Busy(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		p.rewrite(line)
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
 // Note prints line on a line of its own (a skipped or slow step): on a
 // terminal it first clears the rewritten progress line, which the next
 // Update draws again below it.
 func (p *Progress) Note(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.tty && p.lastLen > 0 {
 		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.lastLen))
 		p.lastLen = 0
@@ -193,16 +221,19 @@ func (p *Progress) Note(line string) {
 
 // Done ends the rewritten line on a terminal with a newline.
 func (p *Progress) Done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.tty && p.lastLen > 0 {
 		fmt.Fprintln(p.w)
 		p.lastLen = 0
 	}
 }
 
-// IsTerminal reports whether w is an *os.File open on a terminal (not
-// /dev/null, which is a character device too).
+// IsTerminal reports whether w writes to a terminal (not /dev/null, which
+// is a character device too): an *os.File open on one, or a writer over
+// one whose Fd method names its descriptor.
 func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr }) // an *os.File, or a writer over one that says which
 	return ok && isTerminal(f.Fd())
 }
 

@@ -143,3 +143,42 @@ func TestStatsFromMetrics(t *testing.T) {
 		t.Errorf("stats = %+v", s)
 	}
 }
+
+// TestProgressBusy: a busy line takes the place of the terminal's progress
+// line (padded over it, and the next step's line over it in turn), and is
+// a line of its own elsewhere; Busy and Update may come from two
+// goroutines.
+func TestProgressBusy(t *testing.T) {
+	term := &Progress{w: new(bytes.Buffer), tty: true, every: 1}
+	buf := term.w.(*bytes.Buffer)
+	step := term.Update(ProgressStats{Step: 1, Total: 10}, time.Second)
+	term.Busy("step 2/10 running for 5s")
+	next := term.Update(ProgressStats{Step: 2, Total: 10}, time.Second)
+	busy := "step 2/10 running for 5s"
+	want := "\r" + step + "\r" + busy + strings.Repeat(" ", len(step)-len(busy)) + "\r" + next + strings.Repeat(" ", max(len(busy)-len(next), 0))
+	if got := buf.String(); got != want {
+		t.Errorf("terminal output %q, want %q (step 2's line over the busy line)", buf.String(), want)
+	}
+
+	var log bytes.Buffer
+	p := NewProgress(&log, 5)
+	p.Busy("step 1/10 running for 1m00s")
+	if log.String() != "step 1/10 running for 1m00s\n" {
+		t.Errorf("log output %q, want the busy line on a line of its own", log.String())
+	}
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 100 {
+			p.Busy("busy")
+		}
+	}()
+	for s := range 100 {
+		p.Update(ProgressStats{Step: s + 1, Total: 100}, time.Millisecond)
+	}
+	<-done
+	if n := strings.Count(log.String(), "busy\n"); n != 100 {
+		t.Errorf("%d busy lines of 100", n)
+	}
+}

@@ -29,6 +29,16 @@ type watchedOutput struct {
 	once sync.Once
 }
 
+// Fd is the descriptor of the file under the output, so that a run's
+// progress line knows a terminal when it writes to one (runlog.IsTerminal);
+// an invalid one when the output is no file.
+func (o *watchedOutput) Fd() uintptr {
+	if f, ok := o.w.(interface{ Fd() uintptr }); ok {
+		return f.Fd()
+	}
+	return ^uintptr(0)
+}
+
 // Write writes b to the output, calling gone when it is closed.
 func (o *watchedOutput) Write(b []byte) (int, error) {
 	n, err := o.w.Write(b)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/actors/runlog"
+	"github.com/mgrpo/mgrpo/internal/ptytest"
 )
 
 // TestWatchedOutput: standard output whose reader has gone calls gone
@@ -90,5 +93,50 @@ func TestLongClosedOutputStops(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("stderr:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestWatchedOutputNamesItsFile: the watched output names the descriptor
+// of the file under it, so that a run knows a terminal; over anything
+// else it names none.
+func TestWatchedOutputNamesItsFile(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got := (&watchedOutput{w: f}).Fd(); got != f.Fd() {
+		t.Errorf("over a file: descriptor %d, want the file's %d", got, f.Fd())
+	}
+	if got := (&watchedOutput{w: new(strings.Builder)}).Fd(); got != ^uintptr(0) {
+		t.Errorf("over a builder: descriptor %d, want none (%d)", got, ^uintptr(0))
+	}
+}
+
+// TestTerminalProgress: a run whose standard output is a terminal rewrites
+// its progress line in place at every step. Behind the watch for a closed
+// output it took the terminal for a log and printed a line every 10 steps.
+func TestTerminalProgress(t *testing.T) {
+	ptx, tty := ptytest.Open(t)
+	var screen bytes.Buffer
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		io.Copy(&screen, ptx) // until the terminal's last holder closes it
+	}()
+	args := []string{"--model.preset", "tiny", "--train.warm_start_steps", "0", "--train.steps", "12",
+		"--train.prompts_per_step", "4", "--generation.num_generations", "4", "--train.eval_every", "0",
+		"--train.eval_prompts", "4", "--train.checkpoint_every", "0", "--output.sample_every", "0",
+		"--output.dir", t.TempDir(), "--output.name", "r"}
+	var stderr bytes.Buffer
+	if code := run(args, tty, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	tty.Close()
+	<-read
+	for step := 1; step <= 12; step++ {
+		if line := "\rstep " + strconv.Itoa(step) + "/12 | "; !strings.Contains(screen.String(), line) {
+			t.Errorf("no %q on the terminal:\n%q", line, screen.String())
+		}
 	}
 }
