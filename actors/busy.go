@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mgrpo/mgrpo/actors/runlog"
@@ -118,10 +119,53 @@ func busyLine(n, total int64, a activity, parts partsInFlight, now time.Time) st
 	return line
 }
 
-// watchSteps shows what the step in flight is doing (Progress.Busy) once
-// it has run for every, and again every every, until the returned stop is
-// called; it looks five times an every. every 0 shows nothing.
+// watchSteps shows what the step in flight is doing once it has run for
+// every, and again every every (showBusy).
 func (r *runner) watchSteps(ctx context.Context, total int64, every time.Duration) (stop func()) {
+	return r.showBusy(ctx, every, func(ctx context.Context, now time.Time) (string, time.Time, bool) {
+		n, a, ok := r.trainer.oldest()
+		if !ok || now.Sub(a.since) < every {
+			return "", a.since, false
+		}
+		var parts partsInFlight
+		if a.phase == making {
+			parts = r.trainer.stages.parts(ctx)
+		}
+		return busyLine(n, total, a, parts, now), a.since, true
+	})
+}
+
+// chore is a piece of the run's end that can take long (the final
+// checkpoint, the final evaluation): its name, what it does, and since
+// when.
+type chore struct {
+	name, what string
+	since      time.Time
+}
+
+// begin records that the run's end has begun chore name, which does what.
+func (r *runner) begin(name, what string) {
+	r.chore.Store(&chore{name: name, what: what, since: time.Now()})
+}
+
+// watchEnd shows what the run's end is doing (begin) once a chore has run
+// for every, and again every every (showBusy).
+func (r *runner) watchEnd(ctx context.Context, every time.Duration) (stop func()) {
+	return r.showBusy(ctx, every, func(_ context.Context, now time.Time) (string, time.Time, bool) {
+		c := r.chore.Load()
+		if c == nil || now.Sub(c.since) < every {
+			return "", time.Time{}, false
+		}
+		return fmt.Sprintf("%s running for %s: %s", c.name, runlog.FormatETA(now.Sub(c.since)), c.what), c.since, true
+	})
+}
+
+// showBusy shows status's line (Progress.Busy) at most every every, looking
+// five times an every, until the returned stop is called, which blanks a
+// terminal's line if it shows one (Progress.EndBusy) and may be called
+// again. status reports false when there is nothing to show. every 0
+// shows nothing.
+func (r *runner) showBusy(ctx context.Context, every time.Duration, status func(ctx context.Context, now time.Time) (line string, since time.Time, ok bool)) (stop func()) {
 	if every <= 0 {
 		return func() {}
 	}
@@ -137,22 +181,23 @@ func (r *runner) watchSteps(ctx context.Context, total int64, every time.Duratio
 			case <-ctx.Done():
 				return
 			case now := <-tick.C:
-				n, a, ok := r.trainer.oldest()
-				if !ok || now.Sub(a.since) < every || now.Sub(shown) < every {
+				if now.Sub(shown) < every {
 					continue
 				}
-				var parts partsInFlight
-				if a.phase == making {
-					parts = r.trainer.stages.parts(ctx)
+				if line, _, ok := status(ctx, now); ok {
+					r.progress.Busy(line)
+					shown = now
 				}
-				r.progress.Busy(busyLine(n, total, a, parts, now))
-				shown = now
 			}
 		}
 	}()
+	var once sync.Once
 	return func() {
-		cancel()
-		<-over
+		once.Do(func() {
+			cancel()
+			<-over
+			r.progress.EndBusy()
+		})
 	}
 }
 

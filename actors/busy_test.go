@@ -117,3 +117,30 @@ func TestWatchStepsSaysWhatAStepDoes(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchEndSaysWhatTheEndDoes: nothing shows before the run's end
+// begins a chore; once one has run for the interval its line shows, and
+// none after the watch stops (which may be asked twice).
+func TestWatchEndSaysWhatTheEndDoes(t *testing.T) {
+	out := &syncBuffer{}
+	r := &runner{progress: runlog.NewProgress(out, 1)}
+	stop := r.watchEnd(context.Background(), 20*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	if out.String() != "" {
+		t.Fatalf("printed before a chore began: %q", out.String())
+	}
+	r.begin("final evaluation", "greedy decoding of up to 256 held-out problems by the policy after step 12")
+	want := "final evaluation running for 0s: greedy decoding of up to 256 held-out problems by the policy after step 12\n"
+	for deadline := time.Now().Add(10 * time.Second); !strings.HasPrefix(out.String(), want); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line %q in 10 s; output %q", want, out.String())
+		}
+	}
+	stop()
+	stop()
+	printed := out.String()
+	time.Sleep(100 * time.Millisecond)
+	if after := strings.TrimPrefix(out.String(), printed); after != "" {
+		t.Errorf("printed after the watch stopped: %q", after)
+	}
+}

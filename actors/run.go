@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mgrpo/mgrpo/actors/evaluate"
@@ -224,8 +225,9 @@ type runner struct {
 
 	warmAccuracy float64 // greedy accuracy of the policy RL started from (NaN: not measured)
 	slow         slowSteps
-	busyEvery    time.Duration // how often the progress output says what a long step is doing (busy.go)
-	startName    string        // what that policy is: "warm start" or "start"
+	busyEvery    time.Duration         // how often the progress output says what a long step or chore is doing (busy.go)
+	chore        atomic.Pointer[chore] // what the run's end is doing (busy.go)
+	startName    string                // what that policy is: "warm start" or "start"
 
 	guard      *guard.Watch // the collapse and no-signal rules (nil: train.guard off)
 	warmMissed *guard.Alert // the warm start ended far below its target
@@ -504,7 +506,10 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 		return err
 	}
 	r.progress.Done()
+	quiet := r.watchEnd(ctx, r.busyEvery) // what the final checkpoint and evaluation are doing when they take long
+	defer quiet()
 	if !r.resumed || last > r.firstStep { // resumed at its last step: that step's checkpoint is the one loaded
+		r.begin("final checkpoint", fmt.Sprintf("writing step %d", last))
 		if err := r.checkpoint(ctx, last); err != nil {
 			return err
 		}
@@ -515,7 +520,7 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 	if err := r.dir.WriteReport(); err != nil {
 		return err
 	}
-	return r.done(ctx, last)
+	return r.done(ctx, last, quiet)
 }
 
 // stopped ends a run that cannot progress: it keeps the state it stopped
@@ -540,9 +545,12 @@ func (r *runner) stopped(ctx context.Context, stop *stopError) error {
 // it started from), or why it could not be measured; the steps, those
 // skipped and why; and where the outputs are. Interrupted before the
 // evaluation ended, it records nothing and returns a *stopError: a resume
-// runs the evaluation.
-func (r *runner) done(ctx context.Context, last int64) error {
+// runs the evaluation. quiet stops the line that says, while the
+// evaluation takes long, what it does (watchEnd).
+func (r *runner) done(ctx context.Context, last int64, quiet func()) error {
+	r.begin("final evaluation", fmt.Sprintf("greedy decoding of up to %d held-out problems by the policy after step %d", r.settings.eval.prompts, last))
 	final, err := r.finalEval(ctx, last)
+	quiet() // what follows is printed on a clean line
 	if err != nil && ctx.Err() != nil {
 		return &stopError{Reason: ErrInterrupted, Step: last, Run: r.dir.Path(), Final: true}
 	}

@@ -148,6 +148,7 @@ type Progress struct {
 	every   int
 	emaSec  float64 // EMA of seconds per step; 0 before the first update
 	lastLen int     // length of the line on screen (terminal only)
+	busy    bool    // the line on screen is Busy's (terminal only)
 }
 
 // NewProgress returns a Progress writing to w. every (minimum 1) is the
@@ -186,7 +187,13 @@ func (p *Progress) Update(s ProgressStats, stepTime time.Duration) string {
 func (p *Progress) rewrite(line string) {
 	pad := strings.Repeat(" ", max(p.lastLen-len(line), 0))
 	fmt.Fprintf(p.w, "\r%s%s", line, pad)
-	p.lastLen = len(line)
+	p.lastLen, p.busy = len(line), false
+}
+
+// clear blanks the terminal's progress line and puts the cursor at its start.
+func (p *Progress) clear() {
+	fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.lastLen))
+	p.lastLen, p.busy = 0, false
 }
 
 // Terminal reports whether the output is a terminal (its line rewritten in
@@ -201,9 +208,21 @@ func (p *Progress) Busy(line string) {
 	defer p.mu.Unlock()
 	if p.tty {
 		p.rewrite(line)
+		p.busy = true
 		return
 	}
 	fmt.Fprintln(p.w, line)
+}
+
+// EndBusy blanks a terminal's line if Busy's is the one on screen, so that
+// what is printed next starts on a clean line; a step's own line (Update)
+// stays.
+func (p *Progress) EndBusy() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.busy {
+		p.clear()
+	}
 }
 
 // Note prints line on a line of its own (a skipped or slow step): on a
@@ -213,8 +232,7 @@ func (p *Progress) Note(line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tty && p.lastLen > 0 {
-		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.lastLen))
-		p.lastLen = 0
+		p.clear()
 	}
 	fmt.Fprintln(p.w, line)
 }
@@ -225,7 +243,7 @@ func (p *Progress) Done() {
 	defer p.mu.Unlock()
 	if p.tty && p.lastLen > 0 {
 		fmt.Fprintln(p.w)
-		p.lastLen = 0
+		p.lastLen, p.busy = 0, false
 	}
 }
 

@@ -182,3 +182,29 @@ func TestProgressBusy(t *testing.T) {
 		t.Errorf("%d busy lines of 100", n)
 	}
 }
+
+// TestProgressEndBusy: EndBusy blanks a terminal's busy line, leaves a
+// step's line on screen, and does nothing to a log.
+func TestProgressEndBusy(t *testing.T) {
+	term := &Progress{w: new(bytes.Buffer), tty: true, every: 1}
+	buf := term.w.(*bytes.Buffer)
+	term.Update(ProgressStats{Step: 1, Total: 2}, time.Second)
+	before := buf.String()
+	term.EndBusy()
+	if buf.String() != before {
+		t.Errorf("EndBusy over a step's line wrote %q", strings.TrimPrefix(buf.String(), before))
+	}
+	term.Busy("final evaluation running for 5s: greedy decoding")
+	before = buf.String()
+	term.EndBusy()
+	if got, want := strings.TrimPrefix(buf.String(), before), "\r"+strings.Repeat(" ", len("final evaluation running for 5s: greedy decoding"))+"\r"; got != want {
+		t.Errorf("EndBusy over a busy line wrote %q, want %q", got, want)
+	}
+	var log bytes.Buffer
+	p := NewProgress(&log, 1)
+	p.Busy("busy")
+	p.EndBusy()
+	if log.String() != "busy\n" {
+		t.Errorf("log output %q, want the busy line alone", log.String())
+	}
+}
