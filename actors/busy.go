@@ -122,16 +122,16 @@ func busyLine(n, total int64, a activity, parts partsInFlight, now time.Time) st
 // watchSteps shows what the step in flight is doing once it has run for
 // every, and again every every (showBusy).
 func (r *runner) watchSteps(ctx context.Context, total int64, every time.Duration) (stop func()) {
-	return r.showBusy(ctx, every, func(ctx context.Context, now time.Time) (string, time.Time, bool) {
+	return r.showBusy(ctx, every, func(ctx context.Context, now time.Time) (string, bool) {
 		n, a, ok := r.trainer.oldest()
 		if !ok || now.Sub(a.since) < every {
-			return "", a.since, false
+			return "", false
 		}
 		var parts partsInFlight
 		if a.phase == making {
 			parts = r.trainer.stages.parts(ctx)
 		}
-		return busyLine(n, total, a, parts, now), a.since, true
+		return busyLine(n, total, a, parts, now), true
 	})
 }
 
@@ -143,20 +143,21 @@ type chore struct {
 	since      time.Time
 }
 
-// begin records that the run's end has begun chore name, which does what.
-func (r *runner) begin(name, what string) {
+// beginChore records that the run's end has begun chore name, which does
+// what.
+func (r *runner) beginChore(name, what string) {
 	r.chore.Store(&chore{name: name, what: what, since: time.Now()})
 }
 
-// watchEnd shows what the run's end is doing (begin) once a chore has run
+// watchEnd shows what the run's end is doing (beginChore) once a chore has run
 // for every, and again every every (showBusy).
 func (r *runner) watchEnd(ctx context.Context, every time.Duration) (stop func()) {
-	return r.showBusy(ctx, every, func(_ context.Context, now time.Time) (string, time.Time, bool) {
+	return r.showBusy(ctx, every, func(_ context.Context, now time.Time) (string, bool) {
 		c := r.chore.Load()
 		if c == nil || now.Sub(c.since) < every {
-			return "", time.Time{}, false
+			return "", false
 		}
-		return fmt.Sprintf("%s running for %s: %s", c.name, runlog.FormatETA(now.Sub(c.since)), c.what), c.since, true
+		return fmt.Sprintf("%s running for %s: %s", c.name, runlog.FormatETA(now.Sub(c.since)), c.what), true
 	})
 }
 
@@ -165,7 +166,7 @@ func (r *runner) watchEnd(ctx context.Context, every time.Duration) (stop func()
 // terminal's line if it shows one (Progress.EndBusy) and may be called
 // again. status reports false when there is nothing to show. every 0
 // shows nothing.
-func (r *runner) showBusy(ctx context.Context, every time.Duration, status func(ctx context.Context, now time.Time) (line string, since time.Time, ok bool)) (stop func()) {
+func (r *runner) showBusy(ctx context.Context, every time.Duration, status func(ctx context.Context, now time.Time) (line string, ok bool)) (stop func()) {
 	if every <= 0 {
 		return func() {}
 	}
@@ -184,7 +185,7 @@ func (r *runner) showBusy(ctx context.Context, every time.Duration, status func(
 				if now.Sub(shown) < every {
 					continue
 				}
-				if line, _, ok := status(ctx, now); ok {
+				if line, ok := status(ctx, now); ok {
 					r.progress.Busy(line)
 					shown = now
 				}

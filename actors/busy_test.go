@@ -129,7 +129,7 @@ func TestWatchEndSaysWhatTheEndDoes(t *testing.T) {
 	if out.String() != "" {
 		t.Fatalf("printed before a chore began: %q", out.String())
 	}
-	r.begin("final evaluation", "greedy decoding of up to 256 held-out problems by the policy after step 12")
+	r.beginChore("final evaluation", "greedy decoding of up to 256 held-out problems by the policy after step 12")
 	want := "final evaluation running for 0s: greedy decoding of up to 256 held-out problems by the policy after step 12\n"
 	for deadline := time.Now().Add(10 * time.Second); !strings.HasPrefix(out.String(), want); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {

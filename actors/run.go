@@ -509,7 +509,7 @@ func (r *runner) train(ctx context.Context, m Models, control rewards.Controller
 	quiet := r.watchEnd(ctx, r.busyEvery) // what the final checkpoint and evaluation are doing when they take long
 	defer quiet()
 	if !r.resumed || last > r.firstStep { // resumed at its last step: that step's checkpoint is the one loaded
-		r.begin("final checkpoint", fmt.Sprintf("writing step %d", last))
+		r.beginChore("final checkpoint", fmt.Sprintf("writing step %d", last))
 		if err := r.checkpoint(ctx, last); err != nil {
 			return err
 		}
@@ -548,7 +548,7 @@ func (r *runner) stopped(ctx context.Context, stop *stopError) error {
 // runs the evaluation. quiet stops the line that says, while the
 // evaluation takes long, what it does (watchEnd).
 func (r *runner) done(ctx context.Context, last int64, quiet func()) error {
-	r.begin("final evaluation", fmt.Sprintf("greedy decoding of up to %d held-out problems by the policy after step %d", r.settings.eval.prompts, last))
+	r.beginChore("final evaluation", fmt.Sprintf("greedy decoding of up to %d held-out problems by the policy after step %d", r.settings.eval.prompts, last))
 	final, err := r.finalEval(ctx, last)
 	quiet() // what follows is printed on a clean line
 	if err != nil && ctx.Err() != nil {
